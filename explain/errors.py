@@ -1,0 +1,27 @@
+"""Errors raised for user input, with their message templates as constants.
+
+Every error a user can cause is an ``ExplainError`` (a ``ValueError``), so that callers
+catch one class and tests match the templates below instead of copying strings.
+"""
+
+from __future__ import annotations
+
+
+class ExplainError(ValueError):
+    """Base class of every error caused by the user's model, data or settings."""
+
+
+class AttributionError(ExplainError):
+    """Integrated Gradients cannot be computed for these inputs or settings."""
+
+
+class BundleError(ExplainError):
+    """A bundle (model + tables) is invalid; ``problems`` lists every problem found."""
+
+    def __init__(self, message: str, problems: list | None = None):
+        super().__init__(message)
+        self.problems = list(problems or [])
+
+
+class UnsafeModelError(ExplainError):
+    """A model file was refused before any of its code could run."""
