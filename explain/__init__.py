@@ -1,7 +1,11 @@
 """Integrated Gradients for Keras models with a static and a temporal input."""
 
-from explain.errors import AttributionError, BundleError, ExplainError, UnsafeModelError
-from explain.ig import Attribution, Settings, integrated_gradients, path_profile
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter
+
+from explain.errors import AttributionError, BundleError, ExplainError, UnsafeModelError  # noqa: E402
+from explain.ig import Attribution, Settings, integrated_gradients, path_profile  # noqa: E402
 
 __all__ = [
     "Attribution",

@@ -180,6 +180,14 @@ class _Engine:
             raise AttributionError(MULTI_OUTPUT.format(count=len(outputs)))
         out_shape = tuple(outputs[0].shape) if outputs else (None, 1)
         self.n_outputs = int(out_shape[-1]) if len(out_shape) == 2 and out_shape[-1] else 1
+        # How the model wants its inputs: a list in model.inputs order, or a dict by key.
+        structure = getattr(model, "_inputs_struct", None)
+        self.input_keys = None
+        if isinstance(structure, dict):
+            by_id = {id(t): key for key, t in structure.items()}
+            self.input_keys = [by_id.get(id(t)) for t in inputs]
+            if None in self.input_keys:
+                self.input_keys = None
         self.head, self.logit_kind = _logit_head(model)
         self.traces = {"path": 0, "forward": 0, "points": 0}
         self.disconnected: dict[str, bool] = {}
@@ -190,6 +198,8 @@ class _Engine:
     def _call(self, static, temporal, space):
         model = self.model_ref()
         pair = [static, temporal] if self.static_position == 0 else [temporal, static]
+        if self.input_keys is not None:
+            pair = dict(zip(self.input_keys, pair))
         if space == "logit" and self.logit_kind == "logit":
             out = self.head(pair)
         else:

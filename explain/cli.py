@@ -1,0 +1,131 @@
+"""``python -m explain ...``: the engine from the command line (the same functions, no other logic).
+
+Exit codes: 0 success; 1 ``check`` found problems; 2 bad input or settings (the message
+says what and how to fix it; never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from explain.errors import ExplainError  # noqa: E402
+from explain.quadrature import METHODS  # noqa: E402
+
+DEFAULT_DEMO_DIR = Path(__file__).resolve().parent.parent / "bundles" / "demo"
+
+
+def _steps(value: str):
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--steps must be an integer or 'auto', got {value!r}") from None
+
+
+def _settings_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--baseline", default="mean",
+                        help="zero | mean | median | customer:ID | cohort:LABEL | flat | blur[:WIDTH] | sample:K "
+                             "(default: mean)")
+    parser.add_argument("--steps", type=_steps, default=64, help="gradient evaluations per customer, or 'auto' (default 64)")
+    parser.add_argument("--method", choices=METHODS, default="gausslegendre", help="integration rule")
+    parser.add_argument("--target", default="0", help="output column: index or output name (default 0)")
+    parser.add_argument("--space", choices=("output", "logit"), default="output",
+                        help="explain the output (probability) or its logit / log-odds")
+    parser.add_argument("--path", choices=("joint", "per-input"), default="joint",
+                        help="joint: both inputs move together (default); per-input: one at a time")
+    parser.add_argument("--tolerance", type=float, default=0.005,
+                        help="with --steps auto: largest |delta| as a fraction of |f(x) - f(b)| (default 0.005)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of sample:K baselines")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m explain", description="Integrated Gradients for static + temporal Keras models.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="write the demo churn bundle (deterministic)")
+    demo.add_argument("--out", default=str(DEFAULT_DEMO_DIR), help=f"folder (default {DEFAULT_DEMO_DIR})")
+
+    check = sub.add_parser("check", help="validate a bundle; list every problem; exit 1 if any")
+    check.add_argument("--bundle", required=True)
+
+    attribute = sub.add_parser("attribute", help="explain some customers; write JSON, CSV or Parquet")
+    attribute.add_argument("--bundle", required=True)
+    attribute.add_argument("--customer", action="append", required=True, help="customer id (repeat for several)")
+    _settings_arguments(attribute)
+    attribute.add_argument("--batch-size", type=int, default=None, help="interpolation points per gradient call")
+    attribute.add_argument("--out", required=True, help="FILE.json | FILE.csv | FILE.parquet")
+
+    batch = sub.add_parser("batch", help="explain every customer, in resumable chunks, to Parquet")
+    batch.add_argument("--bundle", required=True)
+    batch.add_argument("--out", required=True, help="output folder (a Parquet dataset) or FILE.parquet")
+    batch.add_argument("--customers-file", help="a text file with one customer id per line (default: all)")
+    _settings_arguments(batch)
+    batch.add_argument("--batch-size", type=int, default=200, help="customers per chunk (default 200)")
+    return parser
+
+
+def _request(args):
+    from explain.explainer import Request
+
+    return Request(baseline=args.baseline, steps=args.steps, method=args.method, target=args.target,
+                   space=args.space, path=args.path, tolerance=args.tolerance, seed=args.seed)
+
+
+def cmd_demo(args) -> int:
+    from explain.demo import build_demo
+
+    out = build_demo(args.out)
+    print(f"wrote the demo bundle to {out}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from explain.bundle import validate_bundle
+
+    report = validate_bundle(args.bundle)
+    print(report.format())
+    return 0 if report.ok else 1
+
+
+def cmd_attribute(args) -> int:
+    from explain import report
+    from explain.bundle import load_bundle
+    from explain.explainer import explain_customers
+
+    bundle = load_bundle(args.bundle)
+    request = _request(args)
+    ids = list(dict.fromkeys(args.customer))
+    attribution = explain_customers(bundle, ids, request, batch_size=args.batch_size)
+    path = report.write_attributions(args.out, attribution, bundle, ids, request)
+    for i, cid in enumerate(ids):
+        print(f"{cid}: {report.summary_text(attribution, bundle, i)}")
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_batch(args) -> int:
+    from explain.batch import run_batch
+
+    return run_batch(args)
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return {"demo": cmd_demo, "check": cmd_check, "attribute": cmd_attribute, "batch": cmd_batch}[args.command](args)
+    except ExplainError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
