@@ -95,13 +95,15 @@ def flat(inputs: dict) -> dict:
 def blur(inputs: dict, width: float = DEFAULT_BLUR_WIDTH) -> dict:
     """Each customer's history smoothed along time by a Gaussian of ``width`` periods (sigma).
 
-    The edges are reflected, so a constant history stays constant. Static at its own values.
+    The edges are reflected (scipy's mode "reflect"), so a constant history stays constant
+    and a very wide blur tends to the customer's own mean. Static at its own values.
     """
     if isinstance(width, bool) or not isinstance(width, (int, float)) or not width > 0:
         raise AttributionError(BAD_WIDTH.format(width=width))
     temporal = np.asarray(inputs["temporal"], np.float64)
     periods = temporal.shape[1]
-    offsets = np.arange(-periods + 1, periods)
+    radius = int(min(np.ceil(4.0 * width), 50 * periods))  # truncated at 4 sigma, as scipy's gaussian_filter
+    offsets = np.arange(-radius, radius + 1)
     kernel = np.exp(-0.5 * (offsets / width) ** 2)
     # weights[t, u]: contribution of period u to smoothed period t, with reflection at the ends
     weights = np.zeros((periods, periods))

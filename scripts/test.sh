@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install everything the tests need on a fresh Debian machine, then run every test.
+# Used by .ci/run and quoted in the README. Needs root (or sudo) for Debian's chromium.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v chromium >/dev/null 2>&1; then
+    SUDO=""
+    if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+python3 -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+export TF_CPP_MIN_LOG_LEVEL=2
+python3 -m pytest "$@"
