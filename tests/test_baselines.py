@@ -48,7 +48,7 @@ def test_blur_smooths_and_keeps_constants():
     roughness = lambda a: np.abs(np.diff(a, axis=1)).mean()  # noqa: E731
     assert roughness(b) < 0.6 * roughness(DATA["temporal"])
     wide = baselines.blur(DATA, 1000.0)["temporal"]  # very wide: close to each customer's mean
-    np.testing.assert_allclose(wide, np.broadcast_to(DATA["temporal"].mean(axis=1, keepdims=True), wide.shape), atol=1e-3)
+    np.testing.assert_allclose(wide, np.broadcast_to(DATA["temporal"].mean(axis=1, keepdims=True), wide.shape), atol=1e-2)
 
 
 def test_sample_is_seeded_and_distinct():
