@@ -53,6 +53,7 @@ DISCONNECTED_INPUT = (
     "is None. Check that the input is connected to the output (not only to a side branch), "
     "and that it is not cast to an integer or passed through a stop_gradient."
 )
+NOT_NUMERIC = "{what} {role} is not numeric: convert every column to numbers (floats) first."
 MISSING_ARRAY = "{what} has no {role!r} array; expected a dict with keys 'static' and 'temporal'."
 SHAPE_MISMATCH = (
     "{what} {role} has shape {shape}; expected {expected} to match the model's {role} input "
@@ -396,8 +397,12 @@ def engine_for(model) -> _Engine:
 # --------------------------------------------------------------------------- validation
 
 
-def _as_array(value, dtype):
-    return np.ascontiguousarray(np.asarray(value, dtype=np.float64)).astype(dtype.as_numpy_dtype)
+def _as_array(value, dtype, what="inputs", role="static"):
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise AttributionError(NOT_NUMERIC.format(what=what, role=role)) from None
+    return np.ascontiguousarray(arr).astype(dtype.as_numpy_dtype)
 
 
 def _check_inputs(engine, inputs, ids):
@@ -405,7 +410,7 @@ def _check_inputs(engine, inputs, ids):
     for role in ROLES:
         if role not in inputs:
             raise AttributionError(MISSING_ARRAY.format(what="inputs", role=role))
-        arr = _as_array(inputs[role], engine.dtypes[role])
+        arr = _as_array(inputs[role], engine.dtypes[role], "inputs", role)
         expected = (None, *engine.shapes[role])
         if arr.ndim != len(expected) or any(e is not None and e != a for e, a in zip(expected, arr.shape)):
             raise AttributionError(
@@ -429,7 +434,7 @@ def _check_baselines(engine, baselines, n, ids):
     for role in ROLES:
         if role not in baselines:
             raise AttributionError(MISSING_ARRAY.format(what="baselines", role=role))
-        out[role] = _as_array(baselines[role], engine.dtypes[role])
+        out[role] = _as_array(baselines[role], engine.dtypes[role], "baselines", role)
     sample = out["static"].ndim == 3 or out["temporal"].ndim == 4
     if sample and not (
         out["static"].ndim == 3 and out["temporal"].ndim == 4 and out["static"].shape[1] == out["temporal"].shape[1]

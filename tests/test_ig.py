@@ -232,6 +232,8 @@ ERROR_CASES = [
      "with n = 3 customers"),
     ("input shape", None, {"inputs": {"static": np.zeros((3, S)), "temporal": np.zeros((3, T + 1, F))}},
      r"inputs temporal has shape \(3, 7, 3\); expected \(n, 6, 3\)"),
+    ("text input", None, {"inputs": {"static": np.full((3, S), "x"), "temporal": np.zeros((3, T, F))}},
+     "inputs static is not numeric"),
     ("missing input", None, {"inputs": {"static": np.zeros((3, S))}}, "inputs has no 'temporal' array"),
     ("nan input", None, {"inputs": {"static": _nan(data(3)["static"], (1, 2)), "temporal": data(3)["temporal"]}, "ids": ["A", "B", "C"]},
      "Inputs contain NaN or infinite values for customer 'B' \\(static input"),

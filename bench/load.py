@@ -1,0 +1,158 @@
+"""Load figure of the dashboard: N simulated analysts on one running app (not a timed test).
+
+    python bench/load.py                      # 4 users for 60 s on the demo bundle
+    python bench/load.py --users 8 --seconds 120
+
+Starts ``streamlit run app.py`` on a free loopback port, then drives N browser tabs of
+Debian's Chromium (Playwright, ``/usr/bin/chromium``; nothing is downloaded) at once. Each
+user opens a deep link to a random customer (a fresh attribution: customers rarely repeat,
+so the cache rarely helps) and waits until the page has drawn its heatmap and finished
+running. Meanwhile a thread polls ``/_stcore/health`` every 0.25 s with a 1 s timeout.
+Prints requests served, p50/p95 latency of a page with a new attribution, errors (pages
+that showed an error or timed out), and whether the health check always answered within 1 s.
+Traffic goes to 127.0.0.1 only, and the run stops by itself after --seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app(port: int, bundle: str | None) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--server.headless", "true"]
+    if bundle:
+        cmd += ["--", "--bundle", bundle]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def wait_healthy(base: str, timeout: float = 120.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError("the app did not become healthy")
+
+
+class HealthProbe(threading.Thread):
+    def __init__(self, base: str):
+        super().__init__(daemon=True)
+        self.base, self.stop, self.latencies, self.failures = base, threading.Event(), [], 0
+
+    def run(self):
+        while not self.stop.is_set():
+            start = time.perf_counter()
+            try:
+                with urllib.request.urlopen(f"{self.base}/_stcore/health", timeout=1) as r:
+                    ok = r.status == 200
+            except OSError:
+                ok = False
+            self.latencies.append(time.perf_counter() - start)
+            self.failures += not ok
+            self.stop.wait(0.25)
+
+
+async def user(browser, base, ids, deadline, results, seed, steps):
+    rng = random.Random(seed)
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = await context.new_page()
+    try:
+        while time.monotonic() < deadline:
+            customer = rng.choice(ids)
+            start = time.perf_counter()
+            try:
+                await page.goto(f"{base}/?customer={customer}&steps={steps}", timeout=60_000)
+                await page.wait_for_selector(".js-plotly-plot .heatmaplayer, .js-plotly-plot", timeout=60_000)
+                await page.wait_for_function(
+                    "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000)
+                failed = await page.query_selector("[data-testid='stException'], [data-testid='stAlertContentError']")
+                results.append((time.perf_counter() - start, failed is None))
+            except Exception:  # a timeout counts as an error
+                results.append((time.perf_counter() - start, False))
+    finally:
+        await context.close()
+
+
+async def drive(base, ids, users, seconds, steps):
+    from playwright.async_api import async_playwright
+
+    results: list[tuple[float, bool]] = []
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        deadline = time.monotonic() + seconds
+        await asyncio.gather(*(user(browser, base, ids, deadline, results, i, steps) for i in range(users)))
+        await browser.close()
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--users", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--steps", type=int, default=64)
+    parser.add_argument("--bundle", default=None, help="bundle folder (default: the demo)")
+    args = parser.parse_args()
+
+    bundle = Path(args.bundle) if args.bundle else ROOT / "bundles" / "demo"
+    with open(bundle / "static.csv", newline="") as fh:
+        ids = [row["customer_id"] for row in csv.DictReader(fh)]
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = start_app(port, args.bundle)
+    try:
+        wait_healthy(base)
+        probe = HealthProbe(base)
+        probe.start()
+        started = time.monotonic()
+        results = asyncio.run(drive(base, ids, args.users, args.seconds, args.steps))
+        elapsed = time.monotonic() - started
+        probe.stop.set()
+        probe.join()
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    ok = sorted(t for t, good in results if good)
+    errors = sum(1 for _, good in results if not good)
+    q = statistics.quantiles(ok, n=20) if len(ok) >= 2 else [float("nan")] * 19
+    print(f"{args.users} users for {elapsed:.0f} s, {args.steps} steps, {os.cpu_count()} cores")
+    print(f"requests served: {len(ok)} ({len(ok) / elapsed:.2f}/s), errors: {errors}")
+    print(f"latency of a page with a new attribution: p50 {statistics.median(ok) if ok else float('nan'):.2f} s, "
+          f"p95 {q[18]:.2f} s")
+    worst = max(probe.latencies) if probe.latencies else float("nan")
+    print(f"/_stcore/health: {len(probe.latencies)} probes, {probe.failures} failed, slowest {worst * 1000:.0f} ms, "
+          f"always within 1 s: {probe.failures == 0 and worst < 1.0}")
+
+
+if __name__ == "__main__":
+    main()
