@@ -1,0 +1,267 @@
+"""Attributions as JSON, long-format tables and sentences; atomic file output. No streamlit."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from explain.errors import ExplainError
+
+LONG_COLUMNS = ["customer_id", "input", "period", "feature", "value", "attribution"]
+SUMMARY_COLUMNS = ["customer_id", "prediction", "baseline_prediction", "delta", "steps"]
+OUTPUT_SUFFIXES = (".json", ".csv", ".parquet")
+BAD_SUFFIX = "Output file {path!r} must end in one of {suffixes}: the suffix picks the format."
+
+# Delta badge: |delta| relative to |f(x) - f(b)| (at least 0.01 of it, so tiny differences do not alarm).
+DELTA_FINE = 0.01
+DELTA_CHECK = 0.05
+
+
+def to_json_dict(attribution, bundle, ids, request=None) -> dict:
+    """The JSON of shared/DESIGN.md: settings, then one entry per customer."""
+    settings = dict(request.as_dict()) if request is not None else {}
+    settings.update(attribution.settings.as_dict())
+    if request is not None:
+        settings["baseline"] = request.baseline
+    settings["space_used"] = attribution.space_used
+    settings["target_name"] = bundle.output_names[attribution.settings.target]
+    inputs = bundle.inputs_for(ids)
+    customers = []
+    for i, cid in enumerate(ids):
+        entry = {
+            "id": str(cid),
+            "prediction": float(attribution.prediction[i]),
+            "baseline_prediction": float(attribution.baseline_prediction[i]),
+            "delta": float(attribution.delta[i]),
+            "steps": int(attribution.steps[i]),
+            "static": {"features": list(bundle.static_features),
+                       "values": attribution.static[i].tolist(),
+                       "inputs": inputs["static"][i].astype(float).tolist()},
+            "temporal": {"periods": list(bundle.periods), "features": list(bundle.temporal_features),
+                         "values": attribution.temporal[i].tolist(),
+                         "inputs": inputs["temporal"][i].astype(float).tolist()},
+        }
+        if attribution.per_input is not None:
+            entry["per_input"] = {
+                role: {"reference_prediction": float(v["reference_prediction"][i]), "delta": float(v["delta"][i])}
+                for role, v in attribution.per_input.items()
+            }
+        customers.append(entry)
+    return {"settings": settings, "customers": customers}
+
+
+def long_frame(attribution, bundle, ids) -> pd.DataFrame:
+    """customer_id, input (static|temporal), period (empty for static), feature, value, attribution."""
+    ids = np.asarray([str(i) for i in ids], dtype=object)
+    inputs = bundle.inputs_for(list(ids))
+    n, s = attribution.static.shape
+    _, t, f = attribution.temporal.shape
+    static = pd.DataFrame({
+        "customer_id": np.repeat(ids, s),
+        "input": "static",
+        "period": "",
+        "feature": np.tile(np.asarray(bundle.static_features, dtype=object), n),
+        "value": inputs["static"].astype(np.float64).reshape(-1),
+        "attribution": attribution.static.reshape(-1),
+    })
+    temporal = pd.DataFrame({
+        "customer_id": np.repeat(ids, t * f),
+        "input": "temporal",
+        "period": np.tile(np.repeat(np.asarray(bundle.periods, dtype=object), f), n),
+        "feature": np.tile(np.asarray(bundle.temporal_features, dtype=object), n * t),
+        "value": inputs["temporal"].astype(np.float64).reshape(-1),
+        "attribution": attribution.temporal.reshape(-1),
+    })
+    frame = pd.concat([static, temporal], ignore_index=True)
+    order = np.argsort(np.concatenate([np.repeat(np.arange(n), s), np.repeat(np.arange(n), t * f)]), kind="stable")
+    return frame.iloc[order].reset_index(drop=True)[LONG_COLUMNS]
+
+
+def summary_frame(attribution, ids) -> pd.DataFrame:
+    return pd.DataFrame({
+        "customer_id": [str(i) for i in ids],
+        "prediction": attribution.prediction,
+        "baseline_prediction": attribution.baseline_prediction,
+        "delta": attribution.delta,
+        "steps": attribution.steps,
+    })[SUMMARY_COLUMNS]
+
+
+def write_atomic(path, write) -> Path:
+    """Call ``write(temporary_path)``, then rename onto ``path``: never a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_attributions(path, attribution, bundle, ids, request=None) -> Path:
+    """Write JSON (DESIGN.md's shape), or CSV / Parquet (the long format), chosen by suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in OUTPUT_SUFFIXES:
+        raise ExplainError(BAD_SUFFIX.format(path=str(path), suffixes=", ".join(OUTPUT_SUFFIXES)))
+    if suffix == ".json":
+        text = json.dumps(to_json_dict(attribution, bundle, ids, request), indent=1)
+        return write_atomic(path, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"))
+    frame = long_frame(attribution, bundle, ids)
+    if suffix == ".csv":
+        return write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
+    return write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
+
+
+# ----------------------------------------------------------------------------- words
+
+
+def delta_status(delta: float, prediction: float, baseline_prediction: float) -> tuple[str, str]:
+    """('fine' | 'check' | 'too few steps', advice) for one customer's completeness gap."""
+    scale = max(abs(prediction - baseline_prediction), 0.01)
+    ratio = abs(delta) / scale
+    share = f"{ratio:.1%} of the difference being explained"
+    if ratio <= DELTA_FINE:
+        return "fine", f"The attributions add up to the score difference (gap {delta:+.2g}, {share})."
+    if ratio <= DELTA_CHECK:
+        return "check", f"The attributions miss {share} (gap {delta:+.2g}). Raise the steps to be sure."
+    return "too few steps", (
+        f"The attributions miss {share} (gap {delta:+.2g}): the integral is not converged. "
+        "Raise the steps (or choose 'auto') before trusting the numbers."
+    )
+
+
+def contributions(attribution, bundle, i: int, recent: int = 3) -> list[tuple[str, float]]:
+    """(phrase, attribution) items for customer ``i``: each static feature, and each temporal
+    feature split into its last ``recent`` periods and the periods before; largest first."""
+    items = [(bundle.static_labels[j], float(attribution.static[i, j])) for j in range(attribution.static.shape[1])]
+    periods = list(bundle.periods)
+    recent = min(recent, len(periods))
+    for j, label in enumerate(bundle.temporal_labels):
+        column = attribution.temporal[i, :, j]
+        last = f"in the last {recent} periods ({periods[-recent]} to {periods[-1]})"
+        items.append((f"{label} {last}", float(column[-recent:].sum())))
+        if len(periods) > recent:
+            items.append((f"{label} before {periods[-recent]}", float(column[:-recent].sum())))
+    return sorted(items, key=lambda item: -abs(item[1]))
+
+
+def summary_text(attribution, bundle, i: int, top: int = 3) -> str:
+    """A few sentences for a non-expert about customer ``i``."""
+    target = attribution.settings.target
+    name = bundle.output_names[target]
+    unit = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}[attribution.space_used]
+    fx, fb = float(attribution.prediction[i]), float(attribution.baseline_prediction[i])
+    lines = [f"Predicted {name} {fx:.2f}{unit} against {fb:.2f} for the baseline ({fx - fb:+.2f})."]
+    items = [item for item in contributions(attribution, bundle, i) if abs(item[1]) > 0][:top]
+    for phrase, value in items:
+        verb = "add" if value > 0 else "take away"
+        lines.append(f"{phrase[0].upper()}{phrase[1:]} {verb} {abs(value):.2f}.")
+    status, advice = delta_status(float(attribution.delta[i]), fx, fb)
+    lines.append(advice)
+    return " ".join(lines)
+
+
+# ----------------------------------------------------------------------------- downloads
+
+
+def csv_bytes(attribution, bundle, ids) -> bytes:
+    """The long format (``LONG_COLUMNS``) as UTF-8 CSV bytes."""
+    return long_frame(attribution, bundle, ids).to_csv(index=False).encode("utf-8")
+
+
+def json_bytes(attribution, bundle, ids, request=None) -> bytes:
+    """``to_json_dict`` as indented UTF-8 JSON bytes."""
+    return (json.dumps(to_json_dict(attribution, bundle, ids, request), indent=1) + "\n").encode("utf-8")
+
+
+HOW_TO_READ = (
+    "Integrated Gradients splits the difference between this customer's score and the "
+    "baseline's score into one share per input value. It walks in small steps from the "
+    "baseline to the customer and adds up how much the score moves with each feature on the way. "
+    "A positive (red) share raised the score above the baseline; a negative (blue) share lowered it; "
+    "white means no effect. All shares together add up to the prediction minus the baseline "
+    "prediction; the gap left over (delta) says how far the numbers can be trusted."
+)
+
+_HTML_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:2em auto;
+     padding:0 1em;color:#222;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:.2em} h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
+.metrics{display:flex;gap:2em;flex-wrap:wrap;margin:1em 0}
+.metric{background:#f6f6f6;border-radius:6px;padding:.6em 1em} .metric b{display:block;font-size:1.4em}
+.badge{display:inline-block;padding:.2em .7em;border-radius:1em;font-weight:600}
+.fine{background:#e3f4e6;color:#1b5e20} .check{background:#fff3d6;color:#7a5300}
+.too-few-steps{background:#fde3e1;color:#8b1a10}
+table{border-collapse:collapse;font-size:.92em} td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left}
+td.num{text-align:right;font-variant-numeric:tabular-nums} .muted{color:#666;font-size:.9em}
+"""
+
+
+def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), *, title: str | None = None) -> str:
+    """A standalone HTML page about customer ``ids[i]`` (row ``i`` of ``attribution``) that opens offline.
+
+    ``figures``: (heading, plotly Figure) pairs; plotly.js is embedded inline once (with the
+    first figure), so the file needs no network. Every name and id is HTML-escaped.
+    """
+    from html import escape
+
+    from explain import baselines
+
+    cid = str(list(ids)[i])
+    settings = dict(request.as_dict()) if request is not None else {}
+    settings.update(attribution.settings.as_dict())
+    if request is not None:
+        settings["baseline"] = request.baseline
+    settings["space used"] = attribution.space_used
+    target_name = bundle.output_names[attribution.settings.target]
+    fx, fb, delta = (float(attribution.prediction[i]), float(attribution.baseline_prediction[i]),
+                     float(attribution.delta[i]))
+    status, advice = delta_status(delta, fx, fb)
+    try:
+        baseline_text = baselines.describe(settings.get("baseline", ""))
+    except ExplainError:
+        baseline_text = ""
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{escape(title or f'Explanation of customer {cid}')}</title>",
+        f"<style>{_HTML_STYLE}</style></head><body>",
+        f"<h1>{escape(title or f'Why customer {cid} scores {fx:.2f}')}</h1>",
+        f"<p class='muted'>Target: {escape(str(target_name))} ({escape(attribution.space_used)}); "
+        f"model input from bundle {escape(str(getattr(bundle, 'content_hash', ''))[:12])}</p>",
+        "<div class='metrics'>",
+        f"<div class='metric'>prediction<b>{fx:.4f}</b></div>",
+        f"<div class='metric'>baseline prediction<b>{fb:.4f}</b></div>",
+        f"<div class='metric'>difference explained<b>{fx - fb:+.4f}</b></div>",
+        f"<div class='metric'>delta (gap)<b>{delta:+.2g}</b></div></div>",
+        f"<p><span class='badge {escape(status.replace(' ', '-'))}'>{escape(status)}</span> {escape(advice)}</p>",
+        f"<h2>In words</h2><p>{escape(summary_text(attribution, bundle, i))}</p>",
+        f"<h2>How to read this</h2><p>{escape(HOW_TO_READ)}</p>",
+        f"<p><b>Baseline</b> ({escape(str(settings.get('baseline', '')))}): {escape(baseline_text)}</p>",
+    ]
+    for k, (heading, fig) in enumerate(figures):
+        parts.append(f"<h2>{escape(str(heading))}</h2>")
+        parts.append(fig.to_html(full_html=False, include_plotlyjs=(k == 0),
+                                 config={"displaylogo": False, "responsive": True}))
+    inputs = bundle.inputs_for([cid])
+    rows = sorted(range(attribution.static.shape[1]), key=lambda j: -abs(attribution.static[i, j]))
+    parts.append("<h2>Static attributions</h2><table><tr><th>feature</th><th>value</th><th>attribution</th></tr>")
+    for j in rows:
+        unit = bundle.units.get(bundle.static_features[j], "") if getattr(bundle, "units", None) else ""
+        parts.append(f"<tr><td>{escape(str(bundle.static_labels[j]))}</td>"
+                     f"<td class='num'>{float(inputs['static'][0, j]):.4g} {escape(str(unit or ''))}</td>"
+                     f"<td class='num'>{float(attribution.static[i, j]):+.4g}</td></tr>")
+    parts.append("</table><h2>Settings</h2><table>")
+    for key, value in settings.items():
+        parts.append(f"<tr><th>{escape(str(key))}</th><td>{escape(str(value))}</td></tr>")
+    parts.append("</table><p class='muted'>Written by the IG explainer. Attributions add up to "
+                 "prediction minus baseline prediction, up to the delta shown above.</p></body></html>")
+    return "\n".join(parts)
