@@ -236,7 +236,7 @@ def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), 
         f"<style>{_HTML_STYLE}</style></head><body>",
         f"<h1>{escape(title or f'Why customer {cid} scores {fx:.2f}')}</h1>",
         f"<p class='muted'>Target: {escape(str(target_name))} ({escape(attribution.space_used)}); "
-        f"model input from bundle {escape(str(getattr(bundle, 'content_hash', ''))[:12])}</p>",
+        f"bundle content hash {escape(str(getattr(bundle, 'content_hash', ''))[:12])}</p>",
         "<div class='metrics'>",
         f"<div class='metric'>prediction<b>{fx:.4f}</b></div>",
         f"<div class='metric'>baseline prediction<b>{fb:.4f}</b></div>",
@@ -256,6 +256,7 @@ def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), 
     parts.append("<h2>Static attributions</h2><table><tr><th>feature</th><th>value</th><th>attribution</th></tr>")
     for j in rows:
         unit = bundle.units.get(bundle.static_features[j], "") if getattr(bundle, "units", None) else ""
+        unit = "" if unit == "0/1" else unit
         parts.append(f"<tr><td>{escape(str(bundle.static_labels[j]))}</td>"
                      f"<td class='num'>{float(inputs['static'][0, j]):.4g} {escape(str(unit or ''))}</td>"
                      f"<td class='num'>{float(attribution.static[i, j]):+.4g}</td></tr>")

@@ -1,0 +1,35 @@
+"""The frame: page config, the router over pages/, and the shared pickers in the sidebar.
+
+    streamlit run app.py                      # the demo bundle (bundles/demo)
+    streamlit run app.py -- --bundle DIR      # another bundle folder
+    EXPLAIN_BUNDLE=DIR streamlit run app.py   # the same, by environment variable
+"""
+
+import streamlit as st
+
+from ui import pickers, show, state
+
+st.set_page_config(page_title="Churn explainer · Integrated Gradients", page_icon=":material/insights:",
+                   layout="wide")
+
+PAGES = [
+    st.Page("pages/customer.py", title="Customer", icon=":material/person:", default=True),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("pages/cohort.py", title="Cohort", icon=":material/groups:"),
+    st.Page("pages/diagnostics.py", title="Diagnostics", icon=":material/troubleshoot:"),
+    st.Page("pages/data.py", title="Data & model", icon=":material/upload_file:"),
+]
+page = st.navigation(PAGES)
+
+bundle, choice, problem = None, None, None
+try:
+    bundle = state.active_bundle()
+except Exception as exc:  # a broken bundle: the pages say so; the Data & model page still works
+    problem = exc
+if bundle is not None:
+    with show.guard():
+        choice = pickers.sidebar_ui(bundle)
+pickers.set_frame(bundle, choice, problem)
+
+with show.guard():
+    page.run()

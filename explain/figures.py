@@ -1,0 +1,378 @@
+"""Plotly figure builders: arrays + names -> ``go.Figure``. No streamlit.
+
+Colour is honest: attributions use one diverging scale, reversed RdBu, centred on zero with
+symmetric limits (red = raises the prediction, blue = lowers it, white = no effect), and
+figures that are compared share the same limits. Sizes of effect (|attribution|, never
+negative) use a sequential scale starting at zero.
+
+Every name and id reaching a figure is untrusted text: Plotly renders a subset of HTML in
+ticks, titles and hover labels, so each one goes through :func:`esc` first.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+DIVERGING = "RdBu_r"  # reversed: red = raises the prediction, blue = lowers it
+SEQUENTIAL = "Purples"
+RED, BLUE, GREY = "#b2182b", "#2166ac", "#9e9e9e"
+ATTRIBUTION_TITLE = "Effect on the<br>prediction<br>red: raises<br>blue: lowers"
+MAGNITUDE_TITLE = "Size of<br>effect<br>(either<br>direction)"
+FONT = dict(size=13)
+RULE_COLOURS = {"gausslegendre": "#1b9e77", "trapezoid": "#d95f02", "left": "#7570b3",
+                "right": "#e7298a", "middle": "#66a61e"}
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def esc(text) -> str:
+    """``text`` as Plotly-safe text: HTML special characters escaped (Plotly shows them literally)."""
+    return html.escape(str(text), quote=True)
+
+
+def esc_all(names) -> list[str]:
+    return [esc(name) for name in names]
+
+
+def symmetric_limit(*arrays) -> float:
+    """The largest |value| over ``arrays`` (the colour limit m of [-m, m]); 1.0 when all are 0."""
+    m = 0.0
+    for a in arrays:
+        a = np.asarray(a, dtype=np.float64)
+        if a.size:
+            finite = np.abs(a[np.isfinite(a)])
+            if finite.size:
+                m = max(m, float(finite.max()))
+    return m if m > 0 else 1.0
+
+
+def fmt(value, unit: str | None = None) -> str:
+    """A raw value with its unit, as escaped text: '3 months', '12.5 GB', '0.8'."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    text = f"{float(value):.4g}"
+    if unit and unit not in ("0/1",):
+        text = f"{text} {unit}"
+    return esc(text)
+
+
+def _signed_colours(values) -> list[str]:
+    return [RED if v > 0 else BLUE if v < 0 else GREY for v in np.asarray(values, np.float64)]
+
+
+def _units_for(names, units) -> list[str | None]:
+    if units is None:
+        return [None] * len(names)
+    if isinstance(units, dict):
+        return [units.get(n) for n in names]
+    return list(units)
+
+
+def _layout(fig: go.Figure, title: str | None, height: int, **extra) -> go.Figure:
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    fig.update_layout(
+        title=dict(text=esc(title) if title else None, x=0, xanchor="left", font=dict(size=15)),
+        height=height, margin=dict(l=10, r=10, t=50 if title else 20, b=10), font=FONT,
+        plot_bgcolor="white", hoverlabel=dict(align="left"), **extra,
+    )
+    return fig
+
+
+# ----------------------------------------------------------------------------- customer
+
+
+def static_bars(labels, attributions, values, *, units=None, baseline=None, title=None,
+                x_title: str = "Effect on the prediction") -> go.Figure:
+    """Signed horizontal bars sorted by value: the largest raise at the top, the largest cut at the bottom.
+
+    labels: (S,) display names; attributions, values, baseline: (S,); units: (S,) or None.
+    The tick of each bar shows the customer's raw value; hover adds the baseline value.
+    """
+    attributions = np.asarray(attributions, np.float64)
+    values = np.asarray(values, np.float64)
+    base = np.full_like(values, np.nan) if baseline is None else np.asarray(baseline, np.float64)
+    units = _units_for(labels, units)
+    order = np.argsort(attributions, kind="stable")  # ascending: plotly draws the first at the bottom
+    ticks, hover = [], []
+    for j in order:
+        name = esc(labels[j])
+        ticks.append(f"{name} = {fmt(values[j], units[j])}")
+        hover.append(f"<b>{name}</b><br>customer: {fmt(values[j], units[j])}"
+                     f"<br>baseline: {fmt(base[j], units[j])}<br>attribution: {attributions[j]:+.4g}")
+    fig = go.Figure(go.Bar(
+        x=attributions[order], y=ticks, orientation="h", marker_color=_signed_colours(attributions[order]),
+        text=[f"{a:+.3f}" for a in attributions[order]], textposition="outside", cliponaxis=False,
+        customdata=hover, hovertemplate="%{customdata}<extra></extra>",
+    ))
+    m = symmetric_limit(attributions)
+    fig.update_xaxes(title=x_title, range=[-1.5 * m, 1.5 * m], zeroline=True, zerolinecolor="#444",
+                     gridcolor="#eee")
+    fig.update_yaxes(automargin=True)
+    fig = _layout(fig, title, height=max(260, 34 * len(ticks) + 90), showlegend=False)
+    fig.update_layout(margin_r=30)
+    return fig
+
+
+def _cell_text(periods, features, attributions, values, baseline, units):
+    """(F, T) hover text per cell: period, feature, value (unit), baseline value, attribution."""
+    t, f = attributions.shape
+    text = []
+    for j in range(f):
+        row = []
+        for i in range(t):
+            parts = [f"period: {esc(periods[i])}", f"feature: <b>{esc(features[j])}</b>"]
+            if values is not None:
+                parts.append(f"value: {fmt(values[i, j], units[j])}")
+            if baseline is not None:
+                parts.append(f"baseline: {fmt(baseline[i, j], units[j])}")
+            parts.append(f"attribution: {attributions[i, j]:+.4g}")
+            row.append("<br>".join(parts))
+        text.append(row)
+    return text
+
+
+def heatmap_trace(periods, features, attributions, *, values=None, baseline=None, units=None,
+                  zmax: float | None = None, colorbar_title: str = ATTRIBUTION_TITLE,
+                  colorscale: str = DIVERGING, zmin: float | None = None, colorbar: dict | None = None) -> go.Heatmap:
+    """A period x feature heatmap trace (periods on x, features on y) of ``attributions`` (T, F).
+
+    Diverging (the default): centred on zero, limits [-zmax, zmax] (zmax defaults to the
+    largest |attribution|; pass one zmax to every figure that is compared).
+    """
+    attributions = np.asarray(attributions, np.float64)
+    values = None if values is None else np.asarray(values, np.float64)
+    baseline = None if baseline is None else np.asarray(baseline, np.float64)
+    units = _units_for(features, units)
+    m = float(zmax) if zmax is not None else symmetric_limit(attributions)
+    low = -m if zmin is None else float(zmin)
+    bar = dict(title=dict(text=colorbar_title, side="top"), thickness=14, len=0.9)
+    bar.update(colorbar or {})
+    scale = dict(zmin=low, zmax=m, zmid=0.0) if colorscale == DIVERGING else dict(zmin=low, zmax=m)
+    return go.Heatmap(
+        z=attributions.T, x=esc_all(periods), y=esc_all(features), colorscale=colorscale, **scale,
+        text=_cell_text(periods, features, attributions, values, baseline, units),
+        hovertemplate="%{text}<extra></extra>", colorbar=bar, xgap=1, ygap=1,
+    )
+
+
+def temporal_heatmap(periods, features, attributions, *, values=None, baseline=None, units=None,
+                     zmax: float | None = None, title: str | None = None,
+                     colorbar_title: str = ATTRIBUTION_TITLE, height: int | None = None) -> go.Figure:
+    """One heatmap of ``attributions`` (T, F): periods on x, features on y (first at the top)."""
+    fig = go.Figure(heatmap_trace(periods, features, attributions, values=values, baseline=baseline,
+                                  units=units, zmax=zmax, colorbar_title=colorbar_title))
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    fig.update_xaxes(title="period", type="category")
+    return _layout(fig, title, height=height or max(280, 40 * len(features) + 130))
+
+
+def magnitude_heatmap(periods, features, magnitudes, *, title: str | None = None,
+                      colorbar_title: str = MAGNITUDE_TITLE) -> go.Figure:
+    """Sequential heatmap of non-negative sizes (T, F), from 0 to the largest."""
+    magnitudes = np.asarray(magnitudes, np.float64)
+    fig = go.Figure(heatmap_trace(periods, features, magnitudes, zmax=symmetric_limit(magnitudes), zmin=0.0,
+                                  colorscale=SEQUENTIAL, colorbar_title=colorbar_title))
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    fig.update_xaxes(title="period", type="category")
+    return _layout(fig, title, height=max(280, 40 * len(features) + 130))
+
+
+def temporal_panel(periods, features, attributions, *, values=None, baseline=None, units=None,
+                   zmax: float | None = None, title: str | None = None) -> go.Figure:
+    """The heatmap with its totals beside it: per period above, per feature on the right.
+
+    The totals are sums of the signed attributions (same colours: red raises, blue lowers).
+    """
+    attributions = np.asarray(attributions, np.float64)
+    px, fy = esc_all(periods), esc_all(features)
+    fig = make_subplots(rows=2, cols=2, column_widths=[0.8, 0.2], row_heights=[0.24, 0.76],
+                        shared_xaxes=True, shared_yaxes=True, horizontal_spacing=0.015, vertical_spacing=0.03,
+                        subplot_titles=("total per period", "", "", "total per feature"))
+    fig.add_trace(heatmap_trace(periods, features, attributions, values=values, baseline=baseline, units=units,
+                                zmax=zmax, colorbar=dict(x=1.02, y=0.38, len=0.76, yanchor="middle")), row=2, col=1)
+    per_period = attributions.sum(axis=1)
+    per_feature = attributions.sum(axis=0)
+    fig.add_trace(go.Bar(x=px, y=per_period, marker_color=_signed_colours(per_period),
+                         hovertemplate="period %{x}<br>total: %{y:+.4g}<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Bar(x=per_feature, y=fy, orientation="h", marker_color=_signed_colours(per_feature),
+                         hovertemplate="%{y}<br>total: %{x:+.4g}<extra></extra>"), row=2, col=2)
+    fig.update_yaxes(autorange="reversed", automargin=True, row=2)
+    fig.update_xaxes(type="category", row=2, col=1, title="period")
+    fig.update_xaxes(type="category", row=1, col=1)
+    fig.update_yaxes(zeroline=True, zerolinecolor="#444", gridcolor="#eee", row=1, col=1)
+    fig.update_xaxes(zeroline=True, zerolinecolor="#444", gridcolor="#eee", row=2, col=2)
+    fig.update_annotations(font=dict(size=12, color="#555"))
+    return _layout(fig, title, height=max(380, 44 * len(features) + 230), showlegend=False)
+
+
+def history_figure(periods, labels, values, *, baseline=None, units=None, title: str | None = None,
+                   columns: int = 3) -> go.Figure:
+    """The customer's raw monthly history, one small chart per feature (each in its own unit).
+
+    values, baseline: (T, F). The baseline, when given, is drawn dashed in grey.
+    """
+    values = np.asarray(values, np.float64)
+    f = values.shape[1]
+    units = _units_for(labels, units)
+    cols = min(columns, f)
+    rows = int(math.ceil(f / cols))
+    names = [f"{esc(labels[j])}" + (f" ({esc(units[j])})" if units[j] and units[j] not in str(labels[j]) else "")
+             for j in range(f)]
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.08,
+                        vertical_spacing=min(0.12, 0.3 / rows) if rows > 1 else 0.1)
+    x = esc_all(periods)
+    for j in range(f):
+        r, c = j // cols + 1, j % cols + 1
+        fig.add_trace(go.Scatter(x=x, y=values[:, j], mode="lines+markers", line=dict(color="#333"),
+                                 name="customer", showlegend=j == 0, legendgroup="customer",
+                                 hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>customer</extra>"),
+                      row=r, col=c)
+        if baseline is not None:
+            fig.add_trace(go.Scatter(x=x, y=np.asarray(baseline, np.float64)[:, j], mode="lines",
+                                     line=dict(color=GREY, dash="dash"), name="baseline", showlegend=j == 0,
+                                     legendgroup="baseline",
+                                     hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>baseline</extra>"),
+                          row=r, col=c)
+    fig.update_xaxes(type="category", showticklabels=True, tickangle=0, tickfont=dict(size=10),
+                     dtick=max(1, int(math.ceil(len(x) / (4 if cols > 2 else 5)))))
+    fig.update_yaxes(gridcolor="#eee", rangemode="tozero", automargin=True)
+    fig.update_annotations(font=dict(size=12))
+    return _layout(fig, title, height=170 * rows + 80, showlegend=False)
+
+
+# ----------------------------------------------------------------------------- compare
+
+
+def compare_figures(periods, features, first, second, *, names=("A", "B"), values=(None, None),
+                    units=None) -> tuple[go.Figure, go.Figure, go.Figure]:
+    """Two heatmaps on ONE shared scale (same zmin/zmax) and their difference (first - second).
+
+    first, second: (T, F) attributions aligned by period. The difference has its own
+    symmetric scale, titled as such.
+    """
+    first, second = np.asarray(first, np.float64), np.asarray(second, np.float64)
+    m = symmetric_limit(first, second)
+    figs = [temporal_heatmap(periods, features, a, values=v, units=units, zmax=m, title=str(n), height=360,
+                             colorbar_title="Effect<br>(shared<br>scale)<br>red: raises<br>blue: lowers")
+            for a, v, n in zip((first, second), values, names)]
+    figs[0].update_traces(showscale=False)  # the same scale as the second one's colorbar
+    diff = first - second
+    figs.append(temporal_heatmap(
+        periods, features, diff, units=units, zmax=symmetric_limit(diff), height=360,
+        title=f"Difference: {names[0]} minus {names[1]} (own scale)",
+        colorbar_title="Difference<br>red: first higher<br>blue: second higher"))
+    return figs[0], figs[1], figs[2]
+
+
+def compare_static(labels, first, second, *, names=("A", "B")) -> go.Figure:
+    """Grouped horizontal bars of two customers' static attributions (sorted by the first)."""
+    first, second = np.asarray(first, np.float64), np.asarray(second, np.float64)
+    order = np.argsort(first, kind="stable")
+    y = [esc(labels[j]) for j in order]
+    fig = go.Figure([
+        go.Bar(x=first[order], y=y, orientation="h", name=esc(names[0]), marker_color="#444",
+               hovertemplate="%{y}: %{x:+.4g}<extra>" + esc(names[0]) + "</extra>"),
+        go.Bar(x=second[order], y=y, orientation="h", name=esc(names[1]), marker_color="#bbb",
+               hovertemplate="%{y}: %{x:+.4g}<extra>" + esc(names[1]) + "</extra>"),
+    ])
+    m = symmetric_limit(first, second)
+    fig.update_xaxes(title="Effect on the prediction", range=[-1.1 * m, 1.1 * m], zeroline=True,
+                     zerolinecolor="#444", gridcolor="#eee")
+    fig.update_yaxes(automargin=True)
+    return _layout(fig, "Static features", height=max(260, 40 * len(y) + 90), barmode="group",
+                   legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+
+
+# ----------------------------------------------------------------------------- cohort
+
+
+def feature_ranking(labels, mean_abs, signed_mean, *, title: str | None = None) -> go.Figure:
+    """Features ranked by mean |attribution| (grey), with the signed mean beside (red/blue)."""
+    mean_abs, signed_mean = np.asarray(mean_abs, np.float64), np.asarray(signed_mean, np.float64)
+    order = np.argsort(mean_abs, kind="stable")  # largest at the top
+    y = [esc(labels[j]) for j in order]
+    fig = go.Figure([
+        go.Bar(x=mean_abs[order], y=y, orientation="h", name="mean |attribution| (size)",
+               marker_color="#6a51a3", hovertemplate="%{y}<br>mean |attribution|: %{x:.4g}<extra></extra>"),
+        go.Bar(x=signed_mean[order], y=y, orientation="h", name="signed mean (direction)",
+               marker_color=_signed_colours(signed_mean[order]),
+               hovertemplate="%{y}<br>signed mean: %{x:+.4g}<extra></extra>"),
+    ])
+    fig.update_xaxes(title="attribution", zeroline=True, zerolinecolor="#444", gridcolor="#eee")
+    fig.update_yaxes(automargin=True)
+    return _layout(fig, title, height=max(300, 34 * len(y) + 110), barmode="group",
+                   legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+
+
+def period_profile(periods, mean_abs, signed_mean, *, title: str | None = None) -> go.Figure:
+    """Per period: total size of effect (sum of mean |attribution| over features) and signed total."""
+    x = esc_all(periods)
+    fig = go.Figure([
+        go.Scatter(x=x, y=np.asarray(mean_abs, np.float64), mode="lines+markers", name="size (mean |attribution|)",
+                   line=dict(color="#6a51a3"), hovertemplate="%{x}: %{y:.4g}<extra>size</extra>"),
+        go.Bar(x=x, y=np.asarray(signed_mean, np.float64), name="signed mean",
+               marker_color=_signed_colours(signed_mean), opacity=0.7,
+               hovertemplate="%{x}: %{y:+.4g}<extra>signed mean</extra>"),
+    ])
+    fig.update_xaxes(type="category", title="period")
+    fig.update_yaxes(title="attribution (summed over features)", zeroline=True, zerolinecolor="#444",
+                     gridcolor="#eee")
+    return _layout(fig, title, height=320, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+
+
+def risk_histogram(predictions, bands=None, *, title: str | None = None, x_title: str = "predicted score") -> go.Figure:
+    """Histogram of predicted scores, with the risk band edges as dashed lines."""
+    fig = go.Figure(go.Histogram(x=np.asarray(predictions, np.float64), nbinsx=40, marker_color="#888",
+                                 hovertemplate="%{x}: %{y} customers<extra></extra>"))
+    for edge in bands or ():
+        fig.add_vline(x=float(edge), line_dash="dash", line_color="#444")
+    fig.update_xaxes(title=x_title)
+    fig.update_yaxes(title="customers", gridcolor="#eee")
+    return _layout(fig, title, height=240)
+
+
+# ----------------------------------------------------------------------------- diagnostics
+
+
+def delta_by_steps(steps, deltas: dict, *, tolerance: float | None = None, title: str | None = None) -> go.Figure:
+    """|delta| against steps for each rule (log-log). deltas: {rule: (len(steps),)}.
+
+    ``tolerance``, when given, is drawn as the 'fine' line (1 % of |f(x) - f(b)|).
+    """
+    fig = go.Figure()
+    for rule, values in deltas.items():
+        values = np.abs(np.asarray(values, np.float64))
+        fig.add_trace(go.Scatter(x=list(steps), y=np.maximum(values, 1e-12), mode="lines+markers", name=esc(rule),
+                                 line=dict(color=RULE_COLOURS.get(rule)),
+                                 hovertemplate="%{x} steps: |delta| %{y:.3g}<extra>" + esc(rule) + "</extra>"))
+    if tolerance:
+        fig.add_hline(y=tolerance, line_dash="dash", line_color="#444",
+                      annotation_text="fine below this line (1% of the gap)", annotation_position="top left")
+    fig.update_xaxes(type="log", title="steps (gradient evaluations)", gridcolor="#eee",
+                     tickvals=list(steps), ticktext=[str(s) for s in steps])
+    fig.update_yaxes(type="log", title="|delta| (gap left over)", gridcolor="#eee", exponentformat="e")
+    return _layout(fig, title, height=400, legend=dict(orientation="h", yanchor="top", y=-0.25, x=0))
+
+
+def path_figure(profile: dict, *, title: str | None = None, y_title: str = "prediction") -> go.Figure:
+    """Prediction and gradient size (L2 norm per input) along the path from baseline (0) to customer (1)."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=(f"{esc(y_title)} along the path", "gradient size along the path"))
+    a = np.asarray(profile["alphas"], np.float64)
+    fig.add_trace(go.Scatter(x=a, y=profile["prediction"], mode="lines+markers", name=esc(y_title),
+                             line=dict(color="#333")), row=1, col=1)
+    fig.add_trace(go.Scatter(x=a, y=profile["grad_norm_static"], mode="lines", name="|gradient| static",
+                             line=dict(color="#d95f02")), row=2, col=1)
+    fig.add_trace(go.Scatter(x=a, y=profile["grad_norm_temporal"], mode="lines", name="|gradient| temporal",
+                             line=dict(color="#7570b3")), row=2, col=1)
+    fig.update_xaxes(title="alpha (0 = baseline, 1 = customer)", row=2, col=1)
+    fig.update_xaxes(gridcolor="#eee")
+    fig.update_yaxes(gridcolor="#eee")
+    return _layout(fig, title, height=480, legend=dict(orientation="h", yanchor="top", y=-0.15, x=0))

@@ -1,0 +1,352 @@
+"""The dashboard through Streamlit's own test client (AppTest), on the demo bundle.
+
+Caches (the bundle, attributions) are process-wide, so only the first test pays for
+importing TensorFlow and opening the bundle.
+"""
+
+import base64
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+DEMO = ROOT / "bundles" / "demo"
+PAGES = ["pages/customer.py", "pages/compare.py", "pages/cohort.py", "pages/diagnostics.py", "pages/data.py"]
+EVIL = "<img src=x onerror=alert(1)>"
+
+pytestmark = pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="the demo bundle is not built")
+
+
+@pytest.fixture(autouse=True)
+def _demo_bundle(monkeypatch):
+    monkeypatch.delenv("EXPLAIN_BUNDLE", raising=False)
+
+
+def app(params: dict | None = None, page: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in (params or {}).items():
+        at.query_params[key] = value
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def charts(at) -> dict:
+    """{key: plotly spec} of every chart on the page."""
+    return {c.proto.id.split("-", 2)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+
+
+def array(value) -> np.ndarray:
+    """A plotly JSON array: a list, or a typed array {"dtype", "bdata" (base64), "shape"}."""
+    if isinstance(value, dict) and "bdata" in value:
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = [int(n) for n in str(value.get("shape", len(flat))).split(",")]
+        return flat.reshape(shape).astype(float)
+    return np.asarray(value, dtype=float)
+
+
+def heatmap(spec) -> dict:
+    """The heatmap trace, with z decoded to a numpy array."""
+    trace = dict(next(t for t in spec["data"] if t["type"] == "heatmap"))
+    trace["z"] = array(trace["z"])
+    return trace
+
+
+def changed(a, b) -> bool:
+    return a.shape != b.shape or not np.allclose(a, b, rtol=0, atol=1e-12)
+
+
+def plain(text: str) -> str:
+    """Markdown text without its backslash escapes (the app escapes untrusted text)."""
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def errors(at) -> list[str]:
+    return [plain(e.value) for e in at.error]
+
+
+# ----------------------------------------------------------------------------- every page
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_runs_on_the_demo_bundle(page):
+    at = app(page=page if page != "pages/customer.py" else None)
+    assert not errors(at)
+    if page != "pages/data.py":
+        assert charts(at), "the page shows no figure"
+
+
+def test_customer_page_shows_prediction_badge_words_and_downloads():
+    at = app()
+    labels = [m.label for m in at.metric]
+    assert any(label.startswith("Predicted") for label in labels) and "Baseline prediction" in labels
+    assert any("badge[" in m.value and "fine" in m.value for m in at.markdown)  # st.badge
+    assert any("against" in i.value for i in at.info)  # report.summary_text
+    assert {"static_bars", "temporal_heatmap", "history"} <= set(charts(at))
+    downloads = at.get("download_button")
+    assert len(downloads) == 3
+
+
+def test_heatmap_is_centred_on_zero_with_symmetric_limits():
+    spec = charts(app())["temporal_heatmap"]
+    heat = heatmap(spec)
+    z = heat["z"]
+    assert heat["zmid"] == 0
+    assert heat["zmin"] == pytest.approx(-heat["zmax"]) and heat["zmax"] == pytest.approx(np.abs(z).max())
+    assert "raises" in heat["colorbar"]["title"]["text"]
+    assert "baseline" in heat["text"][0][0] and "attribution" in heat["text"][0][0]
+
+
+# ----------------------------------------------------------------------------- pickers change the view
+
+
+def test_changing_customer_baseline_and_steps_changes_the_figure():
+    at = app()
+    z0 = heatmap(charts(at)["temporal_heatmap"])["z"]
+    first = at.session_state["customer"]
+    other = "C00002" if first != "C00002" else "C00003"
+
+    at.selectbox(key="customer").set_value(other).run()
+    assert not at.exception
+    z1 = heatmap(charts(at)["temporal_heatmap"])["z"]
+    assert changed(z1, z0) and at.query_params["customer"] == other
+    assert other in at.title[0].value
+
+    at.selectbox(key="baseline_kind").set_value("median").run()
+    z2 = heatmap(charts(at)["temporal_heatmap"])["z"]
+    assert changed(z2, z1) and at.query_params["baseline"] == "median"
+
+    at.select_slider(key="steps").set_value("8").run()
+    z3 = heatmap(charts(at)["temporal_heatmap"])["z"]
+    assert changed(z3, z2) and at.query_params["steps"] == "8"
+    assert not at.exception
+
+
+def test_highest_risk_picker_and_random_churner_set_the_customer():
+    at = app()
+    top = at.selectbox(key="_top_pick").options[3].split()[0]
+    at.selectbox(key="_top_pick").set_value(top).run()
+    assert at.session_state["customer"] == top and at.query_params["customer"] == top
+    assert at.selectbox(key="_top_pick").value is None  # ready for the next pick
+    at.button(key="_random").click().run()
+    assert not at.exception
+    churned = pd.read_csv(DEMO / "static.csv", dtype={"customer_id": str}).set_index("customer_id")["churned"]
+    assert churned[at.session_state["customer"]] == 1
+    assert at.query_params["customer"] == at.session_state["customer"]
+
+
+def test_every_baseline_kind_runs():
+    at = app()
+    for kind in ("zero", "mean", "median", "customer", "cohort", "flat", "blur", "sample"):
+        at.selectbox(key="baseline_kind").set_value(kind).run()
+        assert not at.exception, kind
+        assert not errors(at), (kind, errors(at))
+        assert at.query_params["baseline"].startswith(kind)
+
+
+def test_query_params_open_the_chosen_view():
+    params = {"customer": "C00010", "baseline": "cohort:0", "steps": "16", "method": "trapezoid",
+              "space": "logit", "path": "per-input"}
+    at = app(params)
+    assert at.session_state["customer"] == "C00010"
+    assert at.select_slider(key="steps").value == "16"
+    assert at.selectbox(key="baseline_kind").value == "cohort"
+    assert at.selectbox(key="baseline_cohort").value == "0"
+    assert at.radio(key="space").value == "logit" and at.radio(key="path").value == "per-input"
+    assert "C00010" in at.title[0].value
+    caption = plain(at.caption[0].value)
+    assert "cohort:0" in caption and "16 steps" in caption and "trapezoid" in caption
+    assert not at.warning
+
+
+def test_bad_query_params_are_dropped_with_a_warning():
+    at = app({"customer": "NOPE", "steps": "13", "baseline": "customer:ghost"})
+    assert not at.exception
+    assert len(at.warning) == 3
+    assert at.select_slider(key="steps").value == "64"
+    assert at.query_params["steps"] == "64"
+
+
+def test_a_page_opens_from_its_link_with_the_settings():
+    at = app({"customer": "C00020", "compare": "C00021", "steps": "32"}, page="pages/compare.py")
+    assert at.session_state["customer"] == "C00020"
+    assert at.session_state["_compare"] == "C00021"
+    assert at.query_params["compare"] == "C00021"
+
+
+# ----------------------------------------------------------------------------- compare, cohort, diagnostics
+
+
+def test_compare_page_shares_one_colour_scale():
+    at = app({"customer": "C00005", "compare": "C00007"}, page="pages/compare.py")
+    figs = charts(at)
+    a, b, diff = heatmap(figs["compare_a"]), heatmap(figs["compare_b"]), heatmap(figs["compare_diff"])
+    assert (a["zmin"], a["zmax"]) == (b["zmin"], b["zmax"])
+    m = max(np.abs(a["z"]).max(), np.abs(b["z"]).max())
+    assert a["zmax"] == pytest.approx(m) and a["zmid"] == b["zmid"] == diff["zmid"] == 0
+    np.testing.assert_allclose(diff["z"], a["z"] - b["z"], atol=1e-12)
+    assert a["x"] == b["x"] == diff["x"]  # aligned by period
+
+    at.selectbox(key="w_compare").set_value("cohort:0").run()
+    assert not at.exception and at.query_params["compare"] == "cohort:0"
+    a, b = heatmap(charts(at)["compare_a"]), heatmap(charts(at)["compare_b"])
+    assert (a["zmin"], a["zmax"]) == (b["zmin"], b["zmax"])
+
+
+def test_cohort_page_explains_a_sample_in_batches_with_filters():
+    at = app(page="pages/cohort.py")
+    assert at.get("progress")
+    job = at.session_state["cohort_job"]
+    assert sorted(job["parts"]) == [0, 1]  # 200 customers, 100 per batch
+    figs = charts(at)
+    assert {"cohort_abs", "cohort_signed", "cohort_ranking", "cohort_periods"} <= set(figs)
+    signed = heatmap(figs["cohort_signed"])
+    assert signed["zmid"] == 0 and signed["zmin"] == pytest.approx(-signed["zmax"])
+    assert heatmap(figs["cohort_abs"])["zmin"] == 0
+
+    before = heatmap(figs["cohort_signed"])["z"]
+    at.multiselect[1].set_value(["1"]).run()  # churners only
+    assert not at.exception
+    assert changed(heatmap(charts(at)["cohort_signed"])["z"], before)
+
+
+def test_cohort_job_stopped_halfway_keeps_partial_results_and_continues():
+    at = app(page="pages/cohort.py")
+    job = at.session_state["cohort_job"]
+    del job["parts"][1]  # as if Stop was pressed after the first batch
+    job["stopped"] = True
+    at.run()
+    assert not at.exception
+    assert any("Stopped after 100 of 200" in w.value for w in at.warning)
+    assert any("100** of 100 explained" in m.value for m in at.markdown)
+    assert charts(at)  # figures from the partial results
+    next(b for b in at.button if b.label == "Continue").click().run()
+    assert not at.exception and sorted(at.session_state["cohort_job"]["parts"]) == [0, 1]
+    assert any("200** of 200 explained" in m.value for m in at.markdown)
+
+
+def test_diagnostics_page_shows_convergence_path_inputs_and_timings():
+    at = app({"customer": "C00003"}, page="pages/diagnostics.py")
+    figs = charts(at)
+    delta = figs["diag_delta"]
+    assert delta["layout"]["xaxis"]["type"] == "log"
+    assert {t["name"] for t in delta["data"]} == {"gausslegendre", "trapezoid", "left", "right", "middle"}
+    assert len(figs["diag_path"]["data"]) == 3
+    assert any("Model:" in c.value or "Layer" in c.value for c in at.code)
+    frames = at.dataframe
+    assert len(frames) >= 3 and len(frames[2].value) >= 1  # roles, outputs, timings
+
+
+# ----------------------------------------------------------------------------- uploads
+
+
+def _upload(at, files: dict) -> AppTest:
+    at.file_uploader[0].set_value([(name, data, "application/octet-stream") for name, data in files.items()]).run()
+    next(b for b in at.button if b.label == "Check and open").click().run()
+    return at
+
+
+def _demo_files() -> dict:
+    return {name: (DEMO / name).read_bytes() for name in ("model.keras", "static.csv", "temporal.csv", "bundle.json")}
+
+
+def test_invalid_upload_shows_every_problem_and_no_exception():
+    files = _demo_files()
+    lines = files["static.csv"].decode().splitlines()
+    header = lines[0].split(",")
+    drop = header.index("age")
+    rows = [",".join(v for k, v in enumerate(line.split(",")) if k != drop) for line in lines]
+    rows[3] = rows[3].replace(rows[3].split(",")[1], "lots", 1)  # tenure_months: not a number
+    files["static.csv"] = ("\n".join(rows) + "\n").encode()
+    at = _upload(app(page="pages/data.py"), files)
+    assert not at.exception
+    messages = " ".join(errors(at))
+    assert "column 'age' is missing" in messages and "tenure_months" in messages
+    assert len(errors(at)) >= 3  # a heading + one st.error per problem
+    assert "upload_active" not in at.session_state or not at.session_state["upload_active"]
+    assert not any("Traceback" in m for m in messages.split("\n"))
+
+
+def test_unknown_upload_name_is_refused_clearly():
+    at = _upload(app(page="pages/data.py"), {"notes.json": b"{}", "model.keras": b"not a zip"})
+    assert not at.exception
+    assert any("notes.json" in e for e in errors(at))
+
+
+def test_valid_upload_becomes_this_sessions_bundle_and_back():
+    at = _upload(app(page="pages/data.py"), _demo_files())
+    assert not at.exception and not errors(at)
+    active = at.session_state["upload_active"]
+    assert active and Path(active).is_dir() and "explain-upload-" in active
+    assert any("this session's upload" in m.value for m in at.markdown)
+    next(b for b in at.button if b.label == "Back to the startup bundle").click().run()
+    assert not at.exception and not at.session_state["upload_active"]
+    assert any("from the startup bundle" in m.value for m in at.markdown)
+
+
+# ----------------------------------------------------------------------------- untrusted names
+
+
+def test_untrusted_feature_names_are_escaped(tmp_path, monkeypatch):
+    bundle = tmp_path / "evil"
+    shutil.copytree(DEMO, bundle)
+    config = json.loads((bundle / "bundle.json").read_text())
+    config["display_names"]["data_usage_gb"] = EVIL
+    config["display_names"]["tenure_months"] = "[click](http://example.com) ![x](http://example.com/x.png) :red[x]"
+    (bundle / "bundle.json").write_text(json.dumps(config))
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(bundle))
+    at = app({"customer": "C00001"})
+    for spec in charts(at).values():
+        text = json.dumps(spec)
+        assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text or "data_usage" not in text
+    assert "&lt;img" in json.dumps(charts(at)["temporal_heatmap"])
+    for element in [*at.markdown, *at.info, *at.caption]:
+        assert not re.search(r"(?<!\\)<img", element.value), element.value
+        assert not re.search(r"(?<!\\)\]\(http", element.value), element.value
+
+
+# ----------------------------------------------------------------------------- speed, bundles without labels
+
+
+def test_switching_customer_is_fast_and_keeps_the_compiled_function():
+    from streamlit.runtime.scriptrunner import script_runner
+
+    at = app()
+    assert getattr(script_runner._clean_problem_modules, "keeps_kernel_cache", False)
+    for cid in ("C00031", "C00032", "C00033"):
+        at.selectbox(key="customer").set_value(cid).run()
+        assert not at.exception
+        timing = at.session_state["timings"][0]
+        assert timing["what"] == "customer" and not timing["from cache"]
+        # one batched gradient pass for one customer: milliseconds, unless TF re-optimises the
+        # function after every rerun (Streamlit's keras.backend.clear_session(): ~0.2-0.3 s)
+        assert timing["computed in (s)"] < 0.15, timing
+
+
+def test_a_bundle_without_labels_runs_every_page(tmp_path, monkeypatch):
+    bundle = tmp_path / "nolabels"
+    bundle.mkdir()
+    for name in ("model.keras", "temporal.csv"):
+        shutil.copy(DEMO / name, bundle / name)
+    static = pd.read_csv(DEMO / "static.csv", dtype={"customer_id": str}).drop(columns="churned")
+    static.to_csv(bundle / "static.csv", index=False)
+    config = json.loads((DEMO / "bundle.json").read_text())
+    config.pop("label_column"), config.pop("positive_label", None)
+    (bundle / "bundle.json").write_text(json.dumps(config))
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(bundle))
+    at = app({"baseline": "cohort:0"})  # no cohort without labels: dropped with a warning
+    assert len(at.warning) == 1 and "cohort" not in at.selectbox(key="baseline_kind").options
+    at.button(key="_random").click().run()
+    assert not at.exception
+    for page in PAGES[1:]:
+        at.switch_page(page).run()
+        assert not at.exception and not errors(at), (page, errors(at))

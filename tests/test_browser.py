@@ -1,0 +1,215 @@
+"""The dashboard in a real browser: `streamlit run` headless + Debian's Chromium via Playwright.
+
+Skipped only when /usr/bin/chromium is missing and CI is not set; with CI set a missing
+browser fails. Screenshots of every page go to tests/screenshots/<page>.png.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = ROOT / "tests" / "screenshots"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+VIEWPORT = {"width": 1400, "height": 1000}
+STARTUP_TIMEOUT = 90  # seconds until /_stcore/health answers ok
+RENDER_TIMEOUT = 90_000  # ms for a page to show its figures
+
+pytestmark = pytest.mark.browser
+
+if not os.path.exists(CHROMIUM):
+    if os.environ.get("CI"):
+        pytest.fail(f"{CHROMIUM} is missing and CI is set: install Debian's chromium package.", pytrace=False)
+    pytest.skip(f"{CHROMIUM} is missing (install Debian's chromium package)", allow_module_level=True)
+
+from playwright.sync_api import sync_playwright  # noqa: E402 (after the skip: no browser, no need)
+
+# JS: the z values of the first heatmap trace on the page, as JSON (null while none is drawn).
+HEATMAP_Z = """() => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const trace = (gd._fullData || []).find(t => t.type === 'heatmap');
+    if (trace && trace.z) return JSON.stringify(Array.from(trace.z, row => Array.from(row)));
+  }
+  return null;
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = _free_port()
+    log = (tmp_path_factory.mktemp("streamlit") / "server.log").open("w")
+    env = {k: v for k, v in os.environ.items() if k != "EXPLAIN_BUNDLE"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
+         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                    if response.status == 200 and response.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"streamlit did not start (exit code {proc.poll()}); see {log.name}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(RENDER_TIMEOUT)
+    yield page
+    context.close()
+
+
+def wait_idle(page, quiet_ms: int = 1200) -> None:
+    """Until the app has stopped running (no status widget) and the figures had time to draw."""
+    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
+    page.wait_for_timeout(quiet_ms)
+    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
+
+
+def open_page(page, url: str, ready: str = ".js-plotly-plot") -> None:
+    page.goto(url)
+    page.wait_for_selector(ready)
+    wait_idle(page)
+
+
+def screenshot(page, name: str) -> Path:
+    """A full-page PNG: Streamlit scrolls inside its own container, so grow the viewport to fit it."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    height = page.evaluate("Math.max(...[...document.querySelectorAll("
+                           "'[data-testid=stMain], [data-testid=stAppViewContainer], section')]"
+                           ".map(e => e.scrollHeight), 0)")
+    page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], int(height))})
+    page.wait_for_timeout(1500)  # plotly resizes
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(VIEWPORT)
+    return path
+
+
+def test_deep_link_opens_the_chosen_view(server, page):
+    # The first request of a fresh server is a deep link to another page: it must still get the frame.
+    open_page(page, f"{server}/compare?customer=C00010&compare=C00020&steps=16&baseline=median")
+    main = page.locator("[data-testid=stMain]")
+    assert main.get_by_text("C00010").first.is_visible()
+    assert "C00010" in page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").first.inner_html()
+    assert page.locator(".js-plotly-plot").count() >= 4
+    screenshot(page, "compare")
+
+    open_page(page, f"{server}/?customer=C00010&steps=16&baseline=median")
+    assert page.get_by_role("heading", name="Customer C00010").is_visible()
+    assert page.locator("[data-testid=stSidebar] [data-testid=stSlider]").first.inner_text().strip().startswith("Steps")
+    assert "16" in page.locator("[data-testid=stSidebar] [data-testid=stSlider]").first.inner_text()
+    assert main.get_by_text("16 steps").first.is_visible()
+    assert "customer=C00010" in page.url and "steps=16" in page.url
+
+
+def test_customer_page_shows_a_heatmap_and_redraws_for_another_customer(server, page):
+    open_page(page, f"{server}/")
+    before = page.evaluate(HEATMAP_Z)
+    assert before, "no heatmap trace on the customer page"
+    screenshot(page, "customer")
+
+    select = page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").first
+    select.click()
+    page.keyboard.type("C00002")
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"() => {{ const z = ({HEATMAP_Z})(); return z && z !== {before!r}; }}")
+    wait_idle(page)
+    assert page.get_by_role("heading", name="Customer C00002").is_visible()
+    assert "customer=C00002" in page.url
+
+
+def test_downloads_arrive(server, page, tmp_path):
+    open_page(page, f"{server}/?customer=C00003")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="CSV (long format)").click()
+    csv = Path(download.value.path()).read_text()
+    assert download.value.suggested_filename == "ig_C00003.csv"
+    assert csv.splitlines()[0] == "customer_id,input,period,feature,value,attribution"
+    assert csv.count("\n") == 1 + 9 + 12 * 6
+
+    with page.expect_download(timeout=RENDER_TIMEOUT) as download:
+        page.get_by_role("button", name="HTML report (opens offline)").click()
+    html = Path(download.value.path()).read_text()
+    assert "C00003" in html and "plotly" in html.lower() and "<script src=\"http" not in html
+
+    # the report opens offline: no request leaves the page and the figures draw
+    report = tmp_path / "report.html"
+    report.write_text(html)
+    context = page.context.browser.new_context(viewport=VIEWPORT, offline=True)
+    offline = context.new_page()
+    offline.goto(report.as_uri())
+    offline.wait_for_selector(".js-plotly-plot .heatmaplayer, .js-plotly-plot .hm", state="attached",
+                              timeout=30_000)
+    context.close()
+
+
+@pytest.mark.parametrize("name, path, ready", [
+    ("cohort", "/cohort", "text=customers explained"),
+    ("diagnostics", "/diagnostics", ".js-plotly-plot"),
+    ("data", "/data", "[data-testid=stFileUploader]"),
+])
+def test_screenshot_of_every_other_page(server, page, name, path, ready):
+    open_page(page, f"{server}{path}", ready)
+    assert not page.locator("[data-testid=stException]").count()
+    screenshot(page, name)
+
+
+def test_invalid_upload_lists_the_problems(server, page, tmp_path):
+    demo = ROOT / "bundles" / "demo"
+    lines = (demo / "static.csv").read_text().splitlines()
+    lines[2] = lines[2].replace(lines[2].split(",")[1], "twelve", 1)  # tenure_months: not a number
+    (tmp_path / "static.csv").write_text("\n".join(lines) + "\n")
+    open_page(page, f"{server}/data", "[data-testid=stFileUploader]")
+    page.locator("[data-testid=stFileUploader] input[type=file]").set_input_files(
+        [str(demo / "model.keras"), str(demo / "temporal.csv"), str(tmp_path / "static.csv")])
+    page.get_by_role("button", name="Check and open").click(timeout=RENDER_TIMEOUT)
+    page.wait_for_selector("text=The upload was not opened")
+    wait_idle(page)
+    alerts = page.locator("[data-testid=stAlertContentError]")
+    assert alerts.count() >= 2 and "tenure_months" in alerts.nth(1).inner_text()
+    assert not page.locator("[data-testid=stException]").count()
+    screenshot(page, "data_invalid_upload")

@@ -1,0 +1,55 @@
+"""Small Streamlit render helpers shared by the pages: safe text, errors, the delta badge."""
+
+from __future__ import annotations
+
+import logging
+import re
+from contextlib import contextmanager
+
+import streamlit as st
+
+from explain.errors import BundleError, ExplainError
+
+LOG = logging.getLogger("explain.app")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=])")
+BADGE_COLOURS = {"fine": "green", "check": "orange", "too few steps": "red"}
+BADGE_ICONS = {"fine": ":material/check_circle:", "check": ":material/warning:", "too few steps": ":material/error:"}
+
+
+def md(text) -> str:
+    """Untrusted text made inert for Streamlit markdown (no links, images, HTML, colours, maths)."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
+
+
+def error(exc: BaseException) -> None:
+    """Show an error as plain text: every problem of a ``BundleError``, else its message."""
+    problems = getattr(exc, "problems", None) if isinstance(exc, BundleError) else None
+    if problems:
+        st.error(md(f"The bundle has {len(problems)} problem(s); each is listed below."), icon=":material/error:")
+        for problem in problems:
+            st.error(md(str(problem)))
+    elif isinstance(exc, ExplainError):
+        st.error(md(str(exc)), icon=":material/error:")
+    else:
+        LOG.exception("unexpected error in the app")
+        st.error(md(f"Something went wrong ({type(exc).__name__}). The details are in the server log; "
+                    "try other settings or reload the page."), icon=":material/error:")
+
+
+@contextmanager
+def guard():
+    """Run a page body: errors become ``st.error`` messages, never a traceback."""
+    try:
+        yield
+    except Exception as exc:  # st.stop / st.rerun raise BaseException subclasses and pass through
+        error(exc)
+
+
+def delta_badge(status: str, advice: str) -> None:
+    """The completeness badge (fine / check / too few steps) with its advice."""
+    st.badge(status, icon=BADGE_ICONS.get(status), color=BADGE_COLOURS.get(status, "gray"))
+    st.caption(md(advice))
+
+
+def plot(fig, key: str | None = None) -> None:
+    st.plotly_chart(fig, key=key, config={"displaylogo": False}, theme=None)
