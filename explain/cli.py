@@ -104,7 +104,7 @@ def cmd_attribute(args) -> int:
     attribution = explain_customers(bundle, ids, request, batch_size=args.batch_size)
     path = report.write_attributions(args.out, attribution, bundle, ids, request)
     for i, cid in enumerate(ids):
-        print(f"{cid}: {report.summary_text(attribution, bundle, i)}")
+        print(f"{cid}: {report.summary_text(attribution, bundle, i, customer_id=cid)}")
     print(f"wrote {path}")
     return 0
 

@@ -139,10 +139,16 @@ def delta_status(delta: float, prediction: float, baseline_prediction: float) ->
     )
 
 
-def contributions(attribution, bundle, i: int, recent: int = 3) -> list[tuple[str, float]]:
-    """(phrase, attribution) items for customer ``i``: each static feature, and each temporal
-    feature split into its last ``recent`` periods and the periods before; largest first."""
-    items = [(bundle.static_labels[j], float(attribution.static[i, j])) for j in range(attribution.static.shape[1])]
+def contributions(attribution, bundle, i: int, recent: int = 3, static_values=None) -> list[tuple[str, float]]:
+    """(phrase, attribution) items for customer ``i``: each static feature (with its value
+    when ``static_values`` (S,) is given), and each temporal feature split into its last
+    ``recent`` periods and the periods before; largest first."""
+    labels = list(bundle.static_labels)
+    if static_values is not None:
+        units = [bundle.units.get(c, "") for c in bundle.static_features]
+        labels = [f"{label} = {float(v):g}" + (f" {u}" if u and u != "0/1" else "")
+                  for label, v, u in zip(labels, static_values, units)]
+    items = [(labels[j], float(attribution.static[i, j])) for j in range(attribution.static.shape[1])]
     periods = list(bundle.periods)
     recent = min(recent, len(periods))
     for j, label in enumerate(bundle.temporal_labels):
@@ -154,17 +160,19 @@ def contributions(attribution, bundle, i: int, recent: int = 3) -> list[tuple[st
     return sorted(items, key=lambda item: -abs(item[1]))
 
 
-def summary_text(attribution, bundle, i: int, top: int = 3) -> str:
-    """A few sentences for a non-expert about customer ``i``."""
+def summary_text(attribution, bundle, i: int, top: int = 3, customer_id=None) -> str:
+    """A few sentences for a non-expert about customer ``i`` (``customer_id`` adds the
+    static features' values to the phrases)."""
     target = attribution.settings.target
     name = bundle.output_names[target]
     unit = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}[attribution.space_used]
     fx, fb = float(attribution.prediction[i]), float(attribution.baseline_prediction[i])
     lines = [f"Predicted {name} {fx:.2f}{unit} against {fb:.2f} for the baseline ({fx - fb:+.2f})."]
-    items = [item for item in contributions(attribution, bundle, i) if abs(item[1]) > 0][:top]
-    for phrase, value in items:
-        verb = "add" if value > 0 else "take away"
-        lines.append(f"{phrase[0].upper()}{phrase[1:]} {verb} {abs(value):.2f}.")
+    values = bundle.inputs_for([customer_id])["static"][0] if customer_id is not None else None
+    items = [item for item in contributions(attribution, bundle, i, static_values=values) if abs(item[1]) > 0][:top]
+    if items:
+        effects = "; ".join(f"{value:+.2f} from {phrase}" for phrase, value in items)
+        lines.append(f"Largest effects: {effects}.")
     status, advice = delta_status(float(attribution.delta[i]), fx, fb)
     lines.append(advice)
     return " ".join(lines)
