@@ -6,14 +6,21 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up 
 
 from explain.errors import AttributionError, BundleError, ExplainError, UnsafeModelError  # noqa: E402
 from explain.ig import Attribution, Settings, integrated_gradients, path_profile  # noqa: E402
+from explain.bundle import Bundle, load_bundle, validate_bundle  # noqa: E402
+from explain.explainer import Request, explain_customers  # noqa: E402
 
 __all__ = [
     "Attribution",
     "AttributionError",
+    "Bundle",
     "BundleError",
+    "explain_customers",
     "ExplainError",
+    "integrated_gradients",
+    "load_bundle",
+    "path_profile",
+    "Request",
     "Settings",
     "UnsafeModelError",
-    "integrated_gradients",
-    "path_profile",
+    "validate_bundle",
 ]
