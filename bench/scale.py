@@ -14,9 +14,9 @@ new ids. Then it runs ``python -m explain batch`` on it in a fresh process and m
   includes about 1 s of fixed start-up (tracing the compiled function, the manifest);
 - steady c/s and ms/customer: from the first chunk file to the last one (file times);
 - peak RSS: the child's ``ru_maxrss`` (``os.wait4``), which includes loading the bundle;
-- with a data-set-wide baseline (mean, median) each chunk also pays for computing it over
-  every customer of the bundle (``explain_customers`` recomputes it per call): compare with
-  ``--baseline zero`` to see the batch machinery alone;
+- a data-set-wide baseline (mean, median) is computed once per bundle and reused by every
+  chunk (``explainer.baseline_for`` caches it by content hash); ``--baseline zero``
+  shows the batch machinery alone;
 - RSS at the first and at the last chunk (psutil, sampled every 0.1 s): flat if the job holds
   one chunk at a time.
 
