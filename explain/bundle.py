@@ -28,7 +28,7 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -38,6 +38,7 @@ from explain.errors import BundleError, ExplainError, UnsafeModelError
 if TYPE_CHECKING:  # keras is imported by explain.safe_load when a model is opened
     import keras
 
+ModelLoader = Callable[[Path], "keras.Model"]  # opens model.keras: safe_load.load_model or load_model_isolated
 MODEL_FILE = "model.keras"
 CONFIG_FILE = "bundle.json"
 TABLE_FILES = {
@@ -319,21 +320,27 @@ def validate_bundle(path: str | os.PathLike) -> ValidationReport:
     return report
 
 
-def load_bundle(path: str | os.PathLike) -> Bundle:
-    """Open a bundle folder; ``BundleError`` (text = the full report) if it has any problem."""
-    report, parts = _inspect(Path(path))
+def load_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> Bundle:
+    """Open a bundle folder; ``BundleError`` (text = the full report) if it has any problem.
+
+    ``loader(path) -> keras.Model`` opens model.keras (default ``safe_load.load_model``; the
+    dashboard passes ``safe_load.load_model_isolated`` for uploads).
+    """
+    report, parts = _inspect(Path(path), loader)
     if not report.ok or parts is None:
         raise BundleError(report.format(), report.problems)
     return parts
 
 
-def load_bundle_from_uploads(files: Mapping[str, bytes], workdir: str | os.PathLike) -> Bundle:
+def load_bundle_from_uploads(files: Mapping[str, bytes], workdir: str | os.PathLike, *,
+                             loader: ModelLoader | None = None) -> Bundle:
     """Write uploaded files into ``workdir`` under the bundle's own names, then load it.
 
     Names are matched loosely: one ``*.keras`` model, tables whose names contain ``static`` /
     ``temporal`` (``.csv``, ``.parquet`` or ``.pq``) and ``bundle.json``. Any other name is
     refused (``BundleError``) before anything is written. The bundle files already in
     ``workdir`` (model.keras, static.csv, ...) are replaced; other files there are left alone.
+    ``loader`` as in :func:`load_bundle`.
     """
     report = ValidationReport(path=Path(workdir))
     targets: dict[str, list[str]] = {}
@@ -360,7 +367,7 @@ def load_bundle_from_uploads(files: Mapping[str, bytes], workdir: str | os.PathL
         (folder / stale).unlink(missing_ok=True)
     for target, names in targets.items():
         _write_atomic(folder / target, bytes(files[names[0]]))
-    return load_bundle(folder)
+    return load_bundle(folder, loader=loader)
 
 
 # ---- inspection -------------------------------------------------------------------------
@@ -399,7 +406,7 @@ class _ModelInfo:
     raw: bytes = b""
 
 
-def _inspect(folder: Path) -> tuple[ValidationReport, Bundle | None]:
+def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[ValidationReport, Bundle | None]:
     report = ValidationReport(path=folder)
     if not folder.is_dir():
         report.add(str(folder), NOT_A_FOLDER.format(
@@ -409,7 +416,7 @@ def _inspect(folder: Path) -> tuple[ValidationReport, Bundle | None]:
     config = _read_config(folder, report)
     static_table = _read_table(folder, "static", report)
     temporal_table = _read_table(folder, "temporal", report)
-    model_info = _read_model(folder, report)
+    model_info = _read_model(folder, report, loader)
     shapes = model_info.shapes if model_info and model_info.shapes else None
 
     static = _check_static(static_table, config, shapes, report)
@@ -686,7 +693,7 @@ def _csv_records(text: str):
     return ((reader.line_num, record) for record in reader)
 
 
-def _read_model(folder: Path, report: ValidationReport) -> _ModelInfo | None:
+def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | None = None) -> _ModelInfo | None:
     path = folder / MODEL_FILE
     if not path.is_file():
         others = sorted(p.name for p in folder.glob("*.keras")) + sorted(
@@ -699,7 +706,7 @@ def _read_model(folder: Path, report: ValidationReport) -> _ModelInfo | None:
     from explain import safe_load  # imports keras (seconds); only when a model is opened
 
     try:
-        model = safe_load.load_model(path)
+        model = (loader or safe_load.load_model)(path)
     except UnsafeModelError as error:  # its message names the file and says how to fix it
         report.add(MODEL_FILE, MODEL_REFUSED.format(file=MODEL_FILE, reason=str(error).strip()))
         return None

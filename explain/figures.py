@@ -32,8 +32,9 @@ RULE_COLOURS = {"gausslegendre": "#1b9e77", "trapezoid": "#d95f02", "left": "#75
 
 
 def esc(text) -> str:
-    """``text`` as Plotly-safe text: HTML special characters escaped (Plotly shows them literally)."""
-    return html.escape(str(text), quote=True)
+    """``text`` as Plotly-safe text: HTML special characters escaped (Plotly shows them literally),
+    and ``$`` as ``&#36;`` so that no name is taken for LaTeX (``$...$``) where MathJax is loaded."""
+    return html.escape(str(text), quote=True).replace("$", "&#36;")
 
 
 def esc_all(names) -> list[str]:

@@ -139,9 +139,9 @@ UNSAFE_CONFIG = (
 # example "functional > inner_model > layers[2]".
 UNSAFE_ITEM = "- at {where}: layer {layer!r} ({class_name}): {why} To fix: {fix}"
 TOO_MANY_PARAMS = (
-    "{path} declares about {params:,} weights (about {gib:.1f} GiB in float32), over the "
-    "limit of {limit:,}; largest layers: {largest}. To fix: use a smaller model, or raise "
-    "max_params if you trust this file."
+    "{path}: the model is too large: it declares about {params:,} weights (about {gib:.1f} "
+    "GiB in float32), over the limit of {limit:,}; largest layers: {largest}. To fix: use a "
+    "smaller model, or raise max_params if you trust this file."
 )
 BAD_WEIGHTS = (
     "{path}: model.weights.h5 {reason}. To fix: " + _SAVE_HINT + "."

@@ -1,42 +1,44 @@
 """Data & model: the bundle in use, a preview, and uploading another one (for this session only)."""
 
 import json
-import shutil
-import uuid
 
 import pandas as pd
 import streamlit as st
 
-from explain import bundle as bundle_io
 from ui import pickers, show, state
 
 
-def upload_ui() -> None:
-    """The uploader and its button; the button's callback checks and opens the files."""
+def _request_upload() -> None:
+    st.session_state["_upload_requested"] = True
+
+
+def upload_ui() -> bool:
+    """The uploader and its button; True once after the button was pressed.
+
+    The button's callback sets a flag rather than the button returning True: the flag
+    survives a rerun that starts before the page body runs (see ``pickers._ensure_frame_ran``).
+    """
     files = st.file_uploader("Bundle files: model.keras, static and temporal tables (.csv or .parquet), "
                              "optional bundle.json", accept_multiple_files=True,
                              type=["keras", "csv", "parquet", "pq", "json"], key="upload_files")
     st.button("Check and open", type="primary", disabled=not files, icon=":material/fact_check:",
-              on_click=open_upload)
+              on_click=_request_upload)
+    return bool(st.session_state.pop("_upload_requested", False)) and bool(files)
 
 
 def open_upload() -> None:
-    """Write the files to a fresh folder of this session, validate, and switch to it if valid."""
+    """Check the files (size, names, model in a separate process, tables) and switch to them if valid."""
     files = {f.name: f.getvalue() for f in st.session_state.get("upload_files") or []}
-    folder = state.upload_dir() / f"bundle-{uuid.uuid4().hex[:8]}"
     try:
-        bundle = bundle_io.load_bundle_from_uploads(files, folder)
-    except Exception as exc:
-        shutil.rmtree(folder, ignore_errors=True)
+        with st.spinner("Checking the files and opening the model in a separate process..."):
+            bundle = state.open_upload(files)
+    except Exception as exc:  # shown as a list of problems; the bundle in use does not change
         st.session_state["upload_result"] = ("error", exc)
-        return
-    previous = st.session_state.get("upload_active")
-    state.use_upload(folder)
-    if previous and previous != str(folder):
-        shutil.rmtree(previous, ignore_errors=True)
-    st.session_state["upload_result"] = ("ok", f"Opened the uploaded bundle: {bundle.n_customers} customers, "
-                                               f"{bundle.n_static} static features, {bundle.n_periods} periods x "
-                                               f"{bundle.n_temporal} monthly features.")
+    else:
+        st.session_state["upload_result"] = ("ok", f"Opened the uploaded bundle: {bundle.n_customers} customers, "
+                                                   f"{bundle.n_static} static features, {bundle.n_periods} periods x "
+                                                   f"{bundle.n_temporal} monthly features.")
+    st.rerun()  # the sidebar and every page now use the new bundle
 
 
 def back_to_startup() -> None:
@@ -83,7 +85,7 @@ def bundle_overview(bundle) -> None:
         st.markdown(f"**Monthly table** (customer {show.md(bundle.ids[0])})")
         st.dataframe(pd.DataFrame(bundle.temporal[0], index=bundle.periods, columns=bundle.temporal_labels))
     st.markdown("**Model summary**")
-    st.code(state.model_summary(bundle), language=None)
+    show.model_summary(*state.model_layers(bundle))
 
 
 def data_page():
@@ -94,7 +96,8 @@ def data_page():
     st.subheader("Upload a bundle")
     st.caption("The files stay in a temporary folder of this session only and are stored under names the app "
                "chooses. Every problem found is listed; nothing is opened until all are fixed.")
-    upload_ui()
+    if upload_ui():
+        open_upload()
     show_upload_result()
     if bundle is not None:
         bundle_overview(bundle)

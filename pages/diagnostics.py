@@ -55,7 +55,7 @@ def diagnostics_page():
         st.subheader("Timings of the last computations")
         st.dataframe(pd.DataFrame(st.session_state.get("timings", [])), hide_index=True)
     st.subheader("Model summary")
-    st.code(state.model_summary(bundle), language=None)
+    show.model_summary(*state.model_layers(bundle))
     if bundle.notes:
         st.subheader("Notes from loading the bundle")
         for note in bundle.notes:

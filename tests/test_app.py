@@ -4,7 +4,6 @@ Caches (the bundle, attributions) are process-wide, so only the first test pays 
 importing TensorFlow and opening the bundle.
 """
 
-import base64
 import json
 import re
 import shutil
@@ -13,11 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
-DEMO = ROOT / "bundles" / "demo"
+from tests.apptest import DEMO, app, bundle_files, charts, errors, heatmap, plain, upload
+
 PAGES = ["pages/customer.py", "pages/compare.py", "pages/cohort.py", "pages/diagnostics.py", "pages/data.py"]
 EVIL = "<img src=x onerror=alert(1)>"
 
@@ -29,49 +26,8 @@ def _demo_bundle(monkeypatch):
     monkeypatch.delenv("EXPLAIN_BUNDLE", raising=False)
 
 
-def app(params: dict | None = None, page: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in (params or {}).items():
-        at.query_params[key] = value
-    at.run()
-    if page:
-        at.switch_page(page).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def charts(at) -> dict:
-    """{key: plotly spec} of every chart on the page."""
-    return {c.proto.id.split("-", 2)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
-
-
-def array(value) -> np.ndarray:
-    """A plotly JSON array: a list, or a typed array {"dtype", "bdata" (base64), "shape"}."""
-    if isinstance(value, dict) and "bdata" in value:
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = [int(n) for n in str(value.get("shape", len(flat))).split(",")]
-        return flat.reshape(shape).astype(float)
-    return np.asarray(value, dtype=float)
-
-
-def heatmap(spec) -> dict:
-    """The heatmap trace, with z decoded to a numpy array."""
-    trace = dict(next(t for t in spec["data"] if t["type"] == "heatmap"))
-    trace["z"] = array(trace["z"])
-    return trace
-
-
 def changed(a, b) -> bool:
     return a.shape != b.shape or not np.allclose(a, b, rtol=0, atol=1e-12)
-
-
-def plain(text: str) -> str:
-    """Markdown text without its backslash escapes (the app escapes untrusted text)."""
-    return re.sub(r"\\(.)", r"\1", text)
-
-
-def errors(at) -> list[str]:
-    return [plain(e.value) for e in at.error]
 
 
 # ----------------------------------------------------------------------------- every page
@@ -241,22 +197,22 @@ def test_diagnostics_page_shows_convergence_path_inputs_and_timings():
     assert delta["layout"]["xaxis"]["type"] == "log"
     assert {t["name"] for t in delta["data"]} == {"gausslegendre", "trapezoid", "left", "right", "middle"}
     assert len(figs["diag_path"]["data"]) == 3
-    assert any("Model:" in c.value or "Layer" in c.value for c in at.code)
     frames = at.dataframe
-    assert len(frames) >= 3 and len(frames[2].value) >= 1  # roles, outputs, timings
+    assert len(frames) >= 4 and len(frames[2].value) >= 1  # roles, outputs, timings, model summary
+    summary = frames[3].value
+    assert list(summary.columns) == ["layer", "type", "output shape", "params"]
+    assert "LSTM" in set(summary["type"]) and summary["params"].sum() > 0
+    assert any("parameters" in c.value and "trainable" in c.value for c in at.caption)
 
 
 # ----------------------------------------------------------------------------- uploads
 
 
-def _upload(at, files: dict) -> AppTest:
-    at.file_uploader[0].set_value([(name, data, "application/octet-stream") for name, data in files.items()]).run()
-    next(b for b in at.button if b.label == "Check and open").click().run()
-    return at
+_upload = upload
 
 
 def _demo_files() -> dict:
-    return {name: (DEMO / name).read_bytes() for name in ("model.keras", "static.csv", "temporal.csv", "bundle.json")}
+    return bundle_files(DEMO)
 
 
 def test_invalid_upload_shows_every_problem_and_no_exception():

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -49,15 +50,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+@contextmanager
+def serve(log_dir: Path, *args: str):
+    """``streamlit run app.py [-- args]`` on a free loopback port; yields its URL once healthy."""
     port = _free_port()
-    log = (tmp_path_factory.mktemp("streamlit") / "server.log").open("w")
+    log = (log_dir / "server.log").open("w")
     env = {k: v for k, v in os.environ.items() if k != "EXPLAIN_BUNDLE"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
-         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+               "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
+               "--browser.gatherUsageStats", "false"]
+    proc = subprocess.Popen(command + (["--", *args] if args else []),
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT
@@ -81,6 +84,12 @@ def server(tmp_path_factory):
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with serve(tmp_path_factory.mktemp("streamlit")) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -213,3 +222,47 @@ def test_invalid_upload_lists_the_problems(server, page, tmp_path):
     assert alerts.count() >= 2 and "tenure_months" in alerts.nth(1).inner_text()
     assert not page.locator("[data-testid=stException]").count()
     screenshot(page, "data_invalid_upload")
+
+
+# ----------------------------------------------------------------------------- names that are markup
+
+# JS: attributes anywhere in the page that would run script (an <img onerror>, a javascript: link).
+SCRIPT_ATTRIBUTES = """() => [...document.querySelectorAll('*')].flatMap(e => [...e.attributes]
+  .filter(a => /^on/i.test(a.name) || /^\\s*javascript:/i.test(a.value))
+  .map(a => e.tagName + ' ' + a.name + '=' + a.value))"""
+# JS: the text of every SVG text node of the charts.
+CHART_TEXT = "() => [...document.querySelectorAll('.js-plotly-plot text')].map(t => t.textContent)"
+
+
+@pytest.fixture(scope="module")
+def markup_server(tmp_path_factory):
+    """A second server whose bundle (`-- --bundle DIR`) names two features with markup."""
+    from tests.hostile import EVIL_HTML, EVIL_LATEX, rename_features_to_markup, small_bundle
+
+    root = tmp_path_factory.mktemp("markup")
+    bundle = small_bundle(ROOT / "bundles" / "demo", root / "bundle")
+    rename_features_to_markup(bundle)
+    with serve(root, "--bundle", str(bundle)) as url:
+        yield url, EVIL_HTML, EVIL_LATEX
+
+
+@pytest.mark.parametrize("path", ["/?customer=C00002", "/compare?customer=C00002&compare=C00003", "/data"])
+def test_feature_names_that_are_markup_show_as_text_in_the_browser(markup_server, page, path):
+    url, evil_html, evil_latex = markup_server
+    open_page(page, f"{url}{path}", "[data-testid=stFileUploader]" if path == "/data" else ".js-plotly-plot")
+    assert not page.locator("[data-testid=stException]").count()
+    assert page.evaluate("() => document.querySelectorAll('img[onerror], img[src=x]').length") == 0
+    assert page.evaluate(SCRIPT_ATTRIBUTES) == []
+    assert page.evaluate("() => document.querySelectorAll('a[href]').length") == \
+        page.evaluate("() => [...document.querySelectorAll('a[href]')].filter(a => /^(https?:|\\/|#|mailto:)/.test("
+                      "a.getAttribute('href'))).length")
+    if path == "/data":  # the tables draw on a canvas; the page's text names the columns nowhere else
+        return
+    chart_text = page.evaluate(CHART_TEXT)
+    assert any(evil_html in t for t in chart_text), "the HTML name is not shown as text in a chart"
+    assert any(evil_latex in t for t in chart_text), "the LaTeX name is not shown as text in a chart"
+    if path.startswith("/?"):
+        summary = page.locator("[data-testid=stAlertContentInfo]").filter(has_text="Largest effects").first
+        assert evil_html in summary.inner_text() or evil_latex in summary.inner_text()
+        assert page.get_by_text(evil_html).first.is_visible() or page.get_by_text(evil_latex).first.is_visible()
+        screenshot(page, "customer_markup_names")

@@ -6,8 +6,6 @@ whose ids include "007" and "NA" (both must stay text).
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 import shutil
@@ -20,6 +18,10 @@ import pytest
 from explain import bundle as B
 from explain.bundle import load_bundle, load_bundle_from_uploads, validate_bundle
 from explain.errors import BundleError, ExplainError
+from tests.hostile import (PNG_BYTES, as_parquet_bytes, both, delete, drop_column, edit_config, edit_rows,
+                           rename_column, set_cell, write_bytes)
+from tests.hostile import read_csv as _read_csv
+from tests.hostile import write_csv as _write_csv
 
 keras = pytest.importorskip("keras")
 
@@ -67,19 +69,6 @@ def _tiny_models():
     return forward, reversed_, single
 
 
-def _write_csv(path: Path, header: list[str], rows: list[list]) -> None:
-    with open(path, "w", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
-
-
-def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
-    with open(path, newline="") as handle:
-        rows = list(csv.reader(handle))
-    return rows[0], rows[1:]
-
-
 @pytest.fixture(scope="session")
 def base_dirs(tmp_path_factory):
     """{"clean": folder, "reversed": same tables + reversed model, "single": 1-input model}."""
@@ -122,79 +111,11 @@ def clean_bundle(base_dirs):
     return load_bundle(base_dirs["clean"])
 
 
-# ---- mutations --------------------------------------------------------------------------
-
-def set_cell(name, row, column, value):
-    """Set one cell: ``row`` is the 1-based data row."""
-    def mutate(folder):
-        header, rows = _read_csv(folder / name)
-        rows[row - 1][header.index(column)] = value
-        _write_csv(folder / name, header, rows)
-    return mutate
-
-
-def edit_rows(name, edit):
-    def mutate(folder):
-        header, rows = _read_csv(folder / name)
-        header, rows = edit(header, rows)
-        _write_csv(folder / name, header, rows)
-    return mutate
-
-
-def edit_config(edit):
-    def mutate(folder):
-        config = json.loads((folder / "bundle.json").read_text())
-        edit(config)
-        (folder / "bundle.json").write_text(json.dumps(config))
-    return mutate
-
-
-def write_bytes(name, data):
-    def mutate(folder):
-        (folder / name).write_bytes(data)
-    return mutate
-
-
-def delete(name):
-    def mutate(folder):
-        (folder / name).unlink()
-    return mutate
-
-
-def drop_column(column):
-    def edit(header, rows):
-        k = header.index(column)
-        return header[:k] + header[k + 1:], [r[:k] + r[k + 1:] for r in rows]
-    return edit
-
-
-def rename_column(old, new):
-    def edit(header, rows):
-        return [new if h == old else h for h in header], rows
-    return edit
-
-
-def as_parquet_bytes(folder_name):
-    def mutate(folder):
-        frame = pd.read_csv(folder / "static.csv", dtype=str)
-        buffer = io.BytesIO()
-        frame.to_parquet(buffer)
-        (folder / folder_name).write_bytes(buffer.getvalue())
-    return mutate
-
-
-def both(*mutations):
-    def mutate(folder):
-        for m in mutations:
-            m(folder)
-    return mutate
-
+# ---- mutations (builders in tests/hostile.py) -------------------------------------------
 
 def _drop_config_key(key):
     return edit_config(lambda c: c.pop(key))
 
-
-PNG_BYTES = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 
 # (case id, mutation, template, file, column, fragments that the problem's text must contain)
 BAD_CASES = [
@@ -558,3 +479,19 @@ def test_in_memory_bundle_from_arrays(clean_bundle, base_dirs):
     np.testing.assert_allclose(b.predict(), clean_bundle.predict(), atol=1e-6)
     with pytest.raises(ExplainError, match="do not fit the model"):
         B.Bundle.from_arrays(reversed_model, clean_bundle.static[:, :3], clean_bundle.temporal)
+
+
+def test_the_model_loader_can_be_chosen(base_dirs, tmp_path, clean_bundle):
+    from explain import safe_load
+
+    opened = []
+
+    def loader(path):
+        opened.append(Path(path).name)
+        return safe_load.load_model(path)
+
+    assert load_bundle(base_dirs["clean"], loader=loader).content_hash == clean_bundle.content_hash
+    files = {name: (base_dirs["clean"] / name).read_bytes()
+             for name in ("model.keras", "static.csv", "temporal.csv", "bundle.json")}
+    assert load_bundle_from_uploads(files, tmp_path / "up", loader=loader).content_hash == clean_bundle.content_hash
+    assert opened == ["model.keras", "model.keras"]

@@ -6,7 +6,6 @@ file and says how to fix it.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import resource
@@ -23,6 +22,11 @@ import pytest
 
 from explain import safe_load as sl
 from explain.errors import UnsafeModelError
+from tests.hostile import (DELETE, SAVEDMODEL_ZIPS, archive_with, dense_file, hdf5_file, huge_dense_file,
+                           lambda_file, lookup_file, nested_lambda_file, rewrite_config, tiny_model_file,
+                           write_zip)
+from tests.hostile import replace_dense as _replace_dense
+from tests.hostile import set_dense_config as _set_dense_config
 
 # --------------------------------------------------------------------------- helpers
 
@@ -55,36 +59,12 @@ def assert_refused(excinfo, template: str, path, *contains: str) -> str:
     return message
 
 
-def rewrite_config(src: Path, dst: Path, edit) -> Path:
-    """Copy a .keras archive, replacing config.json by ``edit(config)``."""
-    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
-        for info in zin.infolist():
-            data = zin.read(info.filename)
-            if info.filename == "config.json":
-                config = json.loads(data)
-                config = edit(config) or config
-                data = json.dumps(config).encode()
-            zout.writestr(info.filename, data)
-    return dst
-
-
-def write_zip(dst: Path, members: dict, compression=zipfile.ZIP_STORED) -> Path:
-    with zipfile.ZipFile(dst, "w", compression=compression) as zf:
-        for name, data in members.items():
-            zf.writestr(zipfile.ZipInfo(name), data, compress_type=compression)
-    return dst
-
-
 def rss() -> int:
     return psutil.Process().memory_info().rss
 
 
 def peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-
-
-def layer_node(config: dict, index: int) -> dict:
-    return config["config"]["layers"][index]
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -118,32 +98,13 @@ def safe_clean(safe_dir):
 @pytest.fixture(scope="module")
 def safe_tiny(safe_dir) -> Path:
     """Input(5) -> Dense(3): the base that config-editing tests tamper with."""
-    inp = keras.Input((5,), name="x")
-    model = keras.Model(inp, keras.layers.Dense(3, name="dense")(inp), name="tiny")
-    path = safe_dir / "tiny.keras"
-    model.save(path)
-    return path
-
-
-def dense_file(src: Path, dst: Path, features: int, units: int) -> Path:
-    """``src`` (Input(5) -> Dense(3)) edited to declare Dense(units) after ``features``."""
-
-    def edit(config):
-        layer_node(config, 0)["config"]["batch_shape"] = [None, features]
-        dense = layer_node(config, 1)
-        dense["config"]["units"] = units
-        dense["build_config"]["input_shape"] = [None, features]
-        dense["inbound_nodes"][0]["args"][0]["config"]["shape"] = [None, features]
-
-    path = rewrite_config(src, dst, edit)
-    assert path.stat().st_size < 100_000  # a few KB, whatever the declared size
-    return path
+    return tiny_model_file(safe_dir / "tiny.keras")
 
 
 @pytest.fixture(scope="module")
 def safe_huge(safe_dir, safe_tiny) -> Path:
     """A tiny file declaring Dense(100_000) after 100_000 features: 10**10 weights, 40 GB."""
-    return dense_file(safe_tiny, safe_dir / "huge.keras", 100_000, 100_000)
+    return huge_dense_file(safe_tiny, safe_dir / "huge.keras")
 
 
 # --------------------------------------------------------------------------- clean files
@@ -177,11 +138,7 @@ def test_clean_model_loads_isolated(safe_clean):
 
 def test_lambda_that_writes_a_marker_is_refused_and_never_runs(tmp_path):
     marker = str(tmp_path / "pwned")
-    inp = keras.Input((3,))
-    out = keras.layers.Lambda(lambda x: (open(marker, "w").close(), x)[1], name="evil")(inp)
-    path = tmp_path / "lambda.keras"
-    keras.Model(inp, out, name="outer").save(path)
-    os.remove(marker)  # building the model above called the lambda once
+    path = lambda_file(tmp_path / "lambda.keras", marker)
 
     for load in (sl.check_model_file, sl.load_model, sl.load_model_isolated):
         with pytest.raises(UnsafeModelError) as excinfo:
@@ -195,14 +152,7 @@ def test_lambda_that_writes_a_marker_is_refused_and_never_runs(tmp_path):
 
 
 def test_nested_model_hiding_a_lambda_is_refused_with_its_path(tmp_path):
-    inner = keras.Sequential(
-        [keras.Input((4,)), keras.layers.Dense(3), keras.layers.Lambda(lambda x: x * 2)],
-        name="inner_model",
-    )
-    inp = keras.Input((4,))
-    model = keras.Model(inp, keras.layers.Dense(1)(inner(inp)), name="functional")
-    path = tmp_path / "nested.keras"
-    model.save(path)
+    path = nested_lambda_file(tmp_path / "nested.keras")
     with pytest.raises(UnsafeModelError) as excinfo:
         sl.load_model(path)
     assert_refused(excinfo, sl.UNSAFE_CONFIG, path, "functional > inner_model > layers[2]",
@@ -244,24 +194,6 @@ def test_custom_registered_layer_is_refused(tmp_path):
                    "registered as 'evil>EvilLayer'", "custom layers cannot be uploaded")
 
 
-def _replace_dense(**node):
-    def edit(config):
-        dense = layer_node(config, 1)
-        for key, value in node.items():
-            if value is _DELETE:
-                dense.pop(key, None)
-            else:
-                dense[key] = value
-    return edit
-
-
-def _set_dense_config(key, value):
-    def edit(config):
-        layer_node(config, 1)["config"][key] = value
-    return edit
-
-
-_DELETE = object()
 _LAMBDA_CODE = {"class_name": "__lambda__",
                 "config": {"code": "4wEAAAAA", "defaults": None, "closure": None}}
 
@@ -272,7 +204,7 @@ EDITED_CONFIGS = [
      sl.REASON_MODULE, "'builtins'"),
     ("module-lookalike", _replace_dense(module="keras_evil.layers"),
      sl.REASON_MODULE, "'keras_evil.layers'"),
-    ("no-module", _replace_dense(module=_DELETE), sl.REASON_NO_MODULE, "'Dense'"),
+    ("no-module", _replace_dense(module=DELETE), sl.REASON_NO_MODULE, "'Dense'"),
     ("registered-name", _replace_dense(registered_name="evil>Dense"),
      sl.REASON_REGISTERED, "'evil>Dense'"),
     ("tfsm-layer", _replace_dense(class_name="TFSMLayer"),
@@ -324,13 +256,7 @@ def test_builtin_function_references_are_accepted(safe_tiny, tmp_path):
 def test_lookup_vocabulary_read_from_a_local_file_is_refused(safe_tiny, tmp_path, class_name):
     secret = tmp_path / "secret.txt"
     secret.write_text("password\n")
-    lookup = {"module": "keras.layers", "class_name": class_name, "registered_name": None,
-              "config": {"name": "lookup", "vocabulary": str(secret)}, "build_config": {}}
-
-    def edit(config):
-        config["config"]["layers"].insert(1, lookup)
-
-    path = rewrite_config(safe_tiny, tmp_path / "vocab.keras", edit)
+    path = lookup_file(safe_tiny, tmp_path / "vocab.keras", secret, class_name)
     with pytest.raises(UnsafeModelError) as excinfo:
         sl.load_model(path)
     assert_refused(excinfo, sl.UNSAFE_CONFIG, path, f"layer 'lookup' ({class_name})",
@@ -360,19 +286,10 @@ def test_top_level_compile_config_is_not_checked_because_it_is_never_read(safe_t
 
 @pytest.mark.parametrize("suffix", [".keras", ".h5"])
 def test_hdf5_model_is_refused_with_how_to_convert(tmp_path, suffix):
-    inp = keras.Input((3,))
-    h5 = tmp_path / "legacy.h5"
-    keras.Model(inp, keras.layers.Dense(1)(inp)).save(h5)
-    path = h5.rename(tmp_path / f"renamed{suffix}")
+    path = hdf5_file(tmp_path / f"renamed{suffix}")
     with pytest.raises(UnsafeModelError) as excinfo:
         sl.load_model(path)
     assert_refused(excinfo, sl.HDF5, path, 'model.save("model.keras")')
-
-
-SAVEDMODEL_ZIPS = {
-    "flat": {"saved_model.pb": b"\x08\x01", "variables/variables.index": b"x"},
-    "in-a-folder": {"my_model/saved_model.pb": b"\x08\x01", "my_model/fingerprint.pb": b"x"},
-}
 
 
 @pytest.mark.parametrize("members", SAVEDMODEL_ZIPS.values(), ids=SAVEDMODEL_ZIPS.keys())
@@ -401,13 +318,6 @@ def test_a_folder_is_refused(tmp_path):
 # --------------------------------------------------------------------------- the archive
 
 
-def _archive_with(safe_tiny, extra: dict) -> dict:
-    with zipfile.ZipFile(safe_tiny) as zf:
-        members = {name: zf.read(name) for name in zf.namelist()}
-    members.update(extra)
-    return members
-
-
 @pytest.mark.parametrize("name, why", [
     ("../evil", "'..' component"),
     ("assets/../../evil.py", "'..' component"),
@@ -416,14 +326,14 @@ def _archive_with(safe_tiny, extra: dict) -> dict:
     ("\\\\server\\evil", "absolute path"),
 ])
 def test_zip_slip_members_are_refused(safe_tiny, tmp_path, name, why):
-    path = write_zip(tmp_path / "slip.keras", _archive_with(safe_tiny, {name: b"evil"}))
+    path = write_zip(tmp_path / "slip.keras", archive_with(safe_tiny, {name: b"evil"}))
     with pytest.raises(UnsafeModelError) as excinfo:
         sl.load_model(path)
     assert_refused(excinfo, sl.UNSAFE_MEMBER, path, repr(name), why)
 
 
 def test_duplicate_members_are_refused(safe_tiny, tmp_path):
-    path = write_zip(tmp_path / "dup.keras", _archive_with(safe_tiny, {}))
+    path = write_zip(tmp_path / "dup.keras", archive_with(safe_tiny, {}))
     with pytest.warns(UserWarning, match="Duplicate name"):
         with zipfile.ZipFile(path, "a") as zf:
             zf.writestr("config.json", b"{}")
@@ -433,7 +343,7 @@ def test_duplicate_members_are_refused(safe_tiny, tmp_path):
 
 
 def test_declared_uncompressed_size_over_the_cap_is_refused(safe_tiny, tmp_path):
-    members = _archive_with(safe_tiny, {"model.weights.h5": bytes(4 * 1024**2)})
+    members = archive_with(safe_tiny, {"model.weights.h5": bytes(4 * 1024**2)})
     path = write_zip(tmp_path / "bomb.keras", members, zipfile.ZIP_DEFLATED)
     assert path.stat().st_size < 64 * 1024
     with pytest.raises(UnsafeModelError) as excinfo:
@@ -444,7 +354,7 @@ def test_declared_uncompressed_size_over_the_cap_is_refused(safe_tiny, tmp_path)
 
 def test_too_many_members_are_refused_before_the_archive_is_opened(safe_tiny, tmp_path):
     extra = {f"assets/file_{i}.txt": b"x" for i in range(20)}
-    path = write_zip(tmp_path / "many.keras", _archive_with(safe_tiny, extra))
+    path = write_zip(tmp_path / "many.keras", archive_with(safe_tiny, extra))
     with pytest.raises(UnsafeModelError) as excinfo:
         sl.load_model(path, max_members=10)
     assert_refused(excinfo, sl.TOO_MANY_MEMBERS, path, "23 files", "limit of 10")
@@ -453,7 +363,7 @@ def test_too_many_members_are_refused_before_the_archive_is_opened(safe_tiny, tm
 
 
 def test_unexpected_members_are_refused(safe_tiny, tmp_path):
-    path = write_zip(tmp_path / "extra.keras", _archive_with(safe_tiny, {"run_me.py": b"x"}))
+    path = write_zip(tmp_path / "extra.keras", archive_with(safe_tiny, {"run_me.py": b"x"}))
     with pytest.raises(UnsafeModelError) as excinfo:
         sl.load_model(path)
     assert_refused(excinfo, sl.UNEXPECTED_MEMBERS, path, "'run_me.py'")
@@ -472,7 +382,7 @@ def test_zip_without_config_is_refused(tmp_path):
     (b"\xff\xfe", "UnicodeDecodeError"),
 ])
 def test_unreadable_config_is_refused(safe_tiny, tmp_path, config, reason):
-    path = write_zip(tmp_path / "bad.keras", _archive_with(safe_tiny, {"config.json": config}))
+    path = write_zip(tmp_path / "bad.keras", archive_with(safe_tiny, {"config.json": config}))
     with pytest.raises(UnsafeModelError) as excinfo:
         sl.load_model(path)
     assert_refused(excinfo, sl.BAD_CONFIG, path, reason)
@@ -542,7 +452,7 @@ def _weights_zip(safe_tiny, tmp_path, build) -> Path:
     h5_path = tmp_path / "w.h5"
     with h5py.File(h5_path, "w") as h5:
         build(h5)
-    members = _archive_with(safe_tiny, {"model.weights.h5": h5_path.read_bytes()})
+    members = archive_with(safe_tiny, {"model.weights.h5": h5_path.read_bytes()})
     return write_zip(tmp_path / "weights.keras", members)
 
 
@@ -577,7 +487,7 @@ def test_weights_reading_other_files_are_refused(safe_tiny, tmp_path, kind):
 
 
 def test_weights_that_are_not_hdf5_are_refused(safe_tiny, tmp_path):
-    members = _archive_with(safe_tiny, {"model.weights.h5": b"not hdf5 at all"})
+    members = archive_with(safe_tiny, {"model.weights.h5": b"not hdf5 at all"})
     path = write_zip(tmp_path / "w.keras", members)
     with pytest.raises(UnsafeModelError) as excinfo:
         sl.load_model(path)

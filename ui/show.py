@@ -53,3 +53,11 @@ def delta_badge(status: str, advice: str) -> None:
 
 def plot(fig, key: str | None = None) -> None:
     st.plotly_chart(fig, key=key, config={"displaylogo": False}, theme=None)
+
+
+def model_summary(layers, totals: dict) -> None:
+    """The model's layers as a table that fits its column, and the parameter totals."""
+    st.dataframe(layers, hide_index=True, width="stretch",
+                 column_config={"params": st.column_config.NumberColumn("params", format="localized")})
+    st.caption(md(f"Model {totals['name']}: {totals['total']:,} parameters ({totals['trainable']:,} trainable, "
+                  f"{totals['non-trainable']:,} non-trainable)."))

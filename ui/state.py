@@ -6,24 +6,45 @@
 * ``st.cache_data`` (bounded ``max_entries`` and ``ttl``): attribution arrays and other
   derived arrays, keyed by the bundle's content hash and the settings; the bundle itself is
   passed as an unhashed ``_bundle`` argument.
-* Session state: which bundle this session uses (the startup one or its own upload), the
-  timings of the last computations, the cohort job.
+* Session state: which bundle this session uses (the startup one or its own upload, held in
+  an :class:`UploadSpace` with its private temporary folder), the timings of the last
+  computations, the cohort job.
+
+Model calls and reruns: every model call holds the engine's lock, and that lock is wrapped
+(:func:`interruptible`) so that acquiring it first checks whether this session asked for a
+rerun or a stop. A computation therefore ends at its next chunk when the user changes a
+setting, and no computation runs outside the session's own script thread. ``WORK`` counts
+the computations in progress (process-wide) for tests and diagnostics.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import sys
 import tempfile
+import threading
 import time
+import weakref
+from collections import OrderedDict, deque
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import streamlit as st
+
+try:  # the stop/rerun check of the current script run (Streamlit 1.67)
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_run_yield_check
+except ImportError:  # pragma: no cover - another Streamlit layout: computations finish, reruns wait
+    def get_run_yield_check():
+        return None
 
 from explain import bundle as bundle_io
 from explain import ig
-from explain.errors import ExplainError
+from explain.errors import AttributionError, BundleError, ExplainError
 from explain.explainer import Request, baseline_for, explain_customers
 from explain.quadrature import METHODS
 
@@ -33,6 +54,13 @@ ENV_VAR = "EXPLAIN_BUNDLE"
 TTL = 3600  # seconds
 SWEEP_STEPS = (4, 8, 16, 32, 64, 128, 256)
 MAX_TIMINGS = 8
+PREDICT_CHUNK = 1024  # customers per model call when scoring everyone
+UPLOAD_PREFIX = "explain-upload-"
+UPLOAD_TOO_LARGE = ("{name} is {size:,} bytes, over this app's limit of {limit:,} bytes ({limit_mb} MB) per "
+                    "uploaded file. Nothing was opened. To fix: upload a smaller file (for example Parquet "
+                    "instead of CSV, or fewer customers), or start the app with a larger "
+                    "--server.maxUploadSize if you trust its users.")
+TRIAL_CACHE_SIZE = 64  # model files (sha256) whose isolated trial load already succeeded
 
 
 # ----------------------------------------------------------------------------- TF kernel cache
@@ -71,6 +99,92 @@ def keep_kernel_cache() -> None:
 keep_kernel_cache()
 
 
+# ----------------------------------------------------------------------------- reruns and model calls
+
+
+def checkpoint() -> None:
+    """Raise Streamlit's rerun/stop exception if this session has asked for one.
+
+    Streamlit checks for a new rerun only when the script writes an element; a computation
+    that writes nothing calls this between its chunks. Outside a script run it does nothing.
+    """
+    check = get_run_yield_check()
+    if check is not None:
+        check()
+
+
+class _InterruptibleLock:
+    """A model's engine lock that checks for a pending rerun before every acquisition."""
+
+    def __init__(self, lock):
+        self._lock = lock
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        checkpoint()  # raises before the lock is taken: nothing to release
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.release()
+
+
+def interruptible(model) -> None:
+    """Wrap the engine lock of ``model`` (each model call takes it, chunk by chunk)."""
+    try:
+        engine = ig.engine_for(model)
+    except AttributionError:  # a model the engine cannot explain: the pages say so
+        return
+    lock = getattr(engine, "lock", None)
+    if lock is not None and not isinstance(lock, _InterruptibleLock):
+        engine.lock = _InterruptibleLock(lock)
+
+
+class Work:
+    """Computations in progress in this process (cached functions that call the model).
+
+    ``now``: running; ``peak``: most at once; ``started``/``finished``/``interrupted`` (by a
+    rerun, a stop or an error): counts since :meth:`reset`; ``recent``: the last (what,
+    "finished" or "interrupted") pairs.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.now = self.peak = self.started = self.finished = self.interrupted = 0
+        self.recent: deque = deque(maxlen=32)
+
+    @contextmanager
+    def computing(self, what: str):
+        with self._lock:
+            self.now += 1
+            self.started += 1
+            self.peak = max(self.peak, self.now)
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            with self._lock:
+                self.now -= 1
+                self.finished += ok
+                self.interrupted += not ok
+                self.recent.append((what, "finished" if ok else "interrupted"))
+
+    def reset(self) -> None:
+        with self._lock:
+            self.peak = self.now
+            self.started = self.finished = self.interrupted = 0
+            self.recent.clear()
+
+
+WORK = Work()
+
+
 # ----------------------------------------------------------------------------- bundles
 
 
@@ -93,13 +207,18 @@ def _fingerprint(path: Path) -> tuple:
     return tuple(sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in path.iterdir() if f.is_file()))
 
 
-@st.cache_resource(max_entries=8, show_spinner="Opening the bundle (model and tables)...")
+# No ttl: this holds the startup bundle (one folder; a new entry only when its files change),
+# shared by every session; expiring it would only reload the same model. Uploads are not
+# cached here: each session holds its own (UploadSpace).
+@st.cache_resource(max_entries=4, show_spinner="Opening the bundle (model and tables)...")
 def _open_bundle(path: str, fingerprint: tuple):
     """(bundle, None) or (None, error text): a broken bundle is not re-read on every rerun."""
     try:
-        return bundle_io.load_bundle(path), None
+        bundle = bundle_io.load_bundle(path)
     except ExplainError as error:
         return None, str(error)
+    interruptible(bundle.model)
+    return bundle, None
 
 
 def open_bundle(path) -> "bundle_io.Bundle":
@@ -111,26 +230,113 @@ def open_bundle(path) -> "bundle_io.Bundle":
     return bundle
 
 
-def active_path() -> Path:
-    """This session's bundle folder: its own upload if it chose one, else the startup bundle."""
-    upload = st.session_state.get("upload_active")
-    return Path(upload) if upload else startup_path()
-
-
 def active_bundle():
-    return open_bundle(active_path())
+    """This session's bundle: its own upload if it opened one, else the startup bundle."""
+    space = st.session_state.get("_upload")
+    if space is not None and space.bundle is not None:
+        return space.bundle
+    return open_bundle(startup_path())
 
 
-def upload_dir() -> Path:
-    """A temporary folder of this session only, for its uploaded bundle."""
-    if "upload_dir" not in st.session_state:
-        st.session_state["upload_dir"] = tempfile.mkdtemp(prefix="explain-upload-")
-    return Path(st.session_state["upload_dir"])
+# ----------------------------------------------------------------------------- uploads
 
 
-def use_upload(path: Path | None) -> None:
-    """Make ``path`` this session's bundle (None: back to the startup bundle)."""
-    st.session_state["upload_active"] = str(path) if path else None
+class UploadSpace:
+    """One upload of one session: a private temporary folder and the bundle opened from it.
+
+    The folder (``explain-upload-*`` under the system temp dir) holds the files under the
+    names the app chooses (model.keras, static.csv, ...). It is removed by :meth:`close`
+    (a new upload replaces this one, or the user goes back to the startup bundle), and
+    otherwise when this object is garbage collected -- the session ended and Streamlit
+    dropped its session state -- or when the server exits (``weakref.finalize``).
+    """
+
+    def __init__(self):
+        self.folder = Path(tempfile.mkdtemp(prefix=UPLOAD_PREFIX))
+        self.bundle = None
+        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.folder), True)
+
+    def close(self) -> None:
+        self.bundle = None
+        self._finalizer()  # removes the folder once; later calls do nothing
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+
+def upload_limit_bytes() -> int:
+    """The per-file upload limit: the server's ``server.maxUploadSize`` (MB)."""
+    return int(st.get_option("server.maxUploadSize")) * 1024 * 1024
+
+
+def check_upload_sizes(files: dict, limit: int) -> None:
+    """``BundleError`` naming every file over ``limit`` bytes (before anything is written).
+
+    The server refuses such files already; this check also holds when files reach the page
+    another way (AppTest, a proxy that allows larger bodies, a changed config).
+    """
+    problems = [UPLOAD_TOO_LARGE.format(name=name, size=len(data), limit=limit, limit_mb=limit // 1024**2)
+                for name, data in files.items() if len(data) > limit]
+    if problems:
+        raise BundleError("\n".join(problems), problems)
+
+
+_TRIAL_PASSED: "OrderedDict[str, None]" = OrderedDict()
+_TRIAL_LOCK = threading.Lock()
+
+
+def load_upload_model(path: Path, display_name: str):
+    """Open an uploaded model: static checks, a trial load in a memory-capped child process,
+    then the load here (``safe_load.load_model_isolated``).
+
+    A file whose trial load already succeeded (same bytes: the user fixed a table and uploads
+    the same model again) skips the child process; the static checks still run.
+    """
+    from explain import safe_load
+
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    with _TRIAL_LOCK:
+        known = digest in _TRIAL_PASSED
+    if known:
+        return safe_load.load_model(path, display_name=display_name)
+    model = safe_load.load_model_isolated(path, display_name=display_name)
+    with _TRIAL_LOCK:
+        _TRIAL_PASSED[digest] = None
+        while len(_TRIAL_PASSED) > TRIAL_CACHE_SIZE:
+            _TRIAL_PASSED.popitem(last=False)
+    return model
+
+
+def open_upload(files: dict) -> "bundle_io.Bundle":
+    """Check and open uploaded files as this session's bundle; ``ExplainError`` if invalid.
+
+    On success the new bundle replaces this session's previous upload (whose folder is
+    removed); on failure nothing changes and the new folder is removed at once.
+    """
+    check_upload_sizes(files, upload_limit_bytes())
+    model_name = next((str(n) for n in files if str(n).lower().endswith(".keras")), bundle_io.MODEL_FILE)
+    space = UploadSpace()
+    try:
+        bundle = bundle_io.load_bundle_from_uploads(
+            files, space.folder, loader=partial(load_upload_model, display_name=Path(model_name).name))
+        interruptible(bundle.model)
+    except BaseException:
+        space.close()
+        raise
+    space.bundle = bundle
+    use_upload(space)
+    return bundle
+
+
+def use_upload(space: UploadSpace | None) -> None:
+    """Make ``space`` this session's bundle (None: back to the startup bundle); the previous
+    upload's folder is removed."""
+    previous = st.session_state.get("_upload")
+    if previous is not None and previous is not space:
+        previous.close()
+    st.session_state["_upload"] = space
+    st.session_state["upload_active"] = str(space.folder) if space is not None else None
     st.session_state.pop("cohort_job", None)
 
 
@@ -143,9 +349,10 @@ def _key(request: Request) -> tuple:
 
 @st.cache_data(max_entries=512, ttl=TTL, show_spinner=False)
 def _attributions(_bundle, content_hash: str, ids: tuple, settings: tuple):
-    start = time.perf_counter()
-    attribution = explain_customers(_bundle, list(ids), Request(**dict(settings)))
-    return attribution, time.perf_counter() - start
+    with WORK.computing(f"attributions of {len(ids)} customer(s), {dict(settings).get('steps')} steps"):
+        start = time.perf_counter()
+        attribution = explain_customers(_bundle, list(ids), Request(**dict(settings)))
+        return attribution, time.perf_counter() - start
 
 
 def attributions(bundle, ids, request: Request, *, what: str = "customer"):
@@ -174,8 +381,13 @@ def target_index(bundle, target) -> int:
 
 @st.cache_data(max_entries=16, ttl=TTL, show_spinner="Scoring every customer...")
 def _predictions(_bundle, content_hash: str) -> np.ndarray:
-    with ig.engine_for(_bundle.model).lock:
-        return _bundle.predict()  # (n, K) in the model's output space
+    with WORK.computing("predictions"):
+        parts = []
+        for start in range(0, _bundle.n_customers, PREDICT_CHUNK):
+            rows = slice(start, start + PREDICT_CHUNK)
+            with ig.engine_for(_bundle.model).lock:  # a rerun can stop this between chunks
+                parts.append(_bundle.predict({"static": _bundle.static[rows], "temporal": _bundle.temporal[rows]}))
+        return np.concatenate(parts) if parts else np.zeros((0, len(_bundle.output_names)))  # (n, K)
 
 
 def predictions(bundle, target=0) -> np.ndarray:
@@ -188,13 +400,15 @@ def _delta_sweep(_bundle, content_hash: str, customer: str, settings: tuple, ste
     request = Request(**dict(settings))
     start = time.perf_counter()
     out = {"steps": list(steps), "deltas": {}, "gap": None}
-    for method in METHODS:
-        deltas = []
-        for n in steps:
-            attribution = explain_customers(_bundle, [customer], Request(**{**dict(settings), "steps": n, "method": method}))
-            deltas.append(float(attribution.delta[0]))
-            out["gap"] = float(attribution.prediction[0] - attribution.baseline_prediction[0])
-        out["deltas"][method] = deltas
+    with WORK.computing("delta sweep"):
+        for method in METHODS:
+            deltas = []
+            for n in steps:
+                checkpoint()  # 35 computations: a new setting stops the sweep between two of them
+                attribution = explain_customers(_bundle, [customer], Request(**{**dict(settings), "steps": n, "method": method}))
+                deltas.append(float(attribution.delta[0]))
+                out["gap"] = float(attribution.prediction[0] - attribution.baseline_prediction[0])
+            out["deltas"][method] = deltas
     out["space"] = request.space
     out["seconds"] = time.perf_counter() - start
     return out
@@ -213,25 +427,44 @@ def _path_profile(_bundle, content_hash: str, customer: str, settings: tuple, po
     request = Request(**dict(settings))
     inputs = _bundle.inputs_for([customer])
     base = baseline_for(_bundle, inputs, request.baseline, request.seed)
-    return ig.path_profile(_bundle.model, inputs, base, points=points,
-                           target=target_index(_bundle, request.target), space=request.space)
+    with WORK.computing("path profile"):
+        return ig.path_profile(_bundle.model, inputs, base, points=points,
+                               target=target_index(_bundle, request.target), space=request.space)
 
 
 def path_profile(bundle, customer: str, request: Request, points: int = 33) -> dict:
     return _path_profile(bundle, bundle.content_hash, str(customer), _key(request), points)
 
 
+def _shape_text(layer) -> str:
+    try:
+        output = layer.output
+    except Exception:  # a layer used at several places has no single output
+        return "(several)"
+    shapes = [tuple(t.shape) for t in output] if isinstance(output, (list, tuple)) else [tuple(output.shape)]
+    return ", ".join(str(s).replace("None", "batch") for s in shapes)
+
+
 @st.cache_data(max_entries=16, ttl=TTL, show_spinner=False)
-def _model_summary(_bundle, content_hash: str) -> str:
-    lines: list[str] = []
-    with ig.engine_for(_bundle.model).lock:
-        _bundle.model.summary(print_fn=lambda line, *args, **kwargs: lines.append(str(line)), line_length=100)
-    return "\n".join(lines)
+def _model_layers(_bundle, content_hash: str) -> tuple[pd.DataFrame, dict]:
+    model = _bundle.model
+    rows = []
+    for layer in model.layers:
+        try:
+            params = int(layer.count_params())
+        except Exception:  # not built
+            params = 0
+        rows.append({"layer": str(layer.name), "type": type(layer).__name__, "output shape": _shape_text(layer),
+                     "params": params})
+    trainable = int(sum(int(np.prod(w.shape)) for w in model.trainable_weights))
+    total = int(sum(int(np.prod(w.shape)) for w in model.weights))
+    return pd.DataFrame(rows, columns=["layer", "type", "output shape", "params"]), {
+        "name": str(model.name), "total": total, "trainable": trainable, "non-trainable": total - trainable}
 
 
-def model_summary(bundle) -> str:
-    """The text of ``model.summary()``."""
-    return _model_summary(bundle, bundle.content_hash)
+def model_layers(bundle) -> tuple[pd.DataFrame, dict]:
+    """The model summary as a table (layer, type, output shape, params) and the totals."""
+    return _model_layers(bundle, bundle.content_hash)
 
 
 @st.cache_data(max_entries=16, ttl=TTL, show_spinner=False)
