@@ -31,7 +31,8 @@ bundle's input arrays are in memory anyway).
 
 The dashboard reuses a finished store instead of recomputing: ``find_store(bundle, request)``
 looks in ``<bundle>/attributions/*/`` for one with this bundle's content hash and these
-settings, and ``read_store(path, ids)`` reads it.
+settings, ``read_store(path, ids)`` reads it as tables, and ``open_store(path).arrays(bundle,
+ids)`` as the engine's arrays (what the Cohort page uses).
 """
 
 from __future__ import annotations
@@ -99,6 +100,11 @@ UNKNOWN_IDS = ("{source}: {count} unknown customer id(s): {examples}. Ids are te
                "this bundle has {n} customers, for example {known}. Fix or remove these lines.")
 NOT_IN_STORE = "{count} customer id(s) are not in the batch output {folder}: {examples}."
 NO_CUSTOMERS = "{source} lists no customer ids: expected one id per line."
+UNREADABLE_CHUNK = ("The batch output file {path} cannot be read ({why}). Rerun the `python -m explain batch` "
+                    "command that made it: it verifies every chunk and recomputes the damaged ones.")
+WRONG_LAYOUT = ("The batch output {folder} does not fit this bundle's features and periods (chunk {chunk}: "
+                "{why}). It was written with another table layout; recompute it with `python -m explain batch` "
+                "into a new --out folder.")
 CHUNK_FAILED = ("Chunk {chunk} (customers {first} to {last}) failed: {error} The finished chunks are "
                 "kept in {folder}; fix the cause and rerun the same command to resume.")
 BAD_CHUNK_SIZE = "--batch-size (customers per chunk) must be a positive integer, got {value!r}."
@@ -650,7 +656,7 @@ class Store:
 
     def summary(self, ids: Sequence[str] | None = None) -> pd.DataFrame:
         """One row per customer: customer_id, prediction, baseline_prediction, delta, steps."""
-        tables = [pq.read_table(_paths(self.path, i)[1]) for i in self.done_chunks()]
+        tables = [_read_table(_paths(self.path, i)[1]) for i in self.done_chunks()]
         table = pa.concat_tables(tables) if tables else SUMMARY_SCHEMA.empty_table()
         return _select(table, ids, self.path)
 
@@ -658,27 +664,18 @@ class Store:
         """(chunk, long frame, summary frame) of every finished chunk, one at a time."""
         for i in self.done_chunks():
             long_path, summary_path = _paths(self.path, i)
-            yield i, pq.read_table(long_path).to_pandas(), pq.read_table(summary_path).to_pandas()
+            yield i, _read_table(long_path).to_pandas(), _read_table(summary_path).to_pandas()
 
     def long(self, ids: Sequence[str] | None = None, columns: Sequence[str] | None = None) -> pd.DataFrame:
         """The long format of ``ids`` (default: all); reads only the chunks that hold them."""
         chunks = self.done_chunks()
         if ids is not None:
             ids = [str(i) for i in ids]
-            wanted = set(ids)
-            where = {}
-            for i in chunks:
-                for cid in pq.read_table(_paths(self.path, i)[1], columns=["customer_id"]).column(0).to_pylist():
-                    if cid in wanted:
-                        where[cid] = i
-            missing = [cid for cid in ids if cid not in where]
-            if missing:
-                raise StoreError(NOT_IN_STORE.format(count=len(missing), folder=self.path, examples=_examples(missing)))
-            chunks = sorted(set(where.values()))
+            chunks = self._chunks_holding(ids)
         read_columns = None if columns is None else list(dict.fromkeys(["customer_id", *columns]))
         tables = []
         for i in chunks:
-            table = pq.read_table(_paths(self.path, i)[0], columns=read_columns)
+            table = _read_table(_paths(self.path, i)[0], read_columns)
             if ids is not None:
                 table = table.filter(pc.is_in(table["customer_id"], value_set=pa.array(ids, pa.string())))
             tables.append(table)
@@ -686,6 +683,103 @@ class Store:
         table = pa.concat_tables(tables) if tables else schema.empty_table()
         frame = _select(table, ids, self.path, check=False)
         return frame if columns is None else frame[list(columns)]
+
+
+    def _chunks_holding(self, ids: Sequence[str]) -> list[int]:
+        """The finished chunks that hold ``ids`` (from the summary files); ``StoreError`` naming
+        the ids that none holds."""
+        wanted, where = set(ids), {}
+        for i in self.done_chunks():
+            for cid in _read_table(_paths(self.path, i)[1], ["customer_id"]).column(0).to_pylist():
+                if cid in wanted:
+                    where[cid] = i
+        missing = [cid for cid in ids if cid not in where]
+        if missing:
+            raise StoreError(NOT_IN_STORE.format(count=len(missing), folder=self.path, examples=_examples(missing)))
+        return sorted(set(where.values()))
+
+    def arrays(self, bundle, ids: Sequence[str]) -> "StoredAttributions":
+        """The attributions of ``ids`` as arrays shaped like the engine's (``Attribution``):
+        static (n, S), temporal (n, T, F), in the order of ``ids``.
+
+        Reads one chunk at a time, only the chunks that hold ``ids``, and checks that every
+        row is where ``bundle``'s features and periods put it (``StoreError`` if not).
+        """
+        ids = list(dict.fromkeys(str(i) for i in ids))
+        n, s, t, f = len(ids), bundle.n_static, bundle.n_periods, bundle.n_temporal
+        per = s + t * f
+        expected = {
+            "input": np.array(["static"] * s + ["temporal"] * (t * f), dtype=object),
+            "period": np.array([""] * s + [str(p) for p in bundle.periods for _ in range(f)], dtype=object),
+            "feature": np.array([str(x) for x in bundle.static_features]
+                                + [str(x) for _ in range(t) for x in bundle.temporal_features], dtype=object),
+        }
+        position = {cid: k for k, cid in enumerate(ids)}
+        static, temporal = np.zeros((n, s)), np.zeros((n, t, f))
+        wanted = pa.array(ids, pa.string())
+        for chunk in self._chunks_holding(ids):
+            table = _read_table(_paths(self.path, chunk)[0],
+                                ["customer_id", "input", "period", "feature", "attribution"])
+            table = table.filter(pc.is_in(table["customer_id"], value_set=wanted))
+            if table.num_rows % per:
+                raise StoreError(WRONG_LAYOUT.format(folder=self.path, chunk=chunk, why=(
+                    f"{table.num_rows} rows for the customers asked for, not a multiple of the {per} rows "
+                    f"per customer ({s} static + {t} periods x {f} temporal)")))
+            k = table.num_rows // per
+            column = {name: table[name].to_numpy(zero_copy_only=False).reshape(k, per)
+                      for name in ("customer_id", *expected)}
+            if not (column["customer_id"] == column["customer_id"][:, :1]).all():
+                raise StoreError(WRONG_LAYOUT.format(folder=self.path, chunk=chunk,
+                                                     why="a customer's rows are not together"))
+            for name, values in expected.items():
+                bad = np.flatnonzero((column[name] != values).any(axis=0))
+                if bad.size:
+                    j = int(bad[0])
+                    got = column[name][:, j][column[name][:, j] != values[j]][0]
+                    raise StoreError(WRONG_LAYOUT.format(folder=self.path, chunk=chunk, why=(
+                        f"row {j + 1} of a customer has {name} {got!r}, this bundle expects {values[j]!r}")))
+            rows = np.array([position[cid] for cid in column["customer_id"][:, 0]], dtype=np.int64)
+            values = table["attribution"].to_numpy().reshape(k, per)
+            static[rows] = values[:, :s]
+            temporal[rows] = values[:, s:].reshape(k, t, f)
+        summary = self.summary(ids)
+        return StoredAttributions(
+            static=static, temporal=temporal, prediction=summary["prediction"].to_numpy(np.float64),
+            baseline_prediction=summary["baseline_prediction"].to_numpy(np.float64),
+            delta=summary["delta"].to_numpy(np.float64), steps=summary["steps"].to_numpy(np.int64),
+            path=self.path, settings=self.settings, completed=str(self.manifest.get("completed", "")))
+
+
+@dataclass(frozen=True)
+class StoredAttributions:
+    """Attributions read back from a store: the arrays of ``explain.ig.Attribution`` (static
+    (n, S), temporal (n, T, F), prediction, baseline_prediction, delta, steps) and where they
+    came from."""
+
+    static: np.ndarray
+    temporal: np.ndarray
+    prediction: np.ndarray
+    baseline_prediction: np.ndarray
+    delta: np.ndarray
+    steps: np.ndarray
+    path: Path
+    settings: dict
+    completed: str  # when the batch run finished (UTC, ISO 8601)
+
+    @property
+    def n_customers(self) -> int:
+        return int(self.prediction.shape[0])
+
+    def total(self) -> np.ndarray:
+        return self.static.sum(axis=1) + self.temporal.sum(axis=(1, 2))
+
+
+def _read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
+    """One Parquet file of a store; ``StoreError`` (not an Arrow traceback) if it is damaged."""
+    try:
+        return pq.read_table(path, columns=None if columns is None else list(columns))
+    except (OSError, pa.ArrowException) as error:
+        raise StoreError(UNREADABLE_CHUNK.format(path=path, why=_short(error))) from None
 
 
 def _select(table: pa.Table, ids, folder, check: bool = True) -> pd.DataFrame:

@@ -1,4 +1,5 @@
-"""Cohort: attributions over many customers, computed in batches (stoppable), with filters."""
+"""Cohort: attributions over many customers, read from a matching batch store or computed in
+batches (stoppable), with filters."""
 
 import time
 
@@ -6,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from explain import baselines, figures
+from explain.errors import ExplainError
 from ui import pickers, show, state
 
 BATCH = 100  # customers per call
@@ -56,6 +58,26 @@ def run_job(bundle, ids, request) -> dict:
     return job
 
 
+def from_store(bundle, ids, request):
+    """The precomputed attributions of ``ids`` if a finished batch store matches, else None."""
+    try:
+        stored = state.stored_attributions(bundle, ids, request)
+    except ExplainError as error:
+        st.warning(show.md(f"A precomputed batch store matches these settings but cannot be used, so the "
+                           f"attributions are computed here instead. {error}"), icon=":material/warning:")
+        return None
+    if stored is None:
+        st.caption(show.md("No precomputed batch store matches this bundle and these settings, so the page "
+                           "computes them. To precompute: python -m explain batch --bundle BUNDLE --out "
+                           "BUNDLE/attributions/NAME with the same settings; this page then reads them."))
+        return None
+    finished = stored.completed.replace("T", " ")[:16]
+    st.success(show.md(f"Read from the precomputed batch store {stored.path.name} (finished {finished} UTC, same "
+                       f"bundle content and settings): {len(ids)} customers, nothing recomputed."),
+               icon=":material/database:")
+    return stored
+
+
 def cohort_page():
     bundle, choice = pickers.frame()
     request = choice.request
@@ -64,14 +86,18 @@ def cohort_page():
                        "Changing a setting or pressing Stop interrupts the computation; finished batches are kept."))
     size = pickers.sample_ui()
     ids = sample_ids(bundle, size)
-    job = run_job(bundle, ids, request)
-    if not job["parts"]:
-        st.info("Press Compute to explain these customers.")
-        return
-    order = sorted(job["parts"])
-    done_ids = [i for k in order for i in ids[k * BATCH:(k + 1) * BATCH]]
-    static = np.concatenate([job["parts"][k].static for k in order])
-    temporal = np.concatenate([job["parts"][k].temporal for k in order])
+    stored = from_store(bundle, ids, request)
+    if stored is not None:
+        done_ids, static, temporal = ids, stored.static, stored.temporal
+    else:
+        job = run_job(bundle, ids, request)
+        if not job["parts"]:
+            st.info("Press Compute to explain these customers.")
+            return
+        order = sorted(job["parts"])
+        done_ids = [i for k in order for i in ids[k * BATCH:(k + 1) * BATCH]]
+        static = np.concatenate([job["parts"][k].static for k in order])
+        temporal = np.concatenate([job["parts"][k].temporal for k in order])
     rows = np.array([bundle.index_of(i) for i in done_ids])
     risk = state.predictions(bundle, request.target)[rows]
 

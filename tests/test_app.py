@@ -190,6 +190,47 @@ def test_cohort_job_stopped_halfway_keeps_partial_results_and_continues():
     assert any("200** of 200 explained" in m.value for m in at.markdown)
 
 
+def test_cohort_page_reads_a_matching_batch_store_instead_of_computing(tmp_path, monkeypatch):
+    from explain.batch import run_batch_job
+    from explain.bundle import load_bundle
+    from explain.explainer import Request
+
+    folder = tmp_path / "demo"
+    shutil.copytree(DEMO, folder, ignore=shutil.ignore_patterns("attributions"))
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
+    at = app(page="pages/cohort.py")  # no store yet: computed in batches
+    assert at.session_state["cohort_job"]["parts"] and not at.success
+    assert any("No precomputed batch store matches" in plain(c.value) for c in at.caption)
+    computed = heatmap(charts(at)["cohort_signed"])["z"]
+
+    # the page's default settings, precomputed for every customer, as a nightly job would
+    run_batch_job(load_bundle(folder), folder / "attributions" / "nightly", Request(), progress=False)
+    del at.session_state["cohort_job"]
+    at.run()  # the new store is found at the next rerun
+    assert not at.exception and "cohort_job" not in at.session_state  # nothing computed
+    notes = [plain(m.value) for m in at.success]
+    assert len(notes) == 1 and "precomputed batch store nightly" in notes[0] and "200 customers" in notes[0]
+    np.testing.assert_allclose(heatmap(charts(at)["cohort_signed"])["z"], computed, rtol=0, atol=1e-12)
+    at.segmented_control(key="w_sample").set_value("all").run()  # every customer: from the store too
+    assert not at.exception and "cohort_job" not in at.session_state
+    assert any("3000** of 3000 explained" in m.value for m in at.markdown)
+
+    # other settings do not match the store: computed again
+    at.selectbox(key="method").set_value("trapezoid").run()
+    assert not at.exception and not at.success and at.session_state["cohort_job"]["parts"]
+
+    at.selectbox(key="method").set_value("gausslegendre").run()
+    assert at.success  # back to the stored settings
+    part = folder / "attributions" / "nightly" / "part-00003.parquet"
+    part.write_bytes(part.read_bytes()[:100])  # damaged on disk: said, then computed here
+    at.segmented_control(key="w_sample").set_value("200").run()
+    assert not at.exception and not at.success
+    warnings = [plain(w.value) for w in at.warning]
+    assert any("cannot be used, so the attributions are computed here" in w and "part-00003.parquet" in w
+               for w in warnings), warnings
+    np.testing.assert_allclose(heatmap(charts(at)["cohort_signed"])["z"], computed, rtol=0, atol=1e-12)
+
+
 def test_diagnostics_page_shows_convergence_path_inputs_and_timings():
     at = app({"customer": "C00003"}, page="pages/diagnostics.py")
     figs = charts(at)

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -336,6 +337,38 @@ def test_find_store_matches_hash_and_settings(tmp_path, bundle_dir, bundle, ids)
             open_store(stores)
     finally:
         shutil.rmtree(stores, ignore_errors=True)
+
+
+def test_store_arrays_equal_the_engine_in_any_order_across_chunks(clean, bundle, ids):
+    folder = clean[0]
+    wanted = [ids[250], ids[3], ids[120], ids[49], ids[50]]  # four of the six chunks, out of order
+    stored = open_store(folder).arrays(bundle, wanted)
+    api = explain_customers(bundle, wanted, REQUEST)
+    assert stored.static.shape == (5, bundle.n_static)
+    assert stored.temporal.shape == (5, bundle.n_periods, bundle.n_temporal)
+    for name in ("static", "temporal", "prediction", "baseline_prediction", "delta"):
+        np.testing.assert_allclose(getattr(stored, name), getattr(api, name), rtol=0, atol=1e-12, err_msg=name)
+    np.testing.assert_array_equal(stored.steps, api.steps)
+    np.testing.assert_allclose(stored.total() + stored.delta, stored.prediction - stored.baseline_prediction,
+                               atol=1e-12)
+    assert stored.path == folder and stored.settings["steps"] == 8 and stored.completed
+    with pytest.raises(StoreError, match="1 customer id.* not in the batch output"):
+        open_store(folder).arrays(bundle, [ids[0], str(bundle.ids[1])])
+
+
+def test_store_arrays_refuse_a_store_of_another_layout(small, bundle, ids):
+    store = open_store(small)
+    renamed = dataclasses.replace(bundle, temporal_features=[*bundle.temporal_features[:-1], "renamed"])
+    with pytest.raises(StoreError, match=r"does not fit this bundle's features and periods \(chunk 0: row 15 of a "
+                                         r"customer has feature 'bill_amount', this bundle expects 'renamed'\)"):
+        store.arrays(renamed, ids[:3])
+    shifted = dataclasses.replace(bundle, periods=[f"m{k}" for k in range(bundle.n_periods)])
+    with pytest.raises(StoreError, match="row 10 of a customer has period '2025-01', this bundle expects 'm0'"):
+        store.arrays(shifted, ids[:3])
+    wider = dataclasses.replace(bundle, static=np.hstack([bundle.static, bundle.static[:, :1]]),
+                                static_features=[*bundle.static_features, "extra"])
+    with pytest.raises(StoreError, match=r"243 rows for the customers asked for, not a multiple of the 82 rows"):
+        store.arrays(wider, ids[:3])
 
 
 def test_a_failing_chunk_names_itself_and_keeps_the_finished_ones(monkeypatch, tmp_path, bundle, ids, small):

@@ -6,6 +6,9 @@
 * ``st.cache_data`` (bounded ``max_entries`` and ``ttl``): attribution arrays and other
   derived arrays, keyed by the bundle's content hash and the settings; the bundle itself is
   passed as an unhashed ``_bundle`` argument.
+* ``st.cache_data`` also holds attributions read from a finished batch store
+  (``<bundle>/attributions/*/``, see ``explain.batch``), keyed by the same and a fingerprint
+  of that folder, so a store that appears or changes is seen at the next rerun.
 * Session state: which bundle this session uses (the startup one or its own upload, held in
   an :class:`UploadSpace` with its private temporary folder), the timings of the last
   computations, the cohort job.
@@ -42,6 +45,7 @@ except ImportError:  # pragma: no cover - another Streamlit layout: computations
     def get_run_yield_check():
         return None
 
+from explain import batch
 from explain import bundle as bundle_io
 from explain import ig
 from explain.errors import AttributionError, BundleError, ExplainError
@@ -361,6 +365,40 @@ def attributions(bundle, ids, request: Request, *, what: str = "customer"):
     attribution, seconds = _attributions(bundle, bundle.content_hash, tuple(str(i) for i in ids), _key(request))
     record_timing(what, len(ids), request, seconds, time.perf_counter() - start)
     return attribution
+
+
+def _stores_fingerprint(folder: Path) -> tuple:
+    """What changes when a batch run finishes, is repaired or is removed under ``folder``."""
+    if not folder.is_dir():
+        return ()
+    marks = []
+    for store in sorted(d for d in folder.iterdir() if d.is_dir()):
+        for sub in (store, store / batch.SUMMARY_DIR):  # one stat per file: a chunk repaired or damaged counts
+            try:
+                marks.extend((str(f), s.st_size, s.st_mtime_ns) for f in sorted(sub.iterdir())
+                             if f.is_file() and not f.name.endswith(".part") for s in [f.stat()])
+            except OSError:  # not a folder, or a file renamed while a batch run writes
+                continue
+    return tuple(marks)
+
+
+@st.cache_data(max_entries=64, ttl=TTL, show_spinner="Reading precomputed attributions...")
+def _stored(_bundle, content_hash: str, ids: tuple, settings: tuple, fingerprint: tuple):
+    path = batch.find_store(_bundle, Request(**dict(settings)), ids=list(ids))
+    return None if path is None else batch.open_store(path).arrays(_bundle, list(ids))
+
+
+def stored_attributions(bundle, ids, request: Request):
+    """The attributions of ``ids`` from a finished batch store of this bundle (same content
+    hash) made with these settings, under ``<bundle>/attributions/``; None if there is none.
+    ``ExplainError`` if a matching store cannot be read."""
+    if not bundle.content_hash or bundle.path is None:
+        return None
+    folder = Path(bundle.path) / batch.STORES_DIR
+    fingerprint = _stores_fingerprint(folder)
+    if not fingerprint:
+        return None
+    return _stored(bundle, bundle.content_hash, tuple(str(i) for i in ids), _key(request), fingerprint)
 
 
 def record_timing(what: str, customers: int, request: Request, compute_s: float, this_run_s: float) -> None:
