@@ -1,26 +1,41 @@
-"""Integrated Gradients for Keras models with a static and a temporal input."""
+"""Integrated Gradients for Keras models with a static and a temporal input.
 
+The names below are imported on first use (PEP 562), so ``import explain.errors`` or
+``explain.safe_load`` does not import TensorFlow: the memory-capped child process of
+``safe_load.load_model_isolated`` imports this package before it sets its limit.
+"""
+
+import importlib
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter
 
-from explain.errors import AttributionError, BundleError, ExplainError, UnsafeModelError  # noqa: E402
-from explain.ig import Attribution, Settings, integrated_gradients, path_profile  # noqa: E402
-from explain.bundle import Bundle, load_bundle, validate_bundle  # noqa: E402
-from explain.explainer import Request, explain_customers  # noqa: E402
+_EXPORTS = {
+    "Attribution": "explain.ig",
+    "AttributionError": "explain.errors",
+    "Bundle": "explain.bundle",
+    "BundleError": "explain.errors",
+    "explain_customers": "explain.explainer",
+    "ExplainError": "explain.errors",
+    "integrated_gradients": "explain.ig",
+    "load_bundle": "explain.bundle",
+    "path_profile": "explain.ig",
+    "Request": "explain.explainer",
+    "Settings": "explain.ig",
+    "UnsafeModelError": "explain.errors",
+    "validate_bundle": "explain.bundle",
+}
 
-__all__ = [
-    "Attribution",
-    "AttributionError",
-    "Bundle",
-    "BundleError",
-    "explain_customers",
-    "ExplainError",
-    "integrated_gradients",
-    "load_bundle",
-    "path_profile",
-    "Request",
-    "Settings",
-    "UnsafeModelError",
-    "validate_bundle",
-]
+__all__ = sorted(_EXPORTS, key=str.lower)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'explain' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *_EXPORTS])

@@ -865,44 +865,44 @@ def load_model(
         raise _refuse(template, path=shown, error=_one_line(exc)) from exc
 
 
-# The trial load: a fresh interpreter, capped before it imports anything heavy.  It loads
-# with Keras only (the parent already ran the static checks) and reports one JSON line.
-_TRIAL_CODE = r"""
-import json, os, re, resource, sys
-MARK = sys.argv[3]
-def report(status, detail=""):
-    sys.stdout.write("\n" + MARK + json.dumps({"status": status, "detail": detail}) + "\n")
-    sys.stdout.flush()
-    os._exit(0)
-def summary(exc):
-    text = " ".join(re.sub(r"\{\{.*?\}\}", "", str(exc)).split())
-    return (type(exc).__name__ + (": " + text if text else ""))[:300]
-def is_memory(exc):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, MemoryError) or "ResourceExhausted" in type(exc).__name__:
-            return True
-        if "OOM when allocating" in str(exc):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-limit = int(sys.argv[2])
-if limit > 0:
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-try:
-    import keras
-except BaseException as exc:
-    report("import-failed", summary(exc))
-sys.stdout.write("\n" + MARK + json.dumps({"status": "imported"}) + "\n")
-sys.stdout.flush()
-try:
-    keras.saving.load_model(sys.argv[1], safe_mode=True, compile=False)
-except BaseException as exc:
-    report("memory" if is_memory(exc) else "error", summary(exc))
-report("ok")
-"""
+# The trial load: a fresh interpreter that runs _trial_main from this module, capped before it
+# imports anything heavy (importing ``explain`` and this module pulls in only the standard
+# library: the package's names are imported lazily). It loads with Keras only (the parent
+# already ran the static checks) and reports one JSON line per stage.
+_TRIAL_CODE = ("import sys; sys.path.insert(0, sys.argv[1]); "
+               "from explain.safe_load import _trial_main; _trial_main(sys.argv[2:])")
+_PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+def _trial_main(argv: list[str]) -> None:
+    """The child of :func:`load_model_isolated`: argv = [keras path, memory limit (bytes), mark].
+
+    Reports on stdout, one ``mark + JSON`` line per stage: ``imported`` once Keras is, then
+    ``ok``, ``error``, ``memory`` or ``import-failed`` with a one-line detail.
+    """
+    import resource
+
+    keras_path, limit, mark = argv[0], int(argv[1]), argv[2]
+
+    def say(status: str, detail: str = "", end: bool = True) -> None:
+        sys.stdout.write("\n" + mark + json.dumps({"status": status, "detail": detail}) + "\n")
+        sys.stdout.flush()
+        if end:
+            os._exit(0)
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if limit > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        import keras
+    except BaseException as exc:  # noqa: BLE001 - reported, the child ends
+        say("import-failed", _one_line(exc))
+    say("imported", end=False)
+    try:
+        keras.saving.load_model(keras_path, safe_mode=True, compile=False)
+    except BaseException as exc:  # noqa: BLE001 - reported, the child ends
+        say("memory" if _is_memory_error(exc) else "error", _one_line(exc))
+    say("ok")
 
 _MEMORY_MARKERS = ("bad_alloc", "ResourceExhausted", "MemoryError", "OOM when allocating",
                    "Cannot allocate memory", "out of memory", "pthread_create")
@@ -977,7 +977,7 @@ def load_model_isolated(
     try:
         with _KerasPath(path) as keras_path:
             proc = subprocess.Popen(
-                [sys.executable, "-c", _TRIAL_CODE, keras_path, str(int(memory_limit_bytes)),
+                [sys.executable, "-c", _TRIAL_CODE, _PROJECT_ROOT, keras_path, str(int(memory_limit_bytes)),
                  _TRIAL_MARK],
                 cwd=workdir, env=_trial_env(), stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,

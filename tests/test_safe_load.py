@@ -11,6 +11,8 @@ import re
 import resource
 import shutil
 import string
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -572,3 +574,12 @@ def test_every_template_names_the_file_and_says_how_to_fix_it():
     for why, fix in reasons:
         assert why.endswith(".") and fix.endswith("."), (why, fix)
 
+
+
+def test_the_trial_child_imports_nothing_heavy_before_its_memory_cap():
+    """The child imports ``explain.safe_load`` first: that must not pull in TensorFlow or Keras."""
+    code = ("import sys; import explain.safe_load; heavy = [m for m in ('tensorflow', 'keras', 'numpy') "
+            "if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=sl._PROJECT_ROOT, capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert out.strip() == "[]"
