@@ -68,7 +68,8 @@ def from_store(bundle, ids, request):
         return None
     if stored is None:
         st.caption(show.md("No precomputed batch store matches this bundle and these settings, so the page "
-                           "computes them. To precompute: python -m explain batch --bundle BUNDLE --out "
+                           "computes them; changing a setting or pressing Stop interrupts that, finished batches "
+                           "are kept. To precompute: python -m explain batch --bundle BUNDLE --out "
                            "BUNDLE/attributions/NAME with the same settings; this page then reads them."))
         return None
     finished = stored.completed.replace("T", " ")[:16]
@@ -82,8 +83,7 @@ def cohort_page():
     bundle, choice = pickers.frame()
     request = choice.request
     st.title("Cohort")
-    st.caption(show.md(f"Baseline {request.baseline} · {request.steps} steps · {request.method}. "
-                       "Changing a setting or pressing Stop interrupts the computation; finished batches are kept."))
+    st.caption(show.md(f"Baseline {request.baseline} · {request.steps} steps · {request.method}."))
     size = pickers.sample_ui()
     ids = sample_ids(bundle, size)
     stored = from_store(bundle, ids, request)
