@@ -56,7 +56,7 @@ import pyarrow.parquet as pq
 
 from explain.errors import ExplainError
 from explain.explainer import Request, explain_customers
-from explain.report import LONG_COLUMNS, SUMMARY_COLUMNS, long_frame, summary_frame, write_atomic
+from explain.report import LONG_COLUMNS, SUMMARY_COLUMNS, long_frame, long_layout, summary_frame, write_atomic
 
 FORMAT = "explain-batch"
 FORMAT_VERSION = 1
@@ -656,8 +656,14 @@ class Store:
 
     def summary(self, ids: Sequence[str] | None = None) -> pd.DataFrame:
         """One row per customer: customer_id, prediction, baseline_prediction, delta, steps."""
-        tables = [_read_table(_paths(self.path, i)[1]) for i in self.done_chunks()]
-        table = pa.concat_tables(tables) if tables else SUMMARY_SCHEMA.empty_table()
+        return self._summary_of(self._summaries(), ids)
+
+    def _summaries(self) -> dict[int, pa.Table]:
+        """{chunk: its summary table} of every finished chunk."""
+        return {i: _read_table(_paths(self.path, i)[1]) for i in self.done_chunks()}
+
+    def _summary_of(self, summaries: dict[int, pa.Table], ids: Sequence[str] | None) -> pd.DataFrame:
+        table = pa.concat_tables(list(summaries.values())) if summaries else SUMMARY_SCHEMA.empty_table()
         return _select(table, ids, self.path)
 
     def iter_chunks(self) -> Iterator[tuple[int, pd.DataFrame, pd.DataFrame]]:
@@ -671,7 +677,7 @@ class Store:
         chunks = self.done_chunks()
         if ids is not None:
             ids = [str(i) for i in ids]
-            chunks = self._chunks_holding(ids)
+            chunks = self._chunks_holding(ids, self._summaries())
         read_columns = None if columns is None else list(dict.fromkeys(["customer_id", *columns]))
         tables = []
         for i in chunks:
@@ -685,12 +691,12 @@ class Store:
         return frame if columns is None else frame[list(columns)]
 
 
-    def _chunks_holding(self, ids: Sequence[str]) -> list[int]:
-        """The finished chunks that hold ``ids`` (from the summary files); ``StoreError`` naming
-        the ids that none holds."""
+    def _chunks_holding(self, ids: Sequence[str], summaries: dict[int, pa.Table]) -> list[int]:
+        """The chunks of ``summaries`` ({chunk: summary table}) that hold ``ids``; ``StoreError``
+        naming the ids that none holds."""
         wanted, where = set(ids), {}
-        for i in self.done_chunks():
-            for cid in _read_table(_paths(self.path, i)[1], ["customer_id"]).column(0).to_pylist():
+        for i, table in summaries.items():
+            for cid in table.column("customer_id").to_pylist():
                 if cid in wanted:
                     where[cid] = i
         missing = [cid for cid in ids if cid not in where]
@@ -708,16 +714,12 @@ class Store:
         ids = list(dict.fromkeys(str(i) for i in ids))
         n, s, t, f = len(ids), bundle.n_static, bundle.n_periods, bundle.n_temporal
         per = s + t * f
-        expected = {
-            "input": np.array(["static"] * s + ["temporal"] * (t * f), dtype=object),
-            "period": np.array([""] * s + [str(p) for p in bundle.periods for _ in range(f)], dtype=object),
-            "feature": np.array([str(x) for x in bundle.static_features]
-                                + [str(x) for _ in range(t) for x in bundle.temporal_features], dtype=object),
-        }
+        expected = long_layout(bundle)
         position = {cid: k for k, cid in enumerate(ids)}
         static, temporal = np.zeros((n, s)), np.zeros((n, t, f))
         wanted = pa.array(ids, pa.string())
-        for chunk in self._chunks_holding(ids):
+        summaries = self._summaries()  # read once: which chunks to open, and the summary rows
+        for chunk in self._chunks_holding(ids, summaries):
             table = _read_table(_paths(self.path, chunk)[0],
                                 ["customer_id", "input", "period", "feature", "attribution"])
             table = table.filter(pc.is_in(table["customer_id"], value_set=wanted))
@@ -742,7 +744,7 @@ class Store:
             values = table["attribution"].to_numpy().reshape(k, per)
             static[rows] = values[:, :s]
             temporal[rows] = values[:, s:].reshape(k, t, f)
-        summary = self.summary(ids)
+        summary = self._summary_of(summaries, ids)
         return StoredAttributions(
             static=static, temporal=temporal, prediction=summary["prediction"].to_numpy(np.float64),
             baseline_prediction=summary["baseline_prediction"].to_numpy(np.float64),

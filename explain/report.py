@@ -55,31 +55,36 @@ def to_json_dict(attribution, bundle, ids, request=None) -> dict:
     return {"settings": settings, "customers": customers}
 
 
+def long_layout(bundle) -> dict[str, np.ndarray]:
+    """The rows of one customer in the long format: ``input``, ``period`` and ``feature`` of
+    each, the S static features first, then the T x F temporal cells period by period."""
+    s, t, f = bundle.n_static, bundle.n_periods, bundle.n_temporal
+    return {
+        "input": np.array(["static"] * s + ["temporal"] * (t * f), dtype=object),
+        "period": np.array([""] * s + [str(p) for p in bundle.periods for _ in range(f)], dtype=object),
+        "feature": np.array([str(x) for x in bundle.static_features]
+                            + [str(x) for _ in range(t) for x in bundle.temporal_features], dtype=object),
+    }
+
+
 def long_frame(attribution, bundle, ids) -> pd.DataFrame:
     """customer_id, input (static|temporal), period (empty for static), feature, value, attribution."""
     ids = np.asarray([str(i) for i in ids], dtype=object)
     inputs = bundle.inputs_for(list(ids))
-    n, s = attribution.static.shape
-    _, t, f = attribution.temporal.shape
-    static = pd.DataFrame({
-        "customer_id": np.repeat(ids, s),
-        "input": "static",
-        "period": "",
-        "feature": np.tile(np.asarray(bundle.static_features, dtype=object), n),
-        "value": inputs["static"].astype(np.float64).reshape(-1),
-        "attribution": attribution.static.reshape(-1),
-    })
-    temporal = pd.DataFrame({
-        "customer_id": np.repeat(ids, t * f),
-        "input": "temporal",
-        "period": np.tile(np.repeat(np.asarray(bundle.periods, dtype=object), f), n),
-        "feature": np.tile(np.asarray(bundle.temporal_features, dtype=object), n * t),
-        "value": inputs["temporal"].astype(np.float64).reshape(-1),
-        "attribution": attribution.temporal.reshape(-1),
-    })
-    frame = pd.concat([static, temporal], ignore_index=True)
-    order = np.argsort(np.concatenate([np.repeat(np.arange(n), s), np.repeat(np.arange(n), t * f)]), kind="stable")
-    return frame.iloc[order].reset_index(drop=True)[LONG_COLUMNS]
+    n = len(ids)
+    layout = long_layout(bundle)
+    per = len(layout["input"])
+
+    def flat(static, temporal) -> np.ndarray:  # (n, S) and (n, T, F) -> rows in layout order
+        return np.concatenate([np.asarray(static, np.float64).reshape(n, -1),
+                               np.asarray(temporal, np.float64).reshape(n, -1)], axis=1).reshape(-1)
+
+    return pd.DataFrame({
+        "customer_id": np.repeat(ids, per),
+        **{name: np.tile(values, n) for name, values in layout.items()},
+        "value": flat(inputs["static"], inputs["temporal"]),
+        "attribution": flat(attribution.static, attribution.temporal),
+    })[LONG_COLUMNS]
 
 
 def summary_frame(attribution, ids) -> pd.DataFrame:
