@@ -13,6 +13,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up 
 _EXPORTS = {
     "Attribution": "explain.ig",
     "AttributionError": "explain.errors",
+    "Baseline": "explain.settings",
     "Bundle": "explain.bundle",
     "BundleError": "explain.errors",
     "explain_customers": "explain.explainer",
@@ -21,7 +22,8 @@ _EXPORTS = {
     "load_bundle": "explain.bundle",
     "path_profile": "explain.ig",
     "Request": "explain.explainer",
-    "Settings": "explain.ig",
+    "Settings": "explain.settings",
+    "Stopped": "explain.errors",
     "UnsafeModelError": "explain.errors",
     "validate_bundle": "explain.bundle",
 }

@@ -14,24 +14,15 @@ from __future__ import annotations
 import numpy as np
 
 from explain.errors import AttributionError
+from explain.settings import (BAD_SAMPLES, BAD_SPEC, BAD_WIDTH, DEFAULT_BLUR_WIDTH, DEFAULT_SAMPLES, KINDS,  # noqa: F401
+                              MAX_SAMPLES, Baseline)
 
-KINDS = ("zero", "mean", "median", "customer", "cohort", "flat", "blur", "sample")
-DEFAULT_BLUR_WIDTH = 2.0
-DEFAULT_SAMPLES = 16
-MAX_SAMPLES = 256
-
-BAD_SPEC = (
-    "Unknown baseline {spec!r}. Expected one of: zero, mean, median, customer:ID, "
-    "cohort:LABEL, flat, blur or blur:WIDTH, sample:K."
-)
 UNKNOWN_CUSTOMER = "Baseline customer {customer!r} is not in the data set. Some valid ids: {examples}."
 EMPTY_COHORT = (
     "The cohort {value!r} has no customers: the label column holds {present}. Pick one of "
     "those values, or a bundle with a label column."
 )
 NO_LABELS = "A cohort baseline needs a label column in the bundle (bundle.json 'label_column'); this bundle has none."
-BAD_WIDTH = "Blur width {width!r} must be a positive number of periods (for example blur:2)."
-BAD_SAMPLES = "sample:K needs K from 1 to {high} baselines (for example sample:16); got {k!r}."
 
 DESCRIPTIONS = {
     "zero": "every feature at 0 (in the model's raw units): 'nothing at all'. Simple, but 0 may "
@@ -128,20 +119,16 @@ def sample(data: dict, k: int = DEFAULT_SAMPLES, seed: int = 0) -> dict:
             "temporal": np.asarray(data["temporal"], np.float64)[rows][None]}
 
 
-def parse_spec(spec: str) -> tuple[str, str | None]:
-    """'customer:C00042' -> ('customer', 'C00042'); 'mean' -> ('mean', None)."""
-    kind, _, arg = str(spec).strip().partition(":")
-    kind = kind.strip().lower()
-    if kind not in KINDS or (kind in ("customer", "cohort", "sample") and not arg) or (
-        kind in ("zero", "mean", "median", "flat") and arg
-    ):
-        raise AttributionError(BAD_SPEC.format(spec=spec))
-    return kind, (arg or None)
+def parse_spec(spec: str | Baseline) -> tuple[str, str | float | int | None]:
+    """'customer:C00042' -> ('customer', 'C00042'); 'mean' -> ('mean', None) (``Baseline.parse``)."""
+    parsed = Baseline.parse(spec)
+    return parsed.kind, parsed.argument
 
 
-def from_spec(spec: str, data: dict, inputs: dict, *, ids=None, labels=None, seed: int = 0) -> dict:
-    """Build the baseline named by ``spec`` (the CLI's and the dashboard's ``--baseline``)."""
-    kind, arg = parse_spec(spec)
+def from_spec(spec: str | Baseline, data: dict, inputs: dict, *, ids=None, labels=None, seed: int = 0) -> dict:
+    """Build the baseline named by ``spec`` (a ``Baseline`` or its text, the CLI's ``--baseline``)."""
+    spec = Baseline.parse(spec)
+    kind, arg = spec.kind, spec.argument
     if kind == "zero":
         return zero(data)
     if kind in ("mean", "median"):
@@ -162,16 +149,8 @@ def from_spec(spec: str, data: dict, inputs: dict, *, ids=None, labels=None, see
     if kind == "flat":
         return flat(inputs)
     if kind == "blur":
-        try:
-            width = float(arg) if arg else DEFAULT_BLUR_WIDTH
-        except ValueError:
-            raise AttributionError(BAD_WIDTH.format(width=arg)) from None
-        return blur(inputs, width)
-    try:
-        k = int(arg)
-    except ValueError:
-        raise AttributionError(BAD_SAMPLES.format(high=MAX_SAMPLES, k=arg)) from None
-    return sample(data, k, seed)
+        return blur(inputs, spec.width)
+    return sample(data, arg, seed)
 
 
 def _label_text(value) -> str:
@@ -185,10 +164,10 @@ def cohort_mask(labels, value: str) -> np.ndarray:
     return np.array([_label_text(v) == str(value) for v in labels], bool)
 
 
-def describe(spec: str) -> str:
+def describe(spec: str | Baseline) -> str:
     """One sentence saying what the baseline is, for the 'how to read this' text."""
-    kind, arg = parse_spec(spec)
-    text = DESCRIPTIONS[kind]
-    if arg:
-        text = f"({kind} {arg}) " + text
+    spec = Baseline.parse(spec)
+    text = DESCRIPTIONS[spec.kind]
+    if spec.argument is not None:
+        text = f"({spec.kind} {str(spec).partition(':')[2]}) " + text
     return text

@@ -55,8 +55,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from explain.errors import ExplainError
-from explain.explainer import Request, explain_customers
-from explain.report import LONG_COLUMNS, SUMMARY_COLUMNS, long_frame, long_layout, summary_frame, write_atomic
+from explain.explainer import explain_customers
+from explain.files import write_atomic
+from explain.report import LONG_COLUMNS, SUMMARY_COLUMNS, long_frame, long_layout, summary_frame
+from explain.settings import Settings
+from explain.text import examples, one_line
 
 FORMAT = "explain-batch"
 FORMAT_VERSION = 1
@@ -72,7 +75,7 @@ STORES_DIR = "attributions"  # <bundle>/attributions/<name>/ : where find_store 
 
 _PART_RE = re.compile(r"part-(\d{5,})\.parquet")
 _SUMMARY_RE = re.compile(r"summary-(\d{5,})\.parquet")
-_TEMP_RE = re.compile(r"\..+\.part")  # report.write_atomic's temporary files
+_TEMP_RE = re.compile(r"\..+\.part")  # files.write_atomic's temporary files
 
 LONG_SCHEMA = pa.schema([("customer_id", pa.string()), ("input", pa.string()), ("period", pa.string()),
                          ("feature", pa.string()), ("value", pa.float64()), ("attribution", pa.float64())])
@@ -119,25 +122,12 @@ class StoreError(ExplainError):
 # ---- settings and identity --------------------------------------------------------------------
 
 
-def store_settings(request: Request, bundle=None) -> dict:
-    """The settings a store is identified by: ``Request.as_dict()`` + tolerance + seed, normalised
-    (a target name or a digit string becomes the output index, steps an int or "auto")."""
-    settings = dict(request.as_dict())
-    settings["baseline"] = str(settings["baseline"]).strip()
-    steps = settings["steps"]
-    settings["steps"] = "auto" if str(steps).strip().lower() == "auto" else int(steps)
-    target = settings["target"]
-    names = list(getattr(bundle, "output_names", None) or [])
-    if isinstance(target, str) and target in names and not target.lstrip("-").isdigit():
-        target = names.index(target)
-    elif isinstance(target, str) and target.strip().lstrip("-").isdigit():
-        target = int(target)
-    elif isinstance(target, (int, np.integer)) and not isinstance(target, bool):
-        target = int(target)
-    settings["target"] = target
-    settings["tolerance"] = float(request.tolerance)
-    settings["seed"] = int(request.seed)
-    return settings
+def store_settings(settings: Settings, bundle=None) -> dict:
+    """The settings a store is identified by: ``Settings.identity()`` with the target resolved
+    against the bundle's output names (a name and its index are the same store)."""
+    if bundle is not None:
+        settings = settings.resolved(bundle.output_names)
+    return settings.identity()
 
 
 def customers_hash(ids: Sequence[str]) -> str:
@@ -232,7 +222,7 @@ def _read_manifest(folder: Path) -> dict:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise StoreError(CORRUPT_MANIFEST.format(folder=folder, manifest=path, why=_short(error),
+        raise StoreError(CORRUPT_MANIFEST.format(folder=folder, manifest=path, why=one_line(error),
                                                  delete=_delete_hint(folder))) from None
     why = None
     if not isinstance(manifest, dict):
@@ -251,11 +241,6 @@ def _read_manifest(folder: Path) -> dict:
         raise StoreError(CORRUPT_MANIFEST.format(folder=folder, manifest=path, why=why,
                                                  delete=_delete_hint(folder)))
     return manifest
-
-
-def _short(error: BaseException) -> str:
-    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return f"{type(error).__name__}: {text}"[:300] if text else type(error).__name__
 
 
 def _inspect(folder: Path, wanted: dict | None) -> tuple[dict | None, list[Path]]:
@@ -349,7 +334,7 @@ def _verify_chunk(folder: Path, manifest: dict, chunk: int, ids: Sequence[str]) 
                 if len(column) != rows_per_customer * len(ids) or column[::rows_per_customer] != list(ids):
                     return f"{path.name} holds other customers or rows"
     except (OSError, ValueError, pa.ArrowException) as error:
-        return f"unreadable ({_short(error)})"
+        return f"unreadable ({one_line(error)})"
     return None
 
 
@@ -362,30 +347,14 @@ def _write_parquet(path: Path, frame: pd.DataFrame, schema: pa.Schema, metadata:
 
 
 def _write_file(path: Path, write) -> None:
-    """``report.write_atomic``, with the usual permissions (its temporary files are 0600)."""
-    def write_readable(tmp: Path) -> None:
-        write(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())
-
-    write_atomic(path, write_readable)
-
-
-def _umask() -> int:
-    """The process umask, read without changing it (os.umask would, for every thread)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
+    write_atomic(path, write, readable=True)
 
 
 def _write_json(path: Path, document: dict) -> None:
     _write_file(path, lambda tmp: tmp.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8"))
 
 
-def _compute_chunk(bundle, ids: list[str], request: Request, engine_batch_size: int | None):
+def _compute_chunk(bundle, ids: list[str], request: Settings, engine_batch_size: int | None):
     """(long frame, summary frame) of one chunk: ``explain_customers`` on these ids only."""
     attribution = explain_customers(bundle, ids, request, batch_size=engine_batch_size)
     return long_frame(attribution, bundle, ids), summary_frame(attribution, ids)
@@ -439,37 +408,12 @@ def check_ids(bundle, ids: Iterable, source: str = "customers", lines: dict | No
     if unknown:
         shown = [f"{i!r} (line {lines[i]})" if lines and i in lines else repr(i) for i in unknown]
         raise ExplainError(UNKNOWN_IDS.format(
-            source=source, count=len(unknown), examples=_examples(shown, quote=False), n=len(known),
+            source=source, count=len(unknown), examples=examples(shown, quote=False), n=len(known),
             known=", ".join(repr(str(i)) for i in list(bundle.ids[:3]))))
     return ids
 
 
-def read_customers_file(path, with_lines: bool = False):
-    """The ids of a text file, one per line (blank lines and surrounding spaces ignored).
-    With ``with_lines``: (ids, {id: first line number})."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ExplainError(f"The customers file {path} does not exist (--customers-file: one customer id per line).") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ExplainError(f"The customers file {path} cannot be read as UTF-8 text ({_short(error)}).") from None
-    ids, lines = [], {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            ids.append(line.strip())
-            lines.setdefault(line.strip(), number)
-    if not ids:
-        raise ExplainError(NO_CUSTOMERS.format(source=f"The customers file {path}"))
-    return (ids, lines) if with_lines else ids
-
-
-def _examples(values: Sequence, limit: int = 5, quote: bool = True) -> str:
-    shown = ", ".join(repr(str(v)) if quote else str(v) for v in values[:limit])
-    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
-
-
-def run_batch_job(bundle, out, request: Request = Request(), *, chunk_size: int = DEFAULT_CHUNK_SIZE,
+def run_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: int = DEFAULT_CHUNK_SIZE,
                   ids: Iterable | None = None, progress: bool = True,
                   engine_batch_size: int | None = None) -> BatchResult:
     """Attributions of ``ids`` (default: every customer of ``bundle``) into the folder ``out``,
@@ -582,23 +526,6 @@ def run_batch_job(bundle, out, request: Request = Request(), *, chunk_size: int 
                        seconds=time.perf_counter() - started, manifest=manifest)
 
 
-def run_batch(args) -> int:
-    """``python -m explain batch``: the CLI's entry point (see ``explain/cli.py``)."""
-    from explain.bundle import load_bundle
-    from explain.cli import _request
-
-    request = _request(args)
-    ids = lines = None
-    if args.customers_file:
-        ids, lines = read_customers_file(args.customers_file, with_lines=True)
-    bundle = load_bundle(args.bundle)
-    if ids is not None:
-        ids = check_ids(bundle, ids, source=f"The customers file {args.customers_file}", lines=lines)
-    result = run_batch_job(bundle, args.out, request, chunk_size=args.batch_size, ids=ids, progress=True)
-    print(result.describe())
-    return 0
-
-
 # ---- reading --------------------------------------------------------------------------------
 
 
@@ -701,7 +628,7 @@ class Store:
                     where[cid] = i
         missing = [cid for cid in ids if cid not in where]
         if missing:
-            raise StoreError(NOT_IN_STORE.format(count=len(missing), folder=self.path, examples=_examples(missing)))
+            raise StoreError(NOT_IN_STORE.format(count=len(missing), folder=self.path, examples=examples(missing)))
         return sorted(set(where.values()))
 
     def arrays(self, bundle, ids: Sequence[str]) -> "StoredAttributions":
@@ -781,7 +708,7 @@ def _read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
     try:
         return pq.read_table(path, columns=None if columns is None else list(columns))
     except (OSError, pa.ArrowException) as error:
-        raise StoreError(UNREADABLE_CHUNK.format(path=path, why=_short(error))) from None
+        raise StoreError(UNREADABLE_CHUNK.format(path=path, why=one_line(error))) from None
 
 
 def _select(table: pa.Table, ids, folder, check: bool = True) -> pd.DataFrame:
@@ -794,7 +721,7 @@ def _select(table: pa.Table, ids, folder, check: bool = True) -> pd.DataFrame:
     if check:
         missing = sorted(set(ids) - set(frame["customer_id"]), key=ids.index)
         if missing:
-            raise StoreError(NOT_IN_STORE.format(count=len(missing), folder=folder, examples=_examples(missing)))
+            raise StoreError(NOT_IN_STORE.format(count=len(missing), folder=folder, examples=examples(missing)))
     position = {cid: k for k, cid in enumerate(dict.fromkeys(ids))}
     order = np.argsort(frame["customer_id"].map(position).to_numpy(), kind="stable")
     return frame.iloc[order].reset_index(drop=True)
@@ -816,7 +743,7 @@ def read_store(path, ids: Sequence[str] | None = None) -> tuple[pd.DataFrame, pd
     return store.long(ids), store.summary(ids)
 
 
-def find_store(bundle, request: Request, search_dirs: Iterable | None = None, *,
+def find_store(bundle, request: Settings, search_dirs: Iterable | None = None, *,
                ids: Sequence[str] | None = None) -> Path | None:
     """A finished store computed from this bundle (same content hash) with these settings, or None.
 

@@ -15,33 +15,30 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from explain.errors import ExplainError  # noqa: E402
 from explain.quadrature import METHODS  # noqa: E402
+from explain.settings import DEFAULT_TOLERANCE, PARSERS, Settings  # noqa: E402
+from explain.text import one_line  # noqa: E402
+
+CUSTOMERS_FILE_MISSING = "The customers file {path} does not exist (--customers-file: one customer id per line)."
+CUSTOMERS_FILE_UNREADABLE = "The customers file {path} cannot be read as UTF-8 text ({why})."
 
 DEFAULT_DEMO_DIR = Path(__file__).resolve().parent.parent / "bundles" / "demo"
 
 
-def _steps(value: str):
-    if value == "auto":
-        return value
-    try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--steps must be an integer or 'auto', got {value!r}") from None
-
-
 def _settings_arguments(parser: argparse.ArgumentParser) -> None:
+    """The IG settings, as text: ``settings_from_args`` parses them (``Settings.from_strings``)."""
     parser.add_argument("--baseline", default="mean",
                         help="zero | mean | median | customer:ID | cohort:LABEL | flat | blur[:WIDTH] | sample:K "
                              "(default: mean)")
-    parser.add_argument("--steps", type=_steps, default=64, help="gradient evaluations per customer, or 'auto' (default 64)")
-    parser.add_argument("--method", choices=METHODS, default="gausslegendre", help="integration rule")
+    parser.add_argument("--steps", default="64", help="gradient evaluations per customer, or 'auto' (default 64)")
+    parser.add_argument("--method", default="gausslegendre", help=f"integration rule: {' | '.join(METHODS)}")
     parser.add_argument("--target", default="0", help="output column: index or output name (default 0)")
-    parser.add_argument("--space", choices=("output", "logit"), default="output",
-                        help="explain the output (probability) or its logit / log-odds")
-    parser.add_argument("--path", choices=("joint", "per-input"), default="joint",
+    parser.add_argument("--space", default="output",
+                        help="output | logit: explain the output (probability) or its logit / log-odds")
+    parser.add_argument("--path", default="joint",
                         help="joint: both inputs move together (default); per-input: one at a time")
-    parser.add_argument("--tolerance", type=float, default=0.005,
-                        help="with --steps auto: largest |delta| as a fraction of |f(x) - f(b)| (default 0.005)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of sample:K baselines")
+    parser.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE),
+                        help=f"with --steps auto: largest |delta| as a fraction of |f(x) - f(b)| (default {DEFAULT_TOLERANCE})")
+    parser.add_argument("--seed", default="0", help="seed of sample:K baselines")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,11 +67,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _request(args):
-    from explain.explainer import Request
+def settings_from_args(args) -> Settings:
+    """The ``Settings`` of the command line's options (each parsed by ``explain.settings``)."""
+    return Settings.from_strings({name: getattr(args, name) for name in PARSERS})
 
-    return Request(baseline=args.baseline, steps=args.steps, method=args.method, target=args.target,
-                   space=args.space, path=args.path, tolerance=args.tolerance, seed=args.seed)
+
+def read_customers_file(path, with_lines: bool = False):
+    """The ids of a text file, one per line (blank lines and surrounding spaces ignored).
+    With ``with_lines``: (ids, {id: first line number})."""
+    from explain.batch import NO_CUSTOMERS
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ExplainError(CUSTOMERS_FILE_MISSING.format(path=path)) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ExplainError(CUSTOMERS_FILE_UNREADABLE.format(path=path, why=one_line(error))) from None
+    ids, lines = [], {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            ids.append(line.strip())
+            lines.setdefault(line.strip(), number)
+    if not ids:
+        raise ExplainError(NO_CUSTOMERS.format(source=f"The customers file {path}"))
+    return (ids, lines) if with_lines else ids
 
 
 def cmd_demo(args) -> int:
@@ -99,10 +116,10 @@ def cmd_attribute(args) -> int:
     from explain.explainer import explain_customers
 
     bundle = load_bundle(args.bundle)
-    request = _request(args)
+    settings = settings_from_args(args)
     ids = list(dict.fromkeys(args.customer))
-    attribution = explain_customers(bundle, ids, request, batch_size=args.batch_size)
-    path = report.write_attributions(args.out, attribution, bundle, ids, request)
+    attribution = explain_customers(bundle, ids, settings, batch_size=args.batch_size)
+    path = report.write_attributions(args.out, attribution, bundle, ids, settings)
     for i, cid in enumerate(ids):
         print(f"{cid}: {report.summary_text(attribution, bundle, i, customer_id=cid)}")
     print(f"wrote {path}")
@@ -110,9 +127,19 @@ def cmd_attribute(args) -> int:
 
 
 def cmd_batch(args) -> int:
-    from explain.batch import run_batch
+    from explain.batch import check_ids, run_batch_job
+    from explain.bundle import load_bundle
 
-    return run_batch(args)
+    settings = settings_from_args(args)
+    ids = lines = None
+    if args.customers_file:
+        ids, lines = read_customers_file(args.customers_file, with_lines=True)
+    bundle = load_bundle(args.bundle)
+    if ids is not None:
+        ids = check_ids(bundle, ids, source=f"The customers file {args.customers_file}", lines=lines)
+    result = run_batch_job(bundle, args.out, settings, chunk_size=args.batch_size, ids=ids, progress=True)
+    print(result.describe())
+    return 0
 
 
 def main(argv=None) -> int:

@@ -25,3 +25,10 @@ class BundleError(ExplainError):
 
 class UnsafeModelError(ExplainError):
     """A model file was refused before any of its code could run."""
+
+
+class Stopped(Exception):
+    """A computation was stopped between two chunks because its ``should_stop`` callable said so.
+
+    Not an ``ExplainError``: nothing is wrong with the input; the caller asked to stop.
+    """

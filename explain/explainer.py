@@ -2,46 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 
 from explain import baselines as baseline_builders
-from explain.ig import DEFAULT_TOLERANCE, Attribution, integrated_gradients
+from explain.engine import StopCheck
+from explain.ig import Attribution, integrated_gradients
+from explain.settings import Baseline, Settings
 
-
-@dataclass(frozen=True)
-class Request:
-    """What to explain, as the CLI and the dashboard spell it."""
-
-    baseline: str = "mean"
-    steps: int | str = 64
-    method: str = "gausslegendre"
-    target: int | str = 0
-    space: str = "output"
-    path: str = "joint"
-    tolerance: float = DEFAULT_TOLERANCE
-    seed: int = 0  # for sample:K
-
-    def as_dict(self) -> dict:
-        return {"baseline": self.baseline, "steps": self.steps, "method": self.method,
-                "target": self.target, "space": self.space, "path": self.path}
-
+Request = Settings  # the name this module used before settings.py; the same class
 
 # Baselines computed from the whole data set (not from the customers explained), kept per
 # bundle content and spec: a batch job or the dashboard asks for the same one per chunk.
-_DATA_WIDE = ("zero", "mean", "median", "customer", "cohort", "sample")
 _CACHE: "OrderedDict[tuple, dict]" = OrderedDict()
 _CACHE_SIZE = 32
 _CACHE_LOCK = threading.Lock()
 
 
-def baseline_for(bundle, inputs: dict, spec: str, seed: int = 0) -> dict:
+def baseline_for(bundle, inputs: dict, spec: Baseline | str, seed: int = 0) -> dict:
     """The baseline arrays named by ``spec`` for these customers' ``inputs`` (read-only)."""
-    kind, _ = baseline_builders.parse_spec(spec)
-    if kind not in _DATA_WIDE or not bundle.content_hash:  # in-memory bundles have no hash
-        return baseline_builders.from_spec(spec, bundle.data(), inputs, ids=bundle.ids, labels=bundle.labels)
-    key = (bundle.content_hash, str(spec).strip(), seed if kind == "sample" else 0)
+    spec = Baseline.parse(spec)
+    if not spec.data_wide or not bundle.content_hash:  # in-memory bundles have no hash
+        return baseline_builders.from_spec(spec, bundle.data(), inputs, ids=bundle.ids, labels=bundle.labels, seed=seed)
+    key = (bundle.content_hash, str(spec), seed if spec.kind == "sample" else 0)
     with _CACHE_LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
@@ -56,13 +40,21 @@ def baseline_for(bundle, inputs: dict, spec: str, seed: int = 0) -> dict:
     return arrays
 
 
-def explain_customers(bundle, ids, request: Request = Request(), *, batch_size: int | None = None) -> Attribution:
-    """Integrated Gradients of the customers ``ids`` of ``bundle`` under ``request``."""
+def explain_customers(bundle, ids, settings: Settings = Settings(), *, batch_size: int | None = None,
+                      should_stop: StopCheck = None) -> Attribution:
+    """Integrated Gradients of the customers ``ids`` of ``bundle`` under ``settings``.
+
+    The target is resolved against the bundle's output names here, once; the result's
+    ``settings`` are these settings (baseline included) with the target as an index.
+    ``should_stop``: see ``integrated_gradients`` (``explain.errors.Stopped`` between chunks).
+    """
+    settings = settings.resolved(bundle.output_names)
     ids = [str(i) for i in ids]
     inputs = bundle.inputs_for(ids)
-    return integrated_gradients(
-        bundle.model, inputs, baseline_for(bundle, inputs, request.baseline, request.seed),
-        steps=request.steps, method=request.method, target=request.target, space=request.space,
-        path=request.path, batch_size=batch_size, tolerance=request.tolerance, ids=ids,
-        output_names=bundle.output_names,
+    attribution = integrated_gradients(
+        bundle.model, inputs, baseline_for(bundle, inputs, settings.baseline, settings.seed),
+        steps=settings.steps, method=settings.method, target=settings.target, space=settings.space,
+        path=settings.path, batch_size=batch_size, tolerance=settings.tolerance, ids=ids,
+        output_names=bundle.output_names, should_stop=should_stop,
     )
+    return dataclasses.replace(attribution, settings=settings)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from explain.errors import ExplainError
+from explain.files import write_atomic  # noqa: F401  (report.write_atomic: its old home)
 
 LONG_COLUMNS = ["customer_id", "input", "period", "feature", "value", "attribution"]
 SUMMARY_COLUMNS = ["customer_id", "prediction", "baseline_prediction", "delta", "steps"]
@@ -22,12 +21,18 @@ DELTA_FINE = 0.01
 DELTA_CHECK = 0.05
 
 
+def settings_dict(attribution, request=None) -> dict:
+    """The settings of DESIGN.md's JSON: the attribution's (target as an index), with the
+    baseline spec of ``request`` when one is given."""
+    settings = {**(request.as_dict() if request is not None else {}), **attribution.settings.as_dict()}
+    if request is not None:
+        settings["baseline"] = str(request.baseline)
+    return settings
+
+
 def to_json_dict(attribution, bundle, ids, request=None) -> dict:
     """The JSON of shared/DESIGN.md: settings, then one entry per customer."""
-    settings = dict(request.as_dict()) if request is not None else {}
-    settings.update(attribution.settings.as_dict())
-    if request is not None:
-        settings["baseline"] = request.baseline
+    settings = settings_dict(attribution, request)
     settings["space_used"] = attribution.space_used
     settings["target_name"] = bundle.output_names[attribution.settings.target]
     inputs = bundle.inputs_for(ids)
@@ -95,21 +100,6 @@ def summary_frame(attribution, ids) -> pd.DataFrame:
         "delta": attribution.delta,
         "steps": attribution.steps,
     })[SUMMARY_COLUMNS]
-
-
-def write_atomic(path, write) -> Path:
-    """Call ``write(temporary_path)``, then rename onto ``path``: never a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def write_attributions(path, attribution, bundle, ids, request=None) -> Path:
@@ -230,10 +220,7 @@ def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), 
     from explain import baselines
 
     cid = str(list(ids)[i])
-    settings = dict(request.as_dict()) if request is not None else {}
-    settings.update(attribution.settings.as_dict())
-    if request is not None:
-        settings["baseline"] = request.baseline
+    settings = settings_dict(attribution, request)
     settings["space used"] = attribution.space_used
     target_name = bundle.output_names[attribution.settings.target]
     fx, fb, delta = (float(attribution.prediction[i]), float(attribution.baseline_prediction[i]),

@@ -1,0 +1,46 @@
+"""Atomic file output: a file is written whole under its name, or not at all."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+TEMP_SUFFIX = ".part"  # temporary files are ``.<name>.<random>.part`` next to the target
+
+
+def write_atomic(path, write: Callable[[Path], object], *, readable: bool = False) -> Path:
+    """Call ``write(temporary_path)``, then rename onto ``path``: never a half-written file.
+
+    The temporary file is private (0600) while it is written; with ``readable`` the result
+    gets the usual permissions (0666 minus the umask), as a file written with ``open`` would.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        if readable:
+            os.chmod(tmp, 0o666 & ~umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_bytes_atomic(path, data: bytes, *, readable: bool = False) -> Path:
+    return write_atomic(path, lambda tmp: tmp.write_bytes(data), readable=readable)
+
+
+def umask() -> int:
+    """The process umask, read without changing it (os.umask would, for every thread)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022

@@ -1,0 +1,32 @@
+"""Small text helpers of every error message: an error on one line, and "a, b and N more" lists.
+
+Standard library only (the memory-capped child of ``safe_load`` imports it before its cap).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+EXAMPLES_SHOWN = 5
+
+
+def one_line(error: BaseException, limit: int = 300) -> str:
+    """``Type: message`` on one line (whitespace collapsed, TF's {{node}} noise removed),
+    cut to ``limit`` characters."""
+    text = " ".join(re.sub(r"\{\{.*?\}\}", "", str(error)).split())
+    summary = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return summary if len(summary) <= limit else summary[: limit - 3] + "..."
+
+
+def examples(values: Iterable, limit: int = EXAMPLES_SHOWN, total: int | None = None,
+             quote: bool = True, more: bool = True) -> str:
+    """The first ``limit`` values, quoted (``'a', 'b'``), and `` and N more`` when ``total``
+    (default: how many values there are) is larger and ``more`` is true."""
+    values = list(values)
+    total = len(values) if total is None else total
+    shown = [repr(str(v)) if quote else str(v) for v in values[:limit]]
+    text = ", ".join(shown)
+    if more and total > len(shown):
+        text += f" and {total - len(shown)} more"
+    return text
