@@ -7,7 +7,7 @@
 
 import streamlit as st
 
-from ui import pickers, show, state
+from ui import frame, pickers, show, state
 
 st.set_page_config(page_title="Churn explainer · Integrated Gradients", page_icon=":material/insights:",
                    layout="wide")
@@ -29,7 +29,7 @@ except Exception as exc:  # a broken bundle: the pages say so; the Data & model 
 if bundle is not None:
     with show.guard():
         choice = pickers.sidebar_ui(bundle)
-pickers.set_frame(bundle, choice, problem)
+frame.publish(bundle, choice, problem)
 
 with show.guard():
     page.run()

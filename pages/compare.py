@@ -3,31 +3,32 @@
 import streamlit as st
 
 from explain import figures, report
-from ui import pickers, show, state
+from ui import frame, pickers, show, state
+
+
+def second(bundle, other, settings) -> dict:
+    """What the page shows of the second customer, or of the cohort's mean (no badge for a mean)."""
+    if other.kind == "cohort":
+        mean = state.cohort_mean(bundle, other.argument, settings)
+        return {"static": mean["static"], "temporal": mean["temporal"], "values": mean["values"],
+                "name": f"cohort {bundle.label_name}={other.argument} (mean of {mean['n']})",
+                "prediction": mean["prediction"], "status": None, "mean": " (mean)"}
+    attribution = state.attributions(bundle, [other.argument], settings)
+    prediction = float(attribution.prediction[0])
+    return {"static": attribution.static[0], "temporal": attribution.temporal[0], "name": other.argument,
+            "values": bundle.inputs_for([other.argument])["temporal"][0], "prediction": prediction,
+            "status": report.delta_status(float(attribution.delta[0]), prediction,
+                                          float(attribution.baseline_prediction[0])), "mean": ""}
 
 
 def compare_page():
-    bundle, choice = pickers.frame()
-    cid, request = choice.customer, choice.request
+    bundle, choice = frame.page()
+    cid, settings = choice.customer, choice.settings
     st.title("Compare")
     other = pickers.compare_ui(bundle)
-    first = state.attributions(bundle, [cid], request)
-    values = [bundle.inputs_for([cid])["temporal"][0]]
-    if other.startswith("cohort:"):
-        mean = state.cohort_mean(bundle, other[len("cohort:"):], request)
-        second_static, second_temporal = mean["static"], mean["temporal"]
-        name_b = f"cohort {bundle.label_name}={other[7:]} (mean of {mean['n']})"
-        values.append(mean["values"])
-        pred_b = mean["prediction"]
-        status_b = None
-    else:
-        second = state.attributions(bundle, [other], request)
-        second_static, second_temporal = second.static[0], second.temporal[0]
-        name_b = other
-        values.append(bundle.inputs_for([other])["temporal"][0])
-        pred_b = float(second.prediction[0])
-        status_b = report.delta_status(float(second.delta[0]), pred_b, float(second.baseline_prediction[0]))
-    st.caption(show.md(f"Baseline {request.baseline} for both · {request.steps} steps · one colour scale for "
+    first = state.attributions(bundle, [cid], settings)
+    b = second(bundle, other, settings)
+    st.caption(show.md(f"Baseline {settings.baseline} for both · {settings.steps} steps · one colour scale for "
                        "both heatmaps (the same shade means the same effect); the difference has its own scale."))
 
     m1, m2 = st.columns(2)
@@ -37,20 +38,21 @@ def compare_page():
         show.delta_badge(*report.delta_status(float(first.delta[0]), float(first.prediction[0]),
                                               float(first.baseline_prediction[0])))
     with m2:
-        st.metric(f"{show.md(name_b)}: predicted" + (" (mean)" if other.startswith("cohort:") else ""), f"{pred_b:.3f}")
-        if status_b is not None:
-            show.delta_badge(*status_b)
+        st.metric(f"{show.md(b['name'])}: predicted{b['mean']}", f"{b['prediction']:.3f}")
+        if b["status"] is not None:
+            show.delta_badge(*b["status"])
 
-    units = [bundle.units.get(c) for c in bundle.temporal_features]
+    values = [bundle.inputs_for([cid])["temporal"][0], b["values"]]
     fig_a, fig_b, fig_diff = figures.compare_figures(bundle.periods, bundle.temporal_labels, first.temporal[0],
-                                                     second_temporal, names=(cid, name_b), values=values, units=units)
+                                                     b["temporal"], names=(cid, b["name"]), values=values,
+                                                     units=show.units(bundle, bundle.temporal_features))
     left, right = st.columns(2)
     with left:
         show.plot(fig_a, key="compare_a")
     with right:
         show.plot(fig_b, key="compare_b")
     show.plot(fig_diff, key="compare_diff")
-    show.plot(figures.compare_static(bundle.static_labels, first.static[0], second_static, names=(cid, name_b)),
+    show.plot(figures.compare_static(bundle.static_labels, first.static[0], b["static"], names=(cid, b["name"])),
               key="compare_static")
 
 

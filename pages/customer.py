@@ -1,12 +1,10 @@
 """Customer: why one customer gets their score (the default page)."""
 
-import re
-
 import pandas as pd
 import streamlit as st
 
 from explain import baselines, figures, report
-from ui import pickers, show, state
+from ui import frame, show, state
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
 LEGEND = ("Each bar and cell is a share of the difference between this customer's score and the "
@@ -14,15 +12,10 @@ LEGEND = ("Each bar and cell is a share of the difference between this customer'
           "All shares add up to the difference; the badge says how closely.")
 
 
-def file_stem(customer: str) -> str:
-    return "ig_" + (re.sub(r"[^A-Za-z0-9_-]+", "_", customer)[:40] or "customer")
-
-
-def how_to_read(request, advice: str) -> None:
+def how_to_read(baseline, advice: str) -> None:
     with st.expander("How to read this", icon=":material/help:"):
         st.markdown(show.md(report.HOW_TO_READ))
-        st.markdown(f"**The baseline here** ({show.md(request.baseline)}): "
-                    f"{show.md(baselines.describe(request.baseline))}")
+        st.markdown(f"**The baseline here** ({show.md(baseline)}): {show.md(baselines.describe(baseline))}")
         st.markdown("**The heatmap**: periods run left to right, one row per monthly feature. Hover a cell for "
                     "the customer's value, the baseline's value and the attribution. The bars above sum each "
                     "period over features; the bars on the right sum each feature over periods.")
@@ -30,50 +23,49 @@ def how_to_read(request, advice: str) -> None:
                     "(or choose 'auto').")
 
 
-def downloads(attribution, bundle, cid, request, figs) -> None:
-    stem = file_stem(cid)
+def downloads(attribution, bundle, cid, settings, figs) -> None:
+    stem = show.file_stem(cid)
     d1, d2, d3 = st.columns(3)
     d1.download_button("CSV (long format)", report.csv_bytes(attribution, bundle, [cid]), f"{stem}.csv",
                        mime="text/csv", on_click="ignore", icon=":material/table:", key="dl_csv")
-    d2.download_button("JSON", report.json_bytes(attribution, bundle, [cid], request), f"{stem}.json",
+    d2.download_button("JSON", report.json_bytes(attribution, bundle, [cid], settings), f"{stem}.json",
                        mime="application/json", on_click="ignore", icon=":material/data_object:", key="dl_json")
     d3.download_button(  # built only when clicked: it embeds plotly.js (a few MB)
         "HTML report (opens offline)",
-        lambda: report.html_report(attribution, bundle, [cid], 0, request, figs).encode("utf-8"),
+        lambda: report.html_report(attribution, bundle, [cid], 0, settings, figs).encode("utf-8"),
         f"{stem}.html", mime="text/html", on_click="ignore", icon=":material/description:", key="dl_html")
 
 
 def customer_page():
-    bundle, choice = pickers.frame()
-    cid, request = choice.customer, choice.request
-    attribution = state.attributions(bundle, [cid], request)
+    bundle, choice = frame.page()
+    cid, settings = choice.customer, choice.settings
+    attribution = state.attributions(bundle, [cid], settings)
     inputs = bundle.inputs_for([cid])
-    base = state.baseline_arrays(bundle, cid, request)
-    target = bundle.output_names[attribution.settings.target]
-    unit = SPACE_UNITS[attribution.space_used]
+    base = state.baseline_arrays(bundle, cid, settings)
+    target, unit = bundle.output_names[attribution.settings.target], SPACE_UNITS[attribution.space_used]
     fx, fb, delta = (float(attribution.prediction[0]), float(attribution.baseline_prediction[0]),
                      float(attribution.delta[0]))
     status, advice = report.delta_status(delta, fx, fb)
+    described = show.md(baselines.describe(settings.baseline))
 
     st.title(f"Customer {show.md(cid)}")
-    st.caption(show.md(f"Explaining {target}{unit} · baseline: {request.baseline} · {attribution.steps[0]} steps "
-                       f"({request.method}) · {request.path} path"))
+    st.caption(show.md(f"Explaining {target}{unit} · baseline: {settings.baseline} · {attribution.steps[0]} steps "
+                       f"({settings.method}) · {settings.path} path"))
     m1, m2, m3, m4 = st.columns(4)
     m1.metric(f"Predicted {show.md(target)}{unit}", f"{fx:.3f}")
-    m2.metric(f"Baseline prediction{unit}", f"{fb:.3f}", help=show.md(baselines.describe(request.baseline)))
+    m2.metric(f"Baseline prediction{unit}", f"{fb:.3f}", help=described)
     m3.metric("Difference explained", f"{fx - fb:+.3f}",
               help="prediction minus baseline prediction: what the attributions below share out")
     with m4:
         st.metric("Gap left over (delta)", f"{delta:+.1e}",
                   help="prediction - baseline prediction - sum of all attributions: near 0 when the integral is accurate")
         show.delta_badge(status, advice)
-    st.markdown(f"**Compared with** ({show.md(request.baseline)} baseline): {show.md(baselines.describe(request.baseline))}")
+    st.markdown(f"**Compared with** ({show.md(settings.baseline)} baseline): {described}")
     st.info(show.md(report.summary_text(attribution, bundle, 0)), icon=":material/summarize:")
     st.markdown(LEGEND)
-    how_to_read(request, advice)
+    how_to_read(settings.baseline, advice)
 
-    units_s = [bundle.units.get(c) for c in bundle.static_features]
-    units_t = [bundle.units.get(c) for c in bundle.temporal_features]
+    units_s, units_t = show.units(bundle, bundle.static_features), show.units(bundle, bundle.temporal_features)
     fig_panel = figures.temporal_panel(bundle.periods, bundle.temporal_labels, attribution.temporal[0],
                                        values=inputs["temporal"][0], baseline=base["temporal"], units=units_t,
                                        title="Monthly features: effect of each feature in each period")
@@ -93,7 +85,7 @@ def customer_page():
         st.dataframe(pd.DataFrame(inputs["temporal"][0], index=bundle.periods, columns=bundle.temporal_labels))
 
     st.subheader("Download")
-    downloads(attribution, bundle, cid, request,
+    downloads(attribution, bundle, cid, settings,
               [("Monthly features", fig_panel), ("Static features", fig_static), ("History", fig_history)])
 
 

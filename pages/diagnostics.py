@@ -1,33 +1,23 @@
 """Diagnostics (for the ML engineer): convergence, the path, what the engine detected, timings."""
 
-import pandas as pd
 import streamlit as st
 
-from explain import figures, ig, report
-from ui import pickers, show, state
+from explain import diagnostics, figures, report
+from ui import frame, show, state
 
-
-def detected_inputs(bundle) -> tuple[pd.DataFrame, pd.DataFrame]:
-    described = ig.describe_model(bundle.model)
-    roles = pd.DataFrame([
-        {"role": role, "input name": str(described[f"{role}_input"]["name"]),
-         "shape": str(described[f"{role}_input"]["shape"]), "dtype": described[f"{role}_input"]["dtype"],
-         "position": described[f"{role}_input"]["position"]} for role in ("static", "temporal")])
-    model = pd.DataFrame([{"outputs (K)": described["outputs"], "logit space": described["logit_space"],
-                           "compiled traces": str(described["traces"])}])
-    return roles, model
+SAMPLE_NOTE = " For sample:K the path to the first sampled baseline is shown."
 
 
 def diagnostics_page():
-    bundle, choice = pickers.frame()
-    cid, request = choice.customer, choice.request
+    bundle, choice = frame.page()
+    cid, settings = choice.customer, choice.settings
     st.title("Diagnostics")
-    attribution = state.attributions(bundle, [cid], request)
-    st.caption(show.md(f"Customer {cid} · baseline {request.baseline} · target {request.target} ({request.space}) · "
-                       f"{request.path} path · now {attribution.steps[0]} steps ({request.method}), "
+    attribution = state.attributions(bundle, [cid], settings)
+    st.caption(show.md(f"Customer {cid} · baseline {settings.baseline} · target {bundle.output_names[settings.target]} ({settings.space}) · "
+                       f"{settings.path} path · now {attribution.steps[0]} steps ({settings.method}), "
                        f"delta {float(attribution.delta[0]):+.2e}"))
 
-    sweep = state.delta_sweep(bundle, cid, request)
+    sweep = state.delta_sweep(bundle, cid, settings)
     gap = abs(sweep["gap"])
     left, right = st.columns(2)
     with left:
@@ -38,22 +28,22 @@ def diagnostics_page():
                            f"|f(x) - f(b)| = {gap:.4g}. Below the dashed line the badge says 'fine'."))
     with right:
         st.subheader("Along the path from baseline to customer")
-        profile = state.path_profile(bundle, cid, request)
-        show.plot(figures.path_figure(profile, y_title=f"{bundle.output_names[0]} ({request.space})"),
+        profile = state.path_profile(bundle, cid, settings)
+        show.plot(figures.path_figure(profile, y_title=f"{bundle.output_names[0]} ({settings.space})"),
                   key="diag_path")
-        note = " For sample:K the path to the first sampled baseline is shown." if request.baseline.startswith("sample") else ""
         st.caption("A flat prediction with tiny gradients means saturation; a jump means most of the effect "
-                   "happens in a short stretch (more steps needed)." + note)
+                   "happens in a short stretch (more steps needed)."
+                   + (SAMPLE_NOTE if settings.baseline.kind == "sample" else ""))
 
     left, right = st.columns(2)
     with left:
         st.subheader("Inputs the engine detected")
-        roles, model = detected_inputs(bundle)
+        roles, model = diagnostics.detected_inputs(bundle.model)
         st.dataframe(roles, hide_index=True)
         st.dataframe(model, hide_index=True)
     with right:
         st.subheader("Timings of the last computations")
-        st.dataframe(pd.DataFrame(st.session_state.get("timings", [])), hide_index=True)
+        st.dataframe(state.timings(), hide_index=True)
     st.subheader("Model summary")
     show.model_summary(*state.model_layers(bundle))
     if bundle.notes:

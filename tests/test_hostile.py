@@ -2,7 +2,7 @@
 nothing runs, nothing half-opened stays, and the bundle in use (the demo) keeps working.
 
 Every upload here goes through the page (AppTest): the file uploader, the "Check and open"
-button, ``ui.state.open_upload`` (size check, names, the model opened in a memory-capped child
+button, ``ui.uploads.open_upload`` (size check, names, the model opened in a memory-capped child
 process, the tables). The hostile files are built once per module (tests/hostile.py); the
 tables are a 30-customer cut of the demo bundle, so that each case is quick.
 """
@@ -23,7 +23,7 @@ from explain import bundle as B
 from explain import safe_load as sl
 from tests import hostile as H
 from tests.apptest import DEMO, app, bundle_files, charts, errors, plain, upload
-from ui import show, state
+from ui import show, uploads
 
 pytestmark = pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="the demo bundle is not built")
 
@@ -90,7 +90,7 @@ def mutated(built, tmp_path, mutate) -> dict:
 
 
 def upload_folders() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob(state.UPLOAD_PREFIX + "*")}
+    return {p.name for p in Path(tempfile.gettempdir()).glob(uploads.UPLOAD_PREFIX + "*")}
 
 
 # ----------------------------------------------------------------------------- checks
@@ -103,7 +103,7 @@ def refused(at, *fragments: str) -> str:
     messages = " ".join(errors(at))
     for fragment in fragments:
         assert fragment in messages, f"{fragment!r} not in:\n{messages}"
-    assert "Traceback" not in messages and state.UPLOAD_PREFIX not in messages, messages
+    assert "Traceback" not in messages and uploads.UPLOAD_PREFIX not in messages, messages
     return messages
 
 
@@ -165,7 +165,7 @@ def test_uploads_are_opened_in_a_separate_process(built, tmp_path, monkeypatch):
         return real(path, **kwargs)
 
     monkeypatch.setattr(sl, "load_model_isolated", spy)
-    monkeypatch.setattr(state, "_TRIAL_PASSED", state.OrderedDict())  # forget earlier trial loads
+    monkeypatch.setattr(uploads, "_TRIAL_PASSED", uploads.OrderedDict())  # forget earlier trial loads
     files = bundle_files(built["small"])
     files[MODEL_NAME] = files.pop("model.keras")
     at = upload(app(page="pages/data.py"), files)
@@ -181,7 +181,7 @@ def test_uploads_are_opened_in_a_separate_process(built, tmp_path, monkeypatch):
 
 
 def _over_limit(folder: Path) -> None:
-    (folder / "static.csv").write_bytes(b"x" * (state.upload_limit_bytes() + 1))
+    (folder / "static.csv").write_bytes(b"x" * (uploads.upload_limit_bytes() + 1))
 
 
 def _drop_row(index):
@@ -257,7 +257,7 @@ def test_acceptable_table_loads_with_a_note(built, tmp_path, mutate, notes):
     assert shown["id"].tolist() == expected["customer_id"].head(20).tolist()
     np.testing.assert_allclose(shown.iloc[:, 1:10].to_numpy(float), expected.iloc[:20, 1:10].to_numpy(float), rtol=1e-6)
     folder = Path(at.session_state["upload_active"])
-    assert folder.is_dir() and folder.name.startswith(state.UPLOAD_PREFIX)
+    assert folder.is_dir() and folder.name.startswith(uploads.UPLOAD_PREFIX)
     assert sorted(p.name for p in folder.iterdir()) == ["bundle.json", "model.keras", "static.csv", "temporal.csv"]
 
     at.switch_page("pages/customer.py").run()

@@ -23,7 +23,7 @@ from streamlit.testing.v1 import local_script_runner
 
 from tests import hostile as H
 from tests.apptest import DEMO, app, bundle_files, charts, errors, heatmap, plain, upload
-from ui import state
+from ui import state, uploads
 
 pytestmark = pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="the demo bundle is not built")
 
@@ -94,8 +94,8 @@ def test_two_sessions_uploading_the_same_names_see_only_their_own_bundle(two_bun
 
 
 def test_upload_space_is_removed_once_and_only_by_its_owner():
-    space, other = state.UploadSpace(), state.UploadSpace()
-    assert space.folder.is_dir() and space.folder.name.startswith(state.UPLOAD_PREFIX)
+    space, other = uploads.UploadSpace(), uploads.UploadSpace()
+    assert space.folder.is_dir() and space.folder.name.startswith(uploads.UPLOAD_PREFIX)
     assert space.folder.stat().st_mode & 0o077 == 0  # mkdtemp: readable by this user only
     space.close()
     space.close()

@@ -1,4 +1,5 @@
-"""Small Streamlit render helpers shared by the pages: safe text, errors, the delta badge."""
+"""Small Streamlit render helpers shared by the pages: safe text, errors, the delta badge, figures,
+the model summary, file names and units."""
 
 from __future__ import annotations
 
@@ -49,6 +50,16 @@ def delta_badge(status: str, advice: str) -> None:
     """The completeness badge (fine / check / too few steps) with its advice."""
     st.badge(status, icon=BADGE_ICONS.get(status), color=BADGE_COLOURS.get(status, "gray"))
     st.caption(md(advice))
+
+
+def file_stem(customer: str) -> str:
+    """A safe download file name for one customer's files: ``ig_<id>``."""
+    return "ig_" + (re.sub(r"[^A-Za-z0-9_-]+", "_", customer)[:40] or "customer")
+
+
+def units(bundle, columns) -> list:
+    """The display unit of each table column (None where the bundle gives none)."""
+    return [bundle.units.get(c) for c in columns]
 
 
 def plot(fig, key: str | None = None) -> None:

@@ -1,0 +1,45 @@
+"""The handshake between the frame (app.py) and the pages.
+
+app.py opens the bundle, runs the sidebar and calls :func:`publish`; each page calls
+:func:`page` to get what the frame chose, so a page never reads session state itself.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import runtime, show
+
+_KEY = "_frame"
+
+
+def publish(bundle, choice, problem: Exception | None) -> None:
+    """What this run's frame found: the bundle (or None), the sidebar's choice, the bundle's problem."""
+    st.session_state[_KEY] = (bundle, choice, problem)
+
+
+def problem() -> Exception | None:
+    """Why the startup bundle could not be opened (None if it was)."""
+    return st.session_state.get(_KEY, (None, None, None))[2]
+
+
+def page(required: bool = True):
+    """(bundle, choice) for a page; shows the bundle's problem and stops when there is none.
+
+    ``required=False`` (the Data & model page) returns (None, None) instead of stopping.
+    """
+    runtime.ensure_frame_ran()
+    bundle, choice, trouble = st.session_state.get(_KEY, (None, None, None))
+    if not required:
+        return bundle, choice
+    if bundle is not None and choice is None:
+        st.stop()  # the sidebar has shown its error
+    if bundle is None:
+        st.title("No bundle open")
+        if trouble is not None:
+            show.error(trouble)
+        st.info("Open the **Data & model** page to upload a bundle, or start the app with "
+                "`streamlit run app.py -- --bundle DIR`.")
+        st.page_link("pages/data.py", label="Data & model", icon=":material/upload_file:")
+        st.stop()
+    return bundle, choice

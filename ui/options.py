@@ -1,0 +1,19 @@
+"""What the sidebar and the pages offer: the values of each widget (a link may hold only these)
+and their labels."""
+
+from explain import cohort, settings
+
+STEP_OPTIONS = ("8", "16", "32", "64", "128", "256", "512", "auto")
+DEFAULT_STEPS = "64"
+SAMPLE_OPTIONS = cohort.SAMPLE_SIZES
+BLUR_WIDTHS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+SAMPLE_KS = (4, 8, 16, 32, 64)
+TOP_RISK = 25
+BASELINE_LABELS = {
+    "zero": "zero (all features 0)", "mean": "mean customer", "median": "median customer",
+    "customer": "another customer", "cohort": "a cohort's mean (by label)",
+    "flat": "own history held flat", "blur": "own history blurred", "sample": "K random customers (expected gradients)",
+}
+PATH_LABELS = {"joint": "joint (both inputs move together)", "per-input": "per input (one moves, the other stays)"}
+SPACE_LABELS = {"output": "output (probability)", "logit": "logit (log-odds)"}
+METHODS, SPACES, PATHS, KINDS = settings.METHODS, settings.SPACES, settings.PATHS, settings.KINDS

@@ -1,0 +1,109 @@
+"""The one module that touches Streamlit's private API (tested with Streamlit 1.67.0).
+
+Three things the public API cannot do, each with a fallback when Streamlit moves them:
+
+* :func:`keep_kernel_cache`: Streamlit's script runner calls ``keras.backend.clear_session()``
+  after each run (its ``_clean_problem_modules``), which empties TF's kernel cache: the first
+  gradient call of every rerun then re-optimises the compiled IG function, 0.2-0.3 s on 2
+  cores, more than the whole computation. This app builds no model in its scripts (models
+  live in ``st.cache_resource``), so the step only costs time; the patch keeps everything
+  else that function does (closing matplotlib figures).
+* :func:`ensure_frame_ran`: with a ``pages/`` folder next to app.py, Streamlit starts in its
+  legacy multipage mode until some run calls ``st.navigation``, so the first run after a
+  server start that opens a deep link (``/compare?...``) -- and every AppTest run -- executes
+  the page file alone, without the frame and its sidebar. Switching the flag and rerunning
+  runs app.py, which routes to this same page.
+* :func:`should_stop`: Streamlit checks for a new rerun only when the script writes an
+  element. A computation that writes nothing gets this as its ``should_stop`` callback and
+  calls it between chunks: it raises Streamlit's own rerun/stop exception when this session
+  asked for one (the run then ends, the lock of the model is released on the way out), and
+  returns False otherwise. Outside a script run it returns False.
+
+:func:`check_version` (called on import) logs a warning when the installed Streamlit is not
+the tested one, naming what to recheck.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import streamlit as st
+
+TESTED_VERSION = "1.67.0"
+LOG = logging.getLogger("explain.app")
+VERSION_WARNING = ("Streamlit {found} is installed; this app's workarounds in ui/runtime.py were tested with "
+                   "{tested}. Recheck them (tests/test_app.py: the kernel-cache patch, deep links to a page, "
+                   "a rerun that stops a computation) or install streamlit=={tested}.")
+MISSING_WARNING = "Streamlit {found}: {what} is not where ui/runtime.py expects it; {effect}."
+
+try:  # the stop/rerun check of the current script run
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_run_yield_check
+except ImportError:  # pragma: no cover - another Streamlit layout: computations finish, reruns wait
+    get_run_yield_check = None
+
+
+def check_version() -> bool:
+    """True if the installed Streamlit is the tested one; else logs a warning and returns False."""
+    if st.__version__ == TESTED_VERSION:
+        return True
+    LOG.warning(VERSION_WARNING.format(found=st.__version__, tested=TESTED_VERSION))
+    return False
+
+
+def _missing(what: str, effect: str) -> None:
+    LOG.warning(MISSING_WARNING.format(found=st.__version__, what=what, effect=effect))
+
+
+def keep_kernel_cache() -> None:
+    """Stop Streamlit from clearing Keras/TF state after every script run (see the module text)."""
+    try:
+        from streamlit.runtime.scriptrunner import script_runner
+    except ImportError:  # pragma: no cover - another Streamlit layout
+        script_runner = None
+    current = getattr(script_runner, "_clean_problem_modules", None)
+    if current is None:  # pragma: no cover - another Streamlit layout
+        _missing("script_runner._clean_problem_modules", "every rerun's first gradient call may be slow")
+        return
+    if getattr(current, "keeps_kernel_cache", False):
+        return
+
+    def clean_problem_modules() -> None:
+        pyplot = sys.modules.get("matplotlib.pyplot")
+        if pyplot is not None:
+            try:
+                pyplot.close("all")
+            except Exception:  # noqa: BLE001 - as Streamlit does
+                pass
+
+    clean_problem_modules.keeps_kernel_cache = True
+    script_runner._clean_problem_modules = clean_problem_modules
+
+
+def ensure_frame_ran() -> None:
+    """Rerun through app.py when Streamlit ran this page file without it (see the module text)."""
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # pragma: no cover - another Streamlit layout
+        return
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def should_stop() -> bool:
+    """Between two chunks of a computation: end the script run if a rerun or stop is pending.
+
+    Raises Streamlit's rerun/stop exception in that case (a ``BaseException``, so nothing in
+    the library catches it); False otherwise, and always False outside a script run.
+    """
+    check = get_run_yield_check() if get_run_yield_check is not None else None
+    if check is not None:
+        check()
+    return False
+
+
+if get_run_yield_check is None:  # pragma: no cover - another Streamlit layout
+    _missing("get_run_yield_check", "a changed setting waits for the running computation to finish")
+check_version()
+keep_kernel_cache()

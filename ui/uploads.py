@@ -1,0 +1,191 @@
+"""Uploads: one session's own bundle, from the Data & model page's file uploader.
+
+An upload is checked (sizes, names, the model loaded first in a memory-capped child process,
+the tables) and opened into an :class:`UploadSpace`, a private temporary folder of this
+session. Session state: ``_upload`` (the space), ``upload_active`` (its folder, or None),
+``upload_result`` (what the last attempt gave, shown by :func:`result_ui`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import threading
+import weakref
+from collections import OrderedDict
+from functools import partial
+from pathlib import Path
+
+import streamlit as st
+
+from explain import bundle as bundle_io
+from explain.errors import BundleError
+from ui import show
+
+UPLOAD_PREFIX = "explain-upload-"
+UPLOAD_TOO_LARGE = ("{name} is {size:,} bytes, over this app's limit of {limit:,} bytes ({limit_mb} MB) per "
+                    "uploaded file. Nothing was opened. To fix: upload a smaller file (for example Parquet "
+                    "instead of CSV, or fewer customers), or start the app with a larger "
+                    "--server.maxUploadSize if you trust its users.")
+TRIAL_CACHE_SIZE = 64  # model files (sha256) whose isolated trial load already succeeded
+FILE_TYPES = ["keras", "csv", "parquet", "pq", "json"]
+
+
+class UploadSpace:
+    """One upload of one session: a private temporary folder and the bundle opened from it.
+
+    The folder (``explain-upload-*`` under the system temp dir) holds the files under the
+    names the app chooses (model.keras, static.csv, ...). It is removed by :meth:`close`
+    (a new upload replaces this one, or the user goes back to the startup bundle), and
+    otherwise when this object is garbage collected -- the session ended and Streamlit
+    dropped its session state -- or when the server exits (``weakref.finalize``).
+    """
+
+    def __init__(self):
+        self.folder = Path(tempfile.mkdtemp(prefix=UPLOAD_PREFIX))
+        self.bundle = None
+        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.folder), True)
+
+    def close(self) -> None:
+        self.bundle = None
+        self._finalizer()  # removes the folder once; later calls do nothing
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+
+def upload_limit_bytes() -> int:
+    """The per-file upload limit: the server's ``server.maxUploadSize`` (MB)."""
+    return int(st.get_option("server.maxUploadSize")) * 1024 * 1024
+
+
+def check_upload_sizes(files: dict, limit: int) -> None:
+    """``BundleError`` naming every file over ``limit`` bytes (before anything is written).
+
+    The server refuses such files already; this check also holds when files reach the page
+    another way (AppTest, a proxy that allows larger bodies, a changed config).
+    """
+    problems = [UPLOAD_TOO_LARGE.format(name=name, size=len(data), limit=limit, limit_mb=limit // 1024**2)
+                for name, data in files.items() if len(data) > limit]
+    if problems:
+        raise BundleError("\n".join(problems), problems)
+
+
+_TRIAL_PASSED: "OrderedDict[str, None]" = OrderedDict()
+_TRIAL_LOCK = threading.Lock()
+
+
+def load_upload_model(path: Path, display_name: str):
+    """Open an uploaded model: static checks, a trial load in a memory-capped child process,
+    then the load here (``safe_load.load_model_isolated``).
+
+    A file whose trial load already succeeded (same bytes: the user fixed a table and uploads
+    the same model again) skips the child process; the static checks still run.
+    """
+    from explain import safe_load
+
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    with _TRIAL_LOCK:
+        known = digest in _TRIAL_PASSED
+    if known:
+        return safe_load.load_model(path, display_name=display_name)
+    model = safe_load.load_model_isolated(path, display_name=display_name)
+    with _TRIAL_LOCK:
+        _TRIAL_PASSED[digest] = None
+        while len(_TRIAL_PASSED) > TRIAL_CACHE_SIZE:
+            _TRIAL_PASSED.popitem(last=False)
+    return model
+
+
+def current_bundle():
+    """This session's uploaded bundle, or None (the startup bundle is in use)."""
+    space = st.session_state.get("_upload")
+    return space.bundle if space is not None else None
+
+
+def is_active() -> bool:
+    return bool(st.session_state.get("upload_active"))
+
+
+def open_upload(files: dict) -> "bundle_io.Bundle":
+    """Check and open uploaded files as this session's bundle; ``ExplainError`` if invalid.
+
+    On success the new bundle replaces this session's previous upload (whose folder is
+    removed); on failure nothing changes and the new folder is removed at once.
+    """
+    check_upload_sizes(files, upload_limit_bytes())
+    model_name = next((str(n) for n in files if str(n).lower().endswith(".keras")), bundle_io.MODEL_FILE)
+    space = UploadSpace()
+    try:
+        bundle = bundle_io.load_bundle_from_uploads(
+            files, space.folder, loader=partial(load_upload_model, display_name=Path(model_name).name))
+    except BaseException:
+        space.close()
+        raise
+    space.bundle = bundle
+    use_upload(space)
+    return bundle
+
+
+def use_upload(space: UploadSpace | None) -> None:
+    """Make ``space`` this session's bundle (None: back to the startup bundle); the previous
+    upload's folder is removed, and so is the Cohort page's job of the previous bundle."""
+    previous = st.session_state.get("_upload")
+    if previous is not None and previous is not space:
+        previous.close()
+    st.session_state["_upload"] = space
+    st.session_state["upload_active"] = str(space.folder) if space is not None else None
+    st.session_state.pop("cohort_job", None)
+
+
+# ----------------------------------------------------------------------------- the Data & model page's widgets
+
+
+def _request_upload() -> None:
+    st.session_state["_upload_requested"] = True
+
+
+def uploader_ui() -> bool:
+    """The uploader and its button; True once after the button was pressed.
+
+    The button's callback sets a flag rather than the button returning True: the flag
+    survives a rerun that starts before the page body runs (see ``ui.runtime.ensure_frame_ran``).
+    """
+    files = st.file_uploader("Bundle files: model.keras, static and temporal tables (.csv or .parquet), "
+                             "optional bundle.json", accept_multiple_files=True, type=FILE_TYPES, key="upload_files")
+    st.button("Check and open", type="primary", disabled=not files, icon=":material/fact_check:",
+              on_click=_request_upload)
+    return bool(st.session_state.pop("_upload_requested", False)) and bool(files)
+
+
+def open_uploaded_files() -> None:
+    """Check the uploader's files and switch to them if valid; the result is shown by :func:`result_ui`."""
+    files = {f.name: f.getvalue() for f in st.session_state.get("upload_files") or []}
+    try:
+        with st.spinner("Checking the files and opening the model in a separate process..."):
+            bundle = open_upload(files)
+    except Exception as exc:  # shown as a list of problems; the bundle in use does not change
+        st.session_state["upload_result"] = ("error", exc)
+    else:
+        st.session_state["upload_result"] = ("ok", f"Opened the uploaded bundle: {bundle.n_customers} customers, "
+                                                   f"{bundle.n_static} static features, {bundle.n_periods} periods x "
+                                                   f"{bundle.n_temporal} monthly features.")
+    st.rerun()  # the sidebar and every page now use the new bundle
+
+
+def back_to_startup() -> None:
+    use_upload(None)
+    st.session_state.pop("upload_result", None)
+
+
+def result_ui() -> None:
+    """What the last upload gave: every problem, or a success note."""
+    kind, payload = st.session_state.get("upload_result", (None, None))
+    if kind == "error":
+        st.subheader("The upload was not opened")
+        show.error(payload)
+        st.caption("Fix the files and upload them again; the bundle in use has not changed.")
+    elif kind == "ok":
+        st.success(show.md(payload))
