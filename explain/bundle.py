@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from explain.errors import BundleError, ExplainError, UnsafeModelError
+from explain.inputs import input_layout
 
 if TYPE_CHECKING:  # keras is imported by explain.safe_load when a model is opened
     import keras
@@ -279,20 +280,17 @@ class Bundle:
 
     def model_inputs(self, inputs: Mapping[str, np.ndarray]) -> Any:
         """The structure the model is called with, from {"static": ..., "temporal": ...}."""
-        return model_feed(self.model, inputs["static"], inputs["temporal"])
+        return input_layout(self.model).feed(inputs)
 
     def predict(self, inputs: Mapping[str, np.ndarray] | None = None,
-                batch_size: int = 1024) -> np.ndarray:
-        """Model outputs (k, K) for ``inputs`` (default: every customer), in batches."""
+                batch_size: int = 1024, *, should_stop=None) -> np.ndarray:
+        """Model outputs (k, K) for ``inputs`` (default: every customer), in batches
+        (``explain.engine.predict``: the model's lock held per batch, ``should_stop`` asked before each)."""
+        from explain.engine import predict
+
         inputs = self.data() if inputs is None else inputs
-        n = inputs["static"].shape[0]
-        parts = []
-        for start in range(0, n, batch_size):
-            chunk = {key: np.asarray(value[start:start + batch_size], dtype=np.float32)
-                     for key, value in inputs.items()}
-            out = self.model(self.model_inputs(chunk), training=False)
-            parts.append(np.asarray(out, dtype=np.float64).reshape(len(chunk["static"]), -1))
-        return np.concatenate(parts) if parts else np.zeros((0, len(self.output_names)))
+        out = predict(self.model, inputs, batch_size=batch_size, should_stop=should_stop)
+        return out if out.shape[0] else np.zeros((0, len(self.output_names)))
 
     def _indices(self, ids: list) -> list[int]:
         keys = [str(i) for i in ids]
@@ -302,14 +300,6 @@ class Bundle:
                 unknown=_examples(unknown), n=self.n_customers,
                 examples=_examples(self.ids[:3].tolist(), limit=3, more=False)))
         return [self._positions[key] for key in keys]
-
-
-def model_feed(model: "keras.Model", static: np.ndarray, temporal: np.ndarray) -> Any:
-    """Arrange (static, temporal) as the model takes them: a dict or a list, by input rank."""
-    struct = getattr(model, "_inputs_struct", None)
-    if isinstance(struct, dict):
-        return {key: static if len(t.shape) == 2 else temporal for key, t in struct.items()}
-    return [static if len(t.shape) == 2 else temporal for t in model.inputs]
 
 
 # ---- public entry points ------------------------------------------------------------------
@@ -733,16 +723,13 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
 
 def _input_roles(model) -> tuple[tuple[str, ...] | None, dict | None, str | None]:
     """(roles in model.inputs order, {role: shape}, problem text or None), by input rank."""
-    try:
-        shapes = [tuple(t.shape) for t in model.inputs]
-    except Exception:
+    layout = input_layout(model)
+    if not layout.count:
         return None, None, MODEL_INPUTS.format(found="no symbolic inputs (a subclassed model?)")
-    found = " and ".join(str(s) for s in shapes) or "none"
-    ranks = sorted(len(s) for s in shapes)
-    if ranks != [2, 3] or any(d is None for s in shapes for d in s[1:]):
-        return None, None, MODEL_INPUTS.format(found=f"{len(shapes)} input(s): {found}")
-    roles = tuple("static" if len(s) == 2 else "temporal" for s in shapes)
-    return roles, {role: s for role, s in zip(roles, shapes)}, None
+    found = " and ".join(str(s) for s in layout.shapes)
+    if layout.roles is None or any(d is None for s in layout.shapes for d in s[1:]):
+        return None, None, MODEL_INPUTS.format(found=f"{layout.count} input(s): {found}")
+    return layout.roles, {role: layout.shape(role) for role in layout.roles}, None
 
 
 def _check_static(table: _Table | None, config: _Config, shapes: dict | None,

@@ -62,7 +62,7 @@ class Engine:
 
     def __init__(self, model):
         self.model_ref = weakref.ref(model)
-        self.lock = threading.RLock()
+        self.lock = model_lock(model)
         layout = input_layout(model)
         if layout.count != 2:
             raise AttributionError(NOT_TWO_INPUTS.format(count=layout.count, shapes=list(layout.shapes)))
@@ -278,7 +278,45 @@ def _logit_head(model):
 
 
 _ENGINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LOCKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _ENGINES_LOCK = threading.Lock()
+_LOCKS_LOCK = threading.Lock()
+
+
+def model_lock(model) -> threading.RLock:
+    """The one lock of ``model``: every call of it (compiled or not) holds it, so that threads
+    (the dashboard's sessions) can share one model."""
+    with _LOCKS_LOCK:
+        lock = _LOCKS.get(model)
+        if lock is None:
+            lock = _LOCKS[model] = threading.RLock()
+        return lock
+
+
+def predict(model, inputs, *, batch_size: int = 1024, should_stop: StopCheck = None) -> np.ndarray:
+    """The model's outputs, (n, K) float64, for ``{"static": (n, S), "temporal": (n, T, F)}``.
+
+    The plain forward pass, for any model with one 2-D and one 3-D input (also one that IG
+    refuses, such as an integer input): chunks of ``batch_size`` customers, each holding the
+    model's lock after asking ``should_stop``.
+    """
+    layout = input_layout(model)
+    n = inputs["static"].shape[0]
+    parts = []
+    for start in range(0, n, max(1, int(batch_size))):
+        chunk = {role: np.asarray(inputs[role][start:start + batch_size], dtype=np.float32) for role in ROLES}
+        check_stop(should_stop)
+        with model_lock(model):
+            out = model(layout.feed(chunk), training=False)
+        parts.append(np.asarray(out, dtype=np.float64).reshape(len(chunk["static"]), -1))
+    return np.concatenate(parts) if parts else np.zeros((0, _output_width(model)))
+
+
+def _output_width(model) -> int:
+    try:
+        return int(model.outputs[0].shape[-1])
+    except Exception:  # a subclassed model without symbolic outputs
+        return 1
 
 
 def engine_for(model) -> Engine:
