@@ -375,7 +375,7 @@ def _write_chunk(folder: Path, manifest: dict, chunk: int, long: pd.DataFrame, s
 class BatchResult:
     """What ``run_batch_job`` did."""
 
-    path: Path
+    path: Path  # or the URI of a store written by the Ray engine
     n_customers: int
     n_chunks: int
     computed_chunks: int
