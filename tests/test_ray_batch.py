@@ -26,7 +26,7 @@ from explain.batch import StoreError, find_store, open_store, read_store, run_ba
 from explain.bundle import load_bundle
 from explain.cli import main
 from explain.errors import ExplainError
-from explain.explainer import Request
+from explain.settings import Settings as Request
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "bundles" / "demo"
