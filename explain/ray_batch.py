@@ -120,7 +120,7 @@ class ChunkWriter:
                 "computed": np.array(computed, bool)}
 
 
-def _connect(ray, address: str | None, workers: int | None) -> bool:
+def _connect(ray, address: str | None) -> bool:
     """ray.init: the cluster at ``address``, or a local Ray with this machine's cores (True if
     this call started it)."""
     if ray.is_initialized():
@@ -169,11 +169,11 @@ def run_ray_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ExplainError(BAD_WORKERS.format(value=workers))
     bundle_path = str(Path(getattr(bundle, "path", None) or bundle).expanduser().resolve())
-    ids = None if ids is None else [str(i) for i in ids]
+    ids = None if ids is None else list(dict.fromkeys(str(i) for i in ids))  # as batch.check_ids
     target = ray_store.target(out)
     target.refuse_early()
     ray = _import_ray()
-    started_here = _connect(ray, address, workers)
+    started_here = _connect(ray, address)
     try:
         try:
             manifest = ray.get(ray.remote(num_cpus=1)(_plan).remote(bundle_path, ids, request, chunk_size))
