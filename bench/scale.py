@@ -3,6 +3,7 @@
     python bench/scale.py                      # 1k, 10k, 100k at 32 steps, chunks of 200
     python bench/scale.py --sizes 1000 5000    # a quicker look
     python bench/scale.py --steps 64 --keep    # keep the generated bundles and outputs
+    python bench/scale.py --engine ray --sizes 10000 100000   # local job vs Ray with 1 and 2 workers
 
 Not a test. For each size it writes a generated bundle of the demo's shape to a temporary
 folder: the demo's model (not retrained), and demo customers drawn with replacement, their
@@ -99,11 +100,12 @@ def generate_bundle(folder: Path, n: int, seed: int = 0) -> Path:
     return folder
 
 
-def run_batch(bundle: Path, out: Path, steps: int, chunk: int, baseline: str = "mean") -> dict:
-    """``python -m explain batch`` in a fresh process: times, peak RSS and sampled RSS."""
+def run_batch(bundle: Path, out: Path, steps: int, chunk: int, baseline: str = "mean", engine: tuple = ()) -> dict:
+    """``python -m explain batch`` in a fresh process: times, peak RSS and sampled RSS (of that
+    process: with ``--engine ray`` the driver, whose workers are Ray's)."""
     log = out.parent / f"{out.name}.log"
     command = [sys.executable, "-m", "explain", "batch", "--bundle", str(bundle), "--out", str(out),
-               "--steps", str(steps), "--batch-size", str(chunk), "--baseline", baseline]
+               "--steps", str(steps), "--batch-size", str(chunk), "--baseline", baseline, *engine]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     started = time.perf_counter()
     with open(log, "w") as stdout:
@@ -152,7 +154,11 @@ def main():
                         help="baseline (default mean, the CLI's default; 'zero' costs nothing per chunk)")
     parser.add_argument("--keep", action="store_true", help="keep the generated bundles and outputs")
     parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="ray: for each size, the local job and --engine ray with 1 and 2 workers, in one run")
     args = parser.parse_args()
+    if args.engine == "ray":
+        return compare_ray(args)
 
     work = Path(tempfile.mkdtemp(prefix="explain-scale-"))
     steps = args.steps
@@ -201,6 +207,40 @@ def main():
               f"memory: peak RSS x{b['peak_rss_mib'] / a['peak_rss_mib']:.2f}, "
               f"RSS growth from first to last chunk at {b['customers']}: "
               f"{b['rss_last_chunk_mib'] - b['rss_first_chunk_mib']:+.0f} MiB")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows}, indent=1))
+
+
+def compare_ray(args) -> None:
+    """The local job and ``--engine ray --workers 1`` and ``2`` on the same generated bundles."""
+    import ray
+
+    work = Path(tempfile.mkdtemp(prefix="explain-scale-ray-"))
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
+          f"Python {platform.python_version()}, ray {ray.__version__}, load average {os.getloadavg()[0]:.1f} at the "
+          f"start; baseline {args.baseline}, {args.steps} steps, chunks of {args.chunk}; each Ray run starts its own "
+          f"local Ray ({os.cpu_count()} CPUs); RSS 1st/last chunk: the driver's, sampled every 0.1 s; *max RSS: ru_maxrss of the command, the largest of it and the processes it reaped")
+    print(f"{'customers':>9} {'engine':>14} {'job s':>7} {'customers/s':>11} {'vs local':>8} {'max RSS MiB*':>15} "
+          f"{'RSS 1st chunk':>13} {'RSS last chunk':>14} {'load avg':>8}")
+    rows = []
+    try:
+        for n in sorted(args.sizes):
+            bundle = generate_bundle(work / f"bundle-{n}", n, seed=n)
+            local_rate = None
+            for name, engine in (("local", ()), ("ray, 1 worker", ("--engine", "ray", "--workers", "1")),
+                                 ("ray, 2 workers", ("--engine", "ray", "--workers", "2"))):
+                out = work / f"out-{n}-{len(rows)}.parquet"
+                figures = run_batch(bundle, out, args.steps, args.chunk, args.baseline, engine)
+                rate = n / figures["job_s"]
+                local_rate = local_rate or rate
+                rows.append({"customers": n, "engine": name, "customers_per_s": rate, **figures})
+                print(f"{n:>9} {name:>14} {figures['job_s']:>7.1f} {rate:>11.0f} {rate / local_rate:>8.2f} "
+                      f"{figures['peak_rss_mib']:>15.0f} {figures['rss_first_chunk_mib']:>13.0f} "
+                      f"{figures['rss_last_chunk_mib']:>14.0f} {os.getloadavg()[0]:>8.1f}", flush=True)
+                shutil.rmtree(out, ignore_errors=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows}, indent=1))
 

@@ -375,7 +375,7 @@ def _write_chunk(folder: Path, manifest: dict, chunk: int, long: pd.DataFrame, s
 class BatchResult:
     """What ``run_batch_job`` did."""
 
-    path: Path
+    path: Path  # or the URI of a store written by the Ray engine
     n_customers: int
     n_chunks: int
     computed_chunks: int
@@ -394,7 +394,7 @@ class BatchResult:
         return (f"wrote {self.n_customers} customers ({self.rows} rows) in {self.n_chunks} chunk(s) to "
                 f"{self.path}: computed {self.computed_chunks}{reused} in {self.seconds:.1f} s. Read it with "
                 f"pandas.read_parquet('{self.path}') (long format) and "
-                f"pandas.read_parquet('{self.path / SUMMARY_DIR}') (one row per customer).")
+                f"pandas.read_parquet('{self.path}/{SUMMARY_DIR}') (one row per customer).")  # path: a Path or a URI
 
 
 def check_ids(bundle, ids: Iterable, source: str = "customers", lines: dict | None = None) -> list[str]:
@@ -411,6 +411,29 @@ def check_ids(bundle, ids: Iterable, source: str = "customers", lines: dict | No
             source=source, count=len(unknown), examples=examples(shown, quote=False), n=len(known),
             known=", ".join(repr(str(i)) for i in list(bundle.ids[:3]))))
     return ids
+
+
+def new_manifest(bundle, ids: Sequence[str], request: Settings, chunk_size: int) -> dict:
+    """The manifest of a new store of ``ids`` of ``bundle`` (also the identity a folder is checked
+    against); the local and the Ray engine write the same one."""
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "written_by": "explain.batch (python -m explain batch)",
+        "created": _now(),
+        "settings": store_settings(request, bundle),
+        "bundle": {"content_hash": bundle.content_hash,
+                   "path": str(Path(bundle.path).resolve()) if bundle.path is not None else None},
+        "customers": {"count": len(ids), "sha256": customers_hash(ids), "all": ids == [str(i) for i in bundle.ids],
+                      "first": ids[0], "last": ids[-1]},
+        "chunk_size": chunk_size,
+        "n_chunks": -(-len(ids) // chunk_size),
+        "rows_per_customer": bundle.n_static + bundle.n_periods * bundle.n_temporal,
+        "layout": {"long": "part-NNNNN.parquet", "summary": f"{SUMMARY_DIR}/summary-NNNNN.parquet",
+                   "metadata_key": METADATA_KEY.decode()},
+        "columns": {"long": LONG_COLUMNS, "summary": SUMMARY_COLUMNS},
+        "complete": False,
+    }
 
 
 def run_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -437,24 +460,7 @@ def run_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: in
     ids = all_ids if ids is None else check_ids(bundle, ids)
     folder = output_folder(out)
     chunks = _chunks(ids, chunk_size)
-    manifest = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "written_by": "explain.batch (python -m explain batch)",
-        "created": _now(),
-        "settings": store_settings(request, bundle),
-        "bundle": {"content_hash": bundle.content_hash,
-                   "path": str(Path(bundle.path).resolve()) if bundle.path is not None else None},
-        "customers": {"count": len(ids), "sha256": customers_hash(ids), "all": ids == all_ids,
-                      "first": ids[0], "last": ids[-1]},
-        "chunk_size": chunk_size,
-        "n_chunks": len(chunks),
-        "rows_per_customer": bundle.n_static + bundle.n_periods * bundle.n_temporal,
-        "layout": {"long": "part-NNNNN.parquet", "summary": f"{SUMMARY_DIR}/summary-NNNNN.parquet",
-                   "metadata_key": METADATA_KEY.decode()},
-        "columns": {"long": LONG_COLUMNS, "summary": SUMMARY_COLUMNS},
-        "complete": False,
-    }
+    manifest = new_manifest(bundle, ids, request, chunk_size)
 
     _inspect(folder, manifest)  # refuse early, before any work and without touching anything
     # Bad settings (baseline, target, steps) fail here, before the folder is made.

@@ -64,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--customers-file", help="a text file with one customer id per line (default: all)")
     _settings_arguments(batch)
     batch.add_argument("--batch-size", type=int, default=200, help="customers per chunk (default 200)")
+    batch.add_argument("--engine", choices=("local", "ray"), default="local",
+                       help="local: this process (default); ray: an actor pool on a Ray cluster (optional extra)")
+    batch.add_argument("--address", help="with --engine ray: the cluster (auto | ray://HOST:PORT); "
+                                         "default: start a local Ray with this machine's cores")
+    batch.add_argument("--workers", type=int, help="with --engine ray: actors (default: the cluster's CPUs)")
     return parser
 
 
@@ -129,7 +134,13 @@ def cmd_attribute(args) -> int:
 def cmd_batch(args) -> int:
     from explain.batch import check_ids, run_batch_job
     from explain.bundle import load_bundle
+    from explain.ray_batch import ONLY_WITH_RAY, run_ray_batch
 
+    if args.engine == "ray":
+        return run_ray_batch(args)
+    for option, value in (("--address", args.address), ("--workers", args.workers)):
+        if value is not None:
+            raise ExplainError(ONLY_WITH_RAY.format(option=option))
     settings = settings_from_args(args)
     ids = lines = None
     if args.customers_file:

@@ -1,0 +1,198 @@
+"""The batch job on Ray (``--engine ray``): the local job's store, row for row, through an actor
+killed mid-run and a driver killed mid-run; refusals as the local job's.
+
+Runs on a local Ray instance with 2 CPUs (``ray`` is an optional extra: these tests are skipped
+where it is not installed; scripts/test.sh installs it, so CI runs them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+
+from explain import batch, ray_batch
+from explain.batch import StoreError, find_store, open_store, read_store, run_batch_job
+from explain.bundle import load_bundle
+from explain.cli import main
+from explain.errors import ExplainError
+from explain.settings import Settings as Request
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "bundles" / "demo"
+REQUEST = Request(steps=8)
+SETTINGS = ["--steps", "8"]
+CHUNK = 4  # many small chunks: a kill lands mid-run
+
+needs_ray = pytest.mark.skipif(
+    __import__("importlib").util.find_spec("ray") is None,
+    reason="ray is not installed (pip install -r requirements-ray.txt; CI installs it)")
+
+
+@pytest.fixture(scope="module")
+def bundle_dir(tmp_path_factory):
+    """A private copy of the demo bundle (others may rebuild bundles/demo while this runs)."""
+    folder = tmp_path_factory.mktemp("bundle") / "demo"
+    shutil.copytree(DEMO, folder, ignore=shutil.ignore_patterns("attributions"))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def ids(bundle_dir):
+    return [str(i) for i in load_bundle(bundle_dir).ids[::25]]  # 120 customers over the data set
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory, bundle_dir, ids):
+    """The local engine's store of ``ids``, read back: (folder, long, summary)."""
+    out = tmp_path_factory.mktemp("local") / "local.parquet"
+    run_batch_job(load_bundle(bundle_dir), out, REQUEST, chunk_size=CHUNK, ids=ids, progress=False)
+    return (out, *read_store(out))
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")
+    env = {"env_vars": {"PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}}
+    ray.init(num_cpus=2, include_dashboard=False, runtime_env=env, logging_level="ERROR", log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def _same_store(out: Path, local) -> None:
+    """``out`` holds exactly the local engine's rows, and a manifest that differs only in times."""
+    local_out, local_long, local_summary = local
+    long, summary = read_store(out)
+    pd.testing.assert_frame_equal(long, local_long, check_exact=True)
+    pd.testing.assert_frame_equal(summary, local_summary, check_exact=True)
+    times = ("created", "completed")
+    mine = {k: v for k, v in json.loads((out / batch.MANIFEST).read_text()).items() if k not in times}
+    theirs = {k: v for k, v in json.loads((local_out / batch.MANIFEST).read_text()).items() if k not in times}
+    assert mine == theirs
+    assert not [p for p in out.rglob(".*") if p.is_file()], "temporary or lock files left behind"
+
+
+def _part_files(out: Path) -> int:
+    return len(list(out.glob("part-*.parquet"))) if out.is_dir() else 0
+
+
+def _chunk_writers() -> list[psutil.Process]:
+    """The actor processes of this test's Ray (descendants of this process)."""
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "ChunkWriter" in " ".join(child.cmdline()):
+                found.append(child)
+        except psutil.Error:
+            pass
+    return found
+
+
+@needs_ray
+def test_same_rows_as_local_with_an_actor_killed_mid_run(ray_cluster, bundle_dir, ids, local, tmp_path):
+    out = tmp_path / "ray.parquet"
+    n_chunks = -(-len(ids) // CHUNK)
+    outcome = {}
+
+    def job():
+        try:
+            outcome["result"] = ray_batch.run_ray_batch_job(bundle_dir, out, REQUEST, chunk_size=CHUNK, ids=ids,
+                                                            workers=2, progress=False)
+        except BaseException as error:  # reported by the assertion below
+            outcome["error"] = error
+
+    thread = threading.Thread(target=job)
+    thread.start()
+    deadline = time.monotonic() + 300
+    while _part_files(out) == 0 and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    killed = _chunk_writers()[:1]
+    for actor in killed:
+        actor.kill()  # SIGKILL, mid-run: Ray restarts the actor and retries its chunk
+    thread.join(600)
+    assert "error" not in outcome, outcome.get("error")
+    assert killed and _part_files(out) == n_chunks
+    result = outcome["result"]
+    assert result.complete and result.computed_chunks == n_chunks and result.reused_chunks == 0
+    _same_store(out, local)
+    # the dashboard's reader finds it, and the local engine resumes it as its own: nothing to compute
+    assert find_store(load_bundle(bundle_dir), REQUEST, [out.parent], ids=ids) == out
+    again = run_batch_job(load_bundle(bundle_dir), out, REQUEST, chunk_size=CHUNK, ids=ids, progress=False)
+    assert again.computed_chunks == 0 and again.reused_chunks == n_chunks
+
+
+@needs_ray
+def test_resume_after_the_driver_is_killed_gives_the_same_store(ray_cluster, bundle_dir, ids, local, tmp_path):
+    """``kill -9`` of the whole job (the CLI, its own local Ray, its actors), then the same
+    command again: the finished chunks are kept, the rest computed. The output is a ``file://``
+    URI, so this also runs the pyarrow-filesystem path (the one S3 takes)."""
+    out = tmp_path / "killed.parquet"
+    customers = tmp_path / "customers.txt"
+    customers.write_text("\n".join(ids) + "\n")
+    n_chunks = -(-len(ids) // CHUNK)
+    args = ["batch", "--bundle", str(bundle_dir), "--out", out.as_uri(), "--customers-file", str(customers),
+            *SETTINGS, "--batch-size", str(CHUNK), "--engine", "ray", "--workers", "2"]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "explain", *args], cwd=ROOT, env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    family = []
+    try:
+        deadline = time.monotonic() + 300
+        while _part_files(out) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    finally:
+        for process in family:  # the job and the Ray it started, all at once, mid-run
+            try:
+                process.send_signal(signal.SIGKILL)
+            except psutil.Error:
+                pass
+        proc.wait(60)
+        psutil.wait_procs(family, timeout=60)
+    done = _part_files(out)
+    assert 0 < done < n_chunks, f"the kill should land mid-run ({done} of {n_chunks} chunks written)"
+
+    # the same command again (on this test's Ray): keeps the finished chunks, computes the rest
+    assert main(args) == 0
+    store = open_store(out)
+    assert store.complete
+    _same_store(out, local)
+    assert not list(out.rglob("*.part"))
+
+
+@needs_ray
+def test_a_different_run_is_refused_and_nothing_is_changed(ray_cluster, bundle_dir, ids, local, tmp_path):
+    out = tmp_path / "copy.parquet"
+    shutil.copytree(local[0], out)
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+    with pytest.raises(StoreError, match=r"setting steps: stored 8, requested 16"):
+        ray_batch.run_ray_batch_job(bundle_dir, out, Request(steps=16), chunk_size=CHUNK, ids=ids, progress=False)
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(StoreError, match="holds 1 file\\(s\\) this tool did not write: 'notes.txt'"):
+        ray_batch.run_ray_batch_job(bundle_dir, out, REQUEST, chunk_size=CHUNK, ids=ids, progress=False)
+    (out / "notes.txt").unlink()
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
+
+
+def test_without_ray_the_message_says_how_to_install_it(monkeypatch, bundle_dir, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError, as where it is not installed
+    code = main(["batch", "--bundle", str(bundle_dir), "--out", str(tmp_path / "out"), "--engine", "ray"])
+    err = capsys.readouterr().err
+    assert code == 2 and "pip install -r requirements-ray.txt" in err and ray_batch.RAY_PIN in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_ray_options_without_engine_ray_are_refused(bundle_dir, tmp_path, capsys):
+    code = main(["batch", "--bundle", str(bundle_dir), "--out", str(tmp_path / "out"), "--workers", "2"])
+    assert code == 2 and ray_batch.ONLY_WITH_RAY.format(option="--workers") in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
