@@ -58,6 +58,7 @@ DEFAULT_CUSTOMERS = 200
 DEFAULT_RANDOM_ORDERS = 5
 MAX_CURVE_POINTS = 101
 ROWS_PER_CALL = 65536  # perturbed inputs per forward call
+VALUES_PER_CHUNK = 4_000_000  # perturbed input values built at once (32 MB of float64)
 DEFAULT_REPEATS = 3  # independent re-initialisations of the randomisation check
 FALLS_BELOW = 0.5  # the randomisation check passes at a layer whose rank correlation is below this
 RANKINGS = ("ig", "gradient_x_input", "random")
@@ -269,7 +270,7 @@ def perturbation_curves(model, inputs: dict, baselines: dict, scores: dict, *, t
     b = flatten(**single_baseline(baselines, n))
     k = k_grid(cells) if k is None else np.asarray(k, np.int64)
     m = k.size
-    per_call = max(1, ROWS_PER_CALL // m)  # customers per forward call
+    per_call = max(1, min(ROWS_PER_CALL // m, VALUES_PER_CHUNK // (m * cells)))  # customers per forward call
     predictions = {kind: {} for kind in KINDS}
     for name, score in scores.items():
         score = np.asarray(score, np.float64)
@@ -297,24 +298,30 @@ def perturbation_curves(model, inputs: dict, baselines: dict, scores: dict, *, t
 def occlusion(model, inputs: dict, baselines: dict, attribution, *, target: int = 0, space: str = "output",
               periods=None, features=None) -> Occlusion:
     """Set each period, then each feature (static ones, then temporal ones in every period), to the
-    baseline: one forward call over all of them; compare the prediction change with IG's totals."""
+    baseline: one forward call over all of them (per chunk of customers); compare the prediction change
+    with IG's totals of the same cells."""
     xs = np.asarray(inputs["static"], np.float64)
     xt = np.asarray(inputs["temporal"], np.float64)
     n, S = xs.shape
     T, F = xt.shape[1:]
     base = single_baseline(baselines, n)
-    bs, bt = base["static"], base["temporal"]
-    # variants: (n, 1 + T + S + F, ...): the customer, then one group at the baseline each
-    vs = np.repeat(xs[:, None], 1 + T + S + F, axis=1)
-    vt = np.repeat(xt[:, None], 1 + T + S + F, axis=1)
-    for t in range(T):
-        vt[:, 1 + t, t, :] = bt[:, t, :]
-    for j in range(S):
-        vs[:, 1 + T + j, j] = bs[:, j]
-    for f in range(F):
-        vt[:, 1 + T + S + f, :, f] = bt[:, :, f]
-    out = predict(model, vs.reshape(-1, S), vt.reshape(-1, T, F), target=target, space=space).reshape(n, -1)
-    change = out[:, :1] - out[:, 1:]  # f(x) - f(x with the group at the baseline)
+    groups = 1 + T + S + F  # the customer, then each period, static feature, temporal feature at the baseline
+    per_call = max(1, min(ROWS_PER_CALL // groups, VALUES_PER_CHUNK // (groups * (S + T * F))))
+    change = np.zeros((n, groups - 1))
+    for start in range(0, n, per_call):
+        rows = slice(start, start + per_call)
+        bs, bt = base["static"][rows], base["temporal"][rows]
+        # variants: (c, groups, S) and (c, groups, T, F)
+        vs = np.repeat(xs[rows, None], groups, axis=1)
+        vt = np.repeat(xt[rows, None], groups, axis=1)
+        for t in range(T):
+            vt[:, 1 + t, t, :] = bt[:, t, :]
+        for j in range(S):
+            vs[:, 1 + T + j, j] = bs[:, j]
+        for f in range(F):
+            vt[:, 1 + T + S + f, :, f] = bt[:, :, f]
+        out = predict(model, vs.reshape(-1, S), vt.reshape(-1, T, F), target=target, space=space).reshape(-1, groups)
+        change[rows] = out[:, :1] - out[:, 1:]  # f(x) - f(x with the group at the baseline)
     a_s, a_t = np.asarray(attribution.static), np.asarray(attribution.temporal)
     return Occlusion(
         groups={"period": list(periods or [f"t{t + 1}" for t in range(T)]),

@@ -126,7 +126,7 @@ def test_a_distribution_baseline_is_replaced_by_its_mean(linear):
 # ----------------------------------------------------------------------------- occlusion
 
 
-def test_occlusion_equals_ig_on_a_linear_model(linear):
+def test_occlusion_equals_ig_on_a_linear_model(linear, monkeypatch):
     model, ws, wt = linear
     x = data(5, seed=9)
     b = {"static": np.full((1, S), 0.3), "temporal": np.full((1, T, F), -0.2)}
@@ -140,6 +140,10 @@ def test_occlusion_equals_ig_on_a_linear_model(linear):
     np.testing.assert_allclose(occ.ig_total["feature"], per_feature, rtol=1e-4, atol=1e-5)
     assert occ.spearman("period") == pytest.approx(1.0) and occ.spearman("feature") == pytest.approx(1.0)
     assert len(occ.groups["period"]) == T and len(occ.groups["feature"]) == S + F
+    monkeypatch.setattr(fa, "VALUES_PER_CHUNK", 1)  # one customer per forward call
+    chunked = fa.occlusion(model, x, b, a)
+    for by in ("period", "feature"):
+        np.testing.assert_allclose(chunked.change[by], occ.change[by], rtol=1e-6, atol=1e-7)
 
 
 # ----------------------------------------------------------------------------- randomisation
