@@ -129,7 +129,13 @@ class Randomisation:
 
     @property
     def falls(self) -> bool:
+        """Whether the signed rank correlation is below ``FALLS_BELOW`` at the first layer re-initialised."""
         return bool(self.layers) and bool(self.spearman[0] < FALLS_BELOW)
+
+    @property
+    def falls_abs(self) -> bool:
+        """The same for the rank correlation of |attributions|."""
+        return bool(self.layers) and bool(self.spearman_abs[0] < FALLS_BELOW)
 
     def verdict(self) -> str:
         """The check in words: does the rank correlation fall, and what do the |attributions| do?"""
@@ -519,6 +525,7 @@ def to_json_dict(result: Faithfulness) -> dict:
             "input_only_abs": _number(rnd.input_only_abs),
             "falls_below": FALLS_BELOW,
             "falls": rnd.falls,
+            "falls_abs": rnd.falls_abs,
             "verdict": rnd.verdict(),
         },
         "occlusion": {by: {"spearman": _number(occ.spearman(by)), "pooled_spearman": _number(occ.pooled_spearman(by)),

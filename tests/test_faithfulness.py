@@ -177,7 +177,7 @@ def test_randomisation_of_a_rescaling_top_layer_does_not_fall_and_says_so():
     assert result.prediction_change[0] == pytest.approx(np.abs((fx - 0.5) / 2 - fx).mean(), rel=1e-5)
     np.testing.assert_allclose(result.spearman_runs[:, 0], 1.0)
     np.testing.assert_allclose(result.spearman_abs_runs[:, 0], 1.0)
-    assert not result.falls and "does NOT fall below 0.5" in result.verdict()
+    assert not result.falls and not result.falls_abs and "does NOT fall below 0.5" in result.verdict()
     # the model itself is never changed
     for old, new in zip(before, model.get_weights()):
         np.testing.assert_array_equal(old, new)
@@ -275,7 +275,8 @@ def test_cli_writes_every_key(demo, tmp_path, capsys):
     assert layers[-1]["reinitialised"] == ["churn", "joint_dense", "temporal_lstm", "static_dense"]
     assert set(layers[0]) == {"reinitialised", "layer", "spearman", "spearman_abs", "spearman_runs",
                               "spearman_abs_runs", "prediction_change"}
-    assert {"repeats", "input_only_abs", "falls_below", "falls", "verdict"} <= set(doc["randomisation"])
+    assert {"repeats", "input_only_abs", "falls_below", "falls", "falls_abs", "verdict"} <= set(doc["randomisation"])
+    assert doc["randomisation"]["falls"] == (layers[0]["spearman"] < 0.5)
     for by in ("period", "feature"):
         assert set(doc["occlusion"][by]) == {"spearman", "pooled_spearman", "groups"}
     assert doc["occlusion"]["period"]["groups"] == list(demo.periods)
