@@ -69,6 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--address", help="with --engine ray: the cluster (auto | ray://HOST:PORT); "
                                          "default: start a local Ray with this machine's cores")
     batch.add_argument("--workers", type=int, help="with --engine ray: actors (default: the cluster's CPUs)")
+
+    faith = sub.add_parser("faithfulness", help="deletion/insertion curves, model randomisation, occlusion; JSON")
+    faith.add_argument("--bundle", required=True)
+    _settings_arguments(faith)  # --seed also seeds the customer sample, random orders, re-initialisations
+    faith.add_argument("--customers", type=int, default=200, help="customers sampled with --seed (default 200)")
+    faith.add_argument("--random-orders", type=int, default=5, help="seeded random orders (default 5)")
+    faith.add_argument("--repeats", type=int, default=3, help="re-initialisations per layer (default 3)")
+    faith.add_argument("--batch-size", type=int, default=None, help="interpolation points per gradient call")
+    faith.add_argument("--out", required=True, help="FILE.json")
     return parser
 
 
@@ -153,10 +162,24 @@ def cmd_batch(args) -> int:
     return 0
 
 
+def cmd_faithfulness(args) -> int:
+    from explain import faithfulness
+    from explain.bundle import load_bundle
+
+    faithfulness.check_out(args.out)
+    result = faithfulness.run(load_bundle(args.bundle), _request(args), customers=args.customers, seed=args.seed,
+                              random_orders=args.random_orders, repeats=args.repeats, batch_size=args.batch_size)
+    path = faithfulness.write_report(args.out, result)
+    print("\n".join(faithfulness.summary_lines(result)))
+    print(f"wrote {path}")
+    return 0
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"demo": cmd_demo, "check": cmd_check, "attribute": cmd_attribute, "batch": cmd_batch}[args.command](args)
+        return {"demo": cmd_demo, "check": cmd_check, "attribute": cmd_attribute, "batch": cmd_batch,
+                "faithfulness": cmd_faithfulness}[args.command](args)
     except ExplainError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

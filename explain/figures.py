@@ -377,3 +377,80 @@ def path_figure(profile: dict, *, title: str | None = None, y_title: str = "pred
     fig.update_xaxes(gridcolor="#eee")
     fig.update_yaxes(gridcolor="#eee")
     return _layout(fig, title, height=480, legend=dict(orientation="h", yanchor="top", y=-0.15, x=0))
+
+
+# ----------------------------------------------------------------------------- faithfulness
+
+RANKING_STYLES = {"ig": ("Integrated Gradients", "#1b9e77"), "gradient_x_input": ("gradient x (input - baseline)", "#7570b3"),
+                  "random": ("random orders", GREY)}
+
+
+def perturbation_curves_figure(fractions, shares: dict, *, kind: str = "deletion", aopc: dict | None = None,
+                               title: str | None = None) -> go.Figure:
+    """Deletion or insertion curves: the share of the prediction gap against the fraction of cells replaced.
+
+    shares: {ranking: (m,)}, or (R, m) for several random orders (drawn as their mean and range).
+    aopc: {ranking: float} for the legend.
+    """
+    x = np.asarray(fractions, np.float64) * 100
+    fig = go.Figure()
+    for ranking, share in shares.items():
+        name, colour = RANKING_STYLES.get(ranking, (ranking, "#333"))
+        share = np.asarray(share, np.float64)
+        if share.ndim == 2:  # several orders: a band from the lowest to the highest, and the mean
+            fig.add_trace(go.Scatter(x=np.concatenate([x, x[::-1]]),
+                                     y=np.concatenate([share.max(axis=0), share.min(axis=0)[::-1]]),
+                                     fill="toself", fillcolor="rgba(158,158,158,0.25)", line=dict(width=0),
+                                     hoverinfo="skip", showlegend=False))
+            share = share.mean(axis=0)
+        label = esc(name) + (f" (AOPC {aopc[ranking]:.3f})" if aopc and ranking in aopc else "")
+        fig.add_trace(go.Scatter(x=x, y=share, mode="lines", name=label, line=dict(color=colour, width=2.5),
+                                 hovertemplate="%{x:.0f}% of cells: %{y:.3f}<extra>" + esc(name) + "</extra>"))
+    what = "left (1 = f(x), 0 = f(baseline))" if kind == "deletion" else "recovered (0 = f(baseline), 1 = f(x))"
+    fig.update_xaxes(title=f"cells {'set to the baseline' if kind == 'deletion' else 'taken from the customer'}, "
+                           "most important first (%)", gridcolor="#eee", range=[0, 100])
+    fig.update_yaxes(title=f"share of the prediction gap {what}", gridcolor="#eee", zeroline=True, zerolinecolor="#bbb")
+    return _layout(fig, title, height=400, legend=dict(orientation="h", yanchor="top", y=-0.25, x=0))
+
+
+def randomisation_figure(layers, spearman, spearman_abs, *, threshold: float = 0.5, input_only: float | None = None,
+                         title: str | None = None) -> go.Figure:
+    """Rank correlation with the original attributions as the layers are re-initialised from the top."""
+    steps = ["none (trained)"] + [f"+ {esc(name)}" for name in layers]
+    fig = go.Figure()
+    for values, name, colour in ((spearman, "signed attributions", "#1b9e77"), (spearman_abs, "|attributions|", "#d95f02")):
+        y = [1.0, *np.asarray(values, np.float64).tolist()]
+        fig.add_trace(go.Scatter(x=steps, y=y, mode="lines+markers", name=name, line=dict(color=colour, width=2.5),
+                                 hovertemplate="re-initialised down to %{x}: %{y:.3f}<extra>" + name + "</extra>"))
+    fig.add_hline(y=threshold, line_dash="dash", line_color="#444", annotation_position="top right",
+                  annotation_text=f"{threshold}: it should fall below")
+    if input_only is not None and np.isfinite(input_only):
+        fig.add_hline(y=float(input_only), line_dash="dot", line_color="#d95f02", annotation_position="bottom right",
+                      annotation_text="|x - b| alone")
+    fig.update_xaxes(title="layers re-initialised (cumulative, from the output down)", gridcolor="#eee")
+    fig.update_yaxes(title="Spearman rank correlation", range=[-1.05, 1.05], gridcolor="#eee",
+                     zeroline=True, zerolinecolor="#bbb")
+    return _layout(fig, title, height=400, legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
+
+
+def occlusion_scatter(ig_totals, changes, groups, *, by: str = "period", spearman: float | None = None,
+                      title: str | None = None) -> go.Figure:
+    """Each (customer, group): IG's total for the group against the prediction change when it is set to the baseline.
+
+    ig_totals, changes: (n, G); groups: the G names (periods or features). Points on the diagonal agree.
+    """
+    ig_totals, changes = np.asarray(ig_totals, np.float64), np.asarray(changes, np.float64)
+    names = np.array(esc_all(groups), dtype=object)
+    fig = go.Figure()
+    fig.add_trace(go.Scattergl(
+        x=ig_totals.ravel(), y=changes.ravel(), mode="markers", name=by,
+        marker=dict(size=5, color="#2166ac", opacity=0.45), text=np.tile(names, ig_totals.shape[0]),
+        hovertemplate="%{text}: IG total %{x:.4f}, occlusion change %{y:.4f}<extra></extra>"))
+    m = symmetric_limit(ig_totals, changes)
+    fig.add_trace(go.Scatter(x=[-m, m], y=[-m, m], mode="lines", name="equal", line=dict(color="#888", dash="dash"),
+                             hoverinfo="skip"))
+    label = f" (rank correlation {spearman:.3f})" if spearman is not None and np.isfinite(spearman) else ""
+    fig.update_xaxes(title=f"IG total of the {by}", gridcolor="#eee", zeroline=True, zerolinecolor="#bbb")
+    fig.update_yaxes(title=f"f(x) - f(x with the {by} at the baseline){label}", gridcolor="#eee",
+                     zeroline=True, zerolinecolor="#bbb")
+    return _layout(fig, title, height=420, showlegend=False)
