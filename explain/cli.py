@@ -21,7 +21,10 @@ from explain.text import one_line  # noqa: E402
 CUSTOMERS_FILE_MISSING = "The customers file {path} does not exist (--customers-file: one customer id per line)."
 CUSTOMERS_FILE_UNREADABLE = "The customers file {path} cannot be read as UTF-8 text ({why})."
 
-DEFAULT_DEMO_DIR = Path(__file__).resolve().parent.parent / "bundles" / "demo"
+_CHECKOUT = Path(__file__).resolve().parent.parent
+# In a source checkout the repository's bundles/demo; in an installed package ./bundles/demo
+# (never a folder inside site-packages).
+DEFAULT_DEMO_DIR = (_CHECKOUT if (_CHECKOUT / "app.py").is_file() else Path()) / "bundles" / "demo"
 
 
 def _settings_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--customers-file", help="a text file with one customer id per line (default: all)")
     _settings_arguments(batch)
     batch.add_argument("--batch-size", type=int, default=200, help="customers per chunk (default 200)")
+
+    serve = sub.add_parser("serve", help="start the dashboard (Streamlit) on a bundle")
+    serve.add_argument("--bundle", help="bundle folder (default: the demo bundle)")
+    serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
+    serve.add_argument("--address", default="127.0.0.1",
+                       help="interface to listen on (default 127.0.0.1; 0.0.0.0 for every interface)")
     return parser
 
 
@@ -142,10 +151,17 @@ def cmd_batch(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    from explain.serve import serve
+
+    return serve(args.bundle, args.port, args.address)
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"demo": cmd_demo, "check": cmd_check, "attribute": cmd_attribute, "batch": cmd_batch}[args.command](args)
+        return {"demo": cmd_demo, "check": cmd_check, "attribute": cmd_attribute, "batch": cmd_batch,
+                "serve": cmd_serve}[args.command](args)
     except ExplainError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
