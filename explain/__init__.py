@@ -22,6 +22,7 @@ _EXPORTS = {
     "load_bundle": "explain.bundle",
     "path_profile": "explain.ig",
     "Request": "explain.explainer",
+    "save_bundle": "explain.objects",
     "Settings": "explain.settings",
     "Stopped": "explain.errors",
     "UnsafeModelError": "explain.errors",
