@@ -172,6 +172,22 @@ def _numeric_array(argument: str, value, rank: int, expected: str, problems: _Pr
     return array.astype(np.float64)
 
 
+def _listed_columns(argument: str, listed, table: str, frame: pd.DataFrame, problems: _Problems):
+    """The columns ``listed`` picks from a DataFrame argument (None: not given; False: reported missing)."""
+    if listed is None:
+        return None
+    if isinstance(listed, str) or not isinstance(listed, (Sequence, np.ndarray, pd.Index)):
+        problems.add(argument, WRONG_TYPE.format(argument=argument, expected="a list of column names",
+                                                 found=_kind(listed)))
+        return False
+    missing = [str(c) for c in listed if str(c) not in frame.columns]
+    if missing:
+        problems.add(argument, MISSING_COLUMNS.format(argument=argument, table=table, missing=_examples(missing),
+                                                      found=_examples(frame.columns, 20)))
+        return False
+    return [str(c) for c in listed]
+
+
 def _static(static, ids, static_features, labels, problems: _Problems) -> dict:
     """{"values": (n, S) float64 or None, "features", "ids" (list or None), "labels", "label_name"}."""
     out: dict[str, Any] = {"values": None, "features": None, "ids": None, "labels": None, "label_name": None}
@@ -189,14 +205,10 @@ def _static(static, ids, static_features, labels, problems: _Problems) -> dict:
                 out["labels"], out["label_name"] = frame.pop(labels).to_numpy(), labels
             else:
                 problems.add("labels", LABEL_COLUMN_MISSING.format(label=labels, found=_examples(frame.columns, 20)))
-        if static_features is not None and not isinstance(static_features, str):
-            missing = [str(c) for c in static_features if str(c) not in frame.columns]
-            if missing:
-                problems.add("static_features", MISSING_COLUMNS.format(
-                    argument="static_features", table="static", missing=_examples(missing),
-                    found=_examples(frame.columns, 20)))
-                return out
-            frame = frame[[str(c) for c in static_features]]
+        picked = _listed_columns("static_features", static_features, "static", frame, problems)
+        if picked is False:
+            return out
+        frame = frame if picked is None else frame[picked]
         out["features"] = list(frame.columns)
         out["values"] = _numeric_frame("static", frame, "static_features", problems)
         return out
@@ -226,14 +238,10 @@ def _from_long(frame: pd.DataFrame, ids: list[str], temporal_features, periods,
     keys = pd.DataFrame({"id": frame[ID_COLUMN].astype(str).to_numpy(),
                          "period": frame[PERIOD_COLUMN].astype(str).to_numpy()})
     features = [c for c in frame.columns if c not in (ID_COLUMN, PERIOD_COLUMN)]
-    if temporal_features is not None and not isinstance(temporal_features, str):
-        missing = [str(c) for c in temporal_features if str(c) not in frame.columns]
-        if missing:
-            problems.add("temporal_features", MISSING_COLUMNS.format(
-                argument="temporal_features", table="temporal", missing=_examples(missing),
-                found=_examples(frame.columns, 20)))
-            return None, None, None
-        features = [str(c) for c in temporal_features]
+    picked = _listed_columns("temporal_features", temporal_features, "temporal", frame, problems)
+    if picked is False:
+        return None, None, None
+    features = features if picked is None else picked
     values = _numeric_frame("temporal", frame[features], "temporal_features", problems)
     ok = values is not None
     known, present = set(ids), set(keys["id"])
