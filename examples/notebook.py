@@ -72,7 +72,7 @@ print("prediction of the first customer:", float(lstm(inputs)[0, 0]))
 baseline = [churn_static_data.to_numpy().mean(axis=0, keepdims=True),      # (1, S): the data's mean
             churn_var_data.mean(axis=(0, 1), keepdims=True).repeat(months, axis=1)]  # (1, T, F)
 a = explain.integrated_gradients(lstm, inputs, baseline, steps=64)
-print("static attributions:", dict(zip(statics, a.static[0].round(4))))
+print("static attributions:", {name: round(float(v), 4) for name, v in zip(statics, a.static[0])})
 print("delta (completeness gap):", float(a.delta[0]))
 
 # %% [markdown]
