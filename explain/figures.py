@@ -387,8 +387,9 @@ def path_figure(profile: dict, *, title: str | None = None, y_title: str = "pred
 #
 # ``customer``: a row of ``a`` (0, 1, ...) or a customer id. ``ids``: the ids of ``a``'s rows,
 # in order (default: the bundle's, when ``a`` holds every customer of the bundle).
-# ``baseline``: None, a baseline spec ("mean", "cohort:0", ...; computed as the dashboard does)
-# or arrays {"static": (S,), "temporal": (T, F)}; shown in hover text and as the dashed history.
+# ``baseline``: a baseline spec ("mean", "cohort:0", ...; computed as the dashboard does) or
+# arrays {"static": (S,), "temporal": (T, F)}, shown in hover text and as the dashed history;
+# by default the attribution's own (``explain_customers`` records it; ``integrated_gradients`` does not).
 
 NEEDS_IDS = ("The attribution holds {n} customer(s) and the bundle {m}: pass ids=[...] (the ids the "
              "attribution was computed for, in order) so that each row is matched with its customer's values.")
@@ -450,17 +451,16 @@ def _customer_row(a, bundle, customer, ids) -> tuple[int, str]:
 
 
 def _baseline_of(bundle, cid: str, baseline) -> dict | None:
-    """{"static": (S,), "temporal": (T, F)} to show, or None (a sampled baseline: its mean)."""
-    if baseline is None:
+    """{"static": (S,), "temporal": (T, F)} to show, or None; a spec as the dashboard shows it."""
+    if baseline is None:  # the attribution's own baseline, when it says (explain_customers)
         return None
-    if isinstance(baseline, str):
-        from explain.explainer import baseline_for
+    if not isinstance(baseline, dict):
+        from explain.diagnostics import shown_baseline
+        from explain.settings import Settings
 
-        baseline = baseline_for(bundle, bundle.inputs_for([cid]), baseline)
+        return shown_baseline(bundle, cid, Settings(baseline=baseline))  # a spec or a Baseline
     static = np.asarray(baseline["static"], np.float64)
     temporal = np.asarray(baseline["temporal"], np.float64)
-    if temporal.ndim == 4:  # (1 or n, K, T, F): a distribution of K baselines
-        static, temporal = static.mean(axis=1), temporal.mean(axis=1)
     return {"static": static.reshape(-1, bundle.n_static)[0],
             "temporal": temporal.reshape(-1, bundle.n_periods, bundle.n_temporal)[0]}
 
@@ -473,7 +473,7 @@ def heatmap(a, bundle, customer=0, *, ids=None, baseline=None,
             title: str | None = "Monthly features: effect of each feature in each period") -> go.Figure:
     """The Customer page's period x feature heatmap with its totals per period and per feature."""
     row, cid = _customer_row(a, bundle, customer, ids)
-    base = _baseline_of(bundle, cid, baseline)
+    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
     return temporal_panel(bundle.periods, bundle.temporal_labels, a.temporal[row],
                           values=bundle.inputs_for([cid])["temporal"][0],
                           baseline=None if base is None else base["temporal"],
@@ -484,7 +484,7 @@ def static(a, bundle, customer=0, *, ids=None, baseline=None,
            title: str | None = "Static features (label: the customer's value)") -> go.Figure:
     """The Customer page's signed, sorted bars of the static attributions."""
     row, cid = _customer_row(a, bundle, customer, ids)
-    base = _baseline_of(bundle, cid, baseline)
+    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
     return static_bars(bundle.static_labels, a.static[row], bundle.inputs_for([cid])["static"][0],
                        units=_units(bundle, bundle.static_features),
                        baseline=None if base is None else base["static"], title=title)
@@ -494,7 +494,7 @@ def history(a, bundle, customer=0, *, ids=None, baseline=None, columns: int = 2,
             title: str | None = "The customer's monthly history (dashed: the baseline)") -> go.Figure:
     """The Customer page's raw monthly history of the customer, one small chart per feature."""
     row, cid = _customer_row(a, bundle, customer, ids)
-    base = _baseline_of(bundle, cid, baseline)
+    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
     return history_figure(bundle.periods, bundle.temporal_labels, bundle.inputs_for([cid])["temporal"][0],
                           baseline=None if base is None else base["temporal"],
                           units=_units(bundle, bundle.temporal_features), columns=columns, title=title)
@@ -512,44 +512,41 @@ def compare(a, bundle, first=0, second=1, *, ids=None) -> CompareFigures:
     return CompareFigures(*figs, compare_static(bundle.static_labels, a.static[i], a.static[j], names=(id_a, id_b)))
 
 
-def cohort(a, bundle, *, bands=(0.3, 0.6)) -> CohortFigures:
+def cohort(a, bundle, *, bands=None) -> CohortFigures:
     """The Cohort page over every customer of ``a``: predicted scores, mean |attribution| and
     signed mean heatmaps, the feature ranking and the per-period profile."""
-    temporal, static_ = np.asarray(a.temporal, np.float64), np.asarray(a.static, np.float64)
-    per_feature = temporal.sum(axis=1)  # (n, F): each temporal feature summed over periods
-    labels = [f"{name} (static)" for name in bundle.static_labels] + \
-             [f"{name} (all periods)" for name in bundle.temporal_labels]
-    everything = np.concatenate([static_, per_feature], axis=1)
+    from explain import cohort as cohorts
+
+    agg = cohorts.aggregate(np.asarray(a.static, np.float64), np.asarray(a.temporal, np.float64),
+                            bundle.static_labels, bundle.temporal_labels)
+    cuts = list(cohorts.RISK_CUTS if bands is None else bands)
     return CohortFigures(
-        risk_histogram(a.prediction, list(bands), title="Predicted scores of the customers shown"),
-        magnitude_heatmap(bundle.periods, bundle.temporal_labels, np.abs(temporal).mean(axis=0),
+        risk_histogram(a.prediction, cuts, title="Predicted scores of the customers shown"),
+        magnitude_heatmap(bundle.periods, bundle.temporal_labels, agg.mean_abs,
                           title="How much each cell matters: mean |attribution|"),
-        temporal_heatmap(bundle.periods, bundle.temporal_labels, temporal.mean(axis=0),
+        temporal_heatmap(bundle.periods, bundle.temporal_labels, agg.signed_mean,
                          title="Which way on average: signed mean"),
-        feature_ranking(labels, np.abs(everything).mean(axis=0), everything.mean(axis=0), title="Feature ranking"),
-        period_profile(bundle.periods, np.abs(temporal).sum(axis=2).mean(axis=0), temporal.sum(axis=2).mean(axis=0),
-                       title="Per-period profile"),
+        feature_ranking(agg.feature_names, agg.feature_abs, agg.feature_signed, title="Feature ranking"),
+        period_profile(bundle.periods, agg.period_abs, agg.period_signed, title="Per-period profile"),
     )
 
 
-def diagnostics(bundle, customer, request=None, *, steps=None, points: int = 33) -> DiagnosticsFigures:
+def diagnostics(bundle, customer, settings=None, *, steps=None, points: int | None = None) -> DiagnosticsFigures:
     """The Diagnostics page for one customer id: |delta| against steps for every rule, and the
     prediction and gradient size along the path from the baseline. Computes attributions
-    (5 rules x 7 step counts by default). ``request``: an ``explain.Request`` (default: mean baseline)."""
-    from explain.explainer import SWEEP_STEPS, Request, baseline_for, delta_sweep
-    from explain.ig import _resolve_target, engine_for, path_profile
+    (5 rules x 7 step counts by default). ``settings``: an ``explain.Settings`` (default: mean baseline)."""
+    from explain import diagnostics as diag
     from explain.report import DELTA_FINE
+    from explain.settings import Settings, resolve_target
 
-    request = request or Request()
+    settings = settings or Settings()
     cid = str(customer)
-    sweep = delta_sweep(bundle, cid, request, steps or SWEEP_STEPS)
-    inputs = bundle.inputs_for([cid])
-    target = _resolve_target(request.target, engine_for(bundle.model).n_outputs, bundle.output_names)
-    profile = path_profile(bundle.model, inputs, baseline_for(bundle, inputs, request.baseline, request.seed),
-                           points=points, target=target, space=request.space)
+    sweep = diag.delta_sweep(bundle, cid, settings, steps or diag.SWEEP_STEPS)
+    profile = diag.path_profile(bundle, cid, settings, points or diag.PATH_POINTS)
+    target = resolve_target(settings.target, len(bundle.output_names), bundle.output_names)
     return DiagnosticsFigures(
         delta_by_steps(sweep["steps"], sweep["deltas"], tolerance=DELTA_FINE * max(abs(sweep["gap"]), 0.01),
                        title=f"Does the integral converge? Customer {cid}"),
-        path_figure(profile, y_title=f"{bundle.output_names[target]} ({request.space})",
+        path_figure(profile, y_title=f"{bundle.output_names[target]} ({settings.space})",
                     title="Along the path from baseline to customer"),
     )

@@ -271,27 +271,25 @@ def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), 
 # ----------------------------------------------------------------------------- from Python
 
 
-def html(attribution, bundle, customer=0, path=None, *, ids=None, baseline: str | None = None,
-         request=None) -> str:
+def html(attribution, bundle, customer=0, path=None, *, ids=None, baseline=None) -> str:
     """The Customer page's HTML report (the dashboard's download) for one customer, as text;
     also written to ``path`` (atomically) when given. Opens offline (plotly.js inline).
 
-    ``customer``, ``ids`` and ``baseline`` as in :func:`explain.figures.heatmap`; ``baseline``
-    (a spec such as "mean") or ``request`` (an ``explain.Request``) names the baseline in the
-    report. ``explain.report.html(a, bundle, customer="C00042", path="C00042.html")``.
+    ``customer``, ``ids`` and ``baseline`` as in :func:`explain.figures.heatmap`: a baseline
+    spec (such as "mean") is also named in the report's settings; by default the one the
+    attribution was computed with (``explain_customers``), if it says.
+    ``explain.report.html(a, bundle, customer="C00042", path="C00042.html")``.
     """
     from explain import figures
-    from explain.explainer import Request
 
     row, cid = figures._customer_row(attribution, bundle, customer, ids)
-    if request is None and baseline is not None:
-        s = attribution.settings
-        request = Request(baseline=baseline, steps=s.steps, method=s.method, target=s.target, space=s.space,
-                          path=s.path, tolerance=s.tolerance)
-    shown = baseline if baseline is not None else (request.baseline if request is not None else None)
-    figs = [(heading, build(attribution, bundle, row, ids=ids, baseline=shown)) for heading, build in (
+    settings = attribution.settings
+    if isinstance(baseline, str):
+        settings = settings.replace(baseline=baseline)
+    figs = [(heading, build(attribution, bundle, row, ids=ids, baseline=baseline)) for heading, build in (
         ("Monthly features", figures.heatmap), ("Static features", figures.static), ("History", figures.history))]
-    text = html_report(attribution, bundle, figures.attribution_ids(attribution, bundle, ids), row, request, figs)
+    text = html_report(attribution, bundle, figures.attribution_ids(attribution, bundle, ids), row,
+                       settings if settings.baseline is not None else None, figs)
     if path is not None:
         write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return text

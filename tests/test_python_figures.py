@@ -15,7 +15,7 @@ import pytest
 import explain
 from explain import figures, report
 from explain.errors import ExplainError
-from explain.explainer import Request
+from explain.settings import Settings
 from explain.quadrature import METHODS
 from tests.models import F, S, T, data, linear_model
 
@@ -34,7 +34,7 @@ def setup():
     bundle = explain.Bundle.from_objects(model, x["static"], x["temporal"], ids=IDS, periods=PERIODS,
                                          static_features=STATIC, temporal_features=TEMPORAL,
                                          display_names={"usage": "Data usage"}, units={"usage": "GB"})
-    a = explain.explain_customers(bundle, IDS, Request(baseline="zero", steps=8))
+    a = explain.explain_customers(bundle, IDS, Settings(baseline="zero", steps=8))
     exact = {"static": x["static"].astype(np.float64) * ws, "temporal": x["temporal"].astype(np.float64) * wt}
     return bundle, a, exact, x
 
@@ -107,7 +107,7 @@ def test_cohort_means(setup):
 def test_diagnostics_of_a_linear_model(setup):
     """Every rule is exact on a linear model: |delta| stays at rounding level for every step count."""
     bundle, _, _, _ = setup
-    figs = figures.diagnostics(bundle, "C3", Request(baseline="zero"), steps=(2, 4))
+    figs = figures.diagnostics(bundle, "C3", Settings(baseline="zero"), steps=(2, 4))
     assert [t.name for t in figs.convergence.data] == list(METHODS)
     for trace in figs.convergence.data:
         assert list(trace.x) == [2, 4] and max(trace.y) < 1e-4
@@ -118,10 +118,10 @@ def test_diagnostics_of_a_linear_model(setup):
 
 def test_ids_needed_for_a_subset_and_unknown_customers(setup):
     bundle, _, _, _ = setup
-    some = explain.explain_customers(bundle, ["C3", "A1"], Request(baseline="zero", steps=8))
+    some = explain.explain_customers(bundle, ["C3", "A1"], Settings(baseline="zero", steps=8))
     with pytest.raises(ExplainError, match=re.escape("pass ids=[...]")):
         figures.heatmap(some, bundle, customer=0)
-    full = explain.explain_customers(bundle, IDS, Request(baseline="zero", steps=8))
+    full = explain.explain_customers(bundle, IDS, Settings(baseline="zero", steps=8))
     np.testing.assert_array_equal(_trace(figures.heatmap(some, bundle, "A1", ids=["C3", "A1"]), "heatmap")[0].z,
                                   _trace(figures.heatmap(full, bundle, "A1"), "heatmap")[0].z)
     for bad in ("Z9", 5, -1):
