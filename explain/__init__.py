@@ -22,16 +22,22 @@ _EXPORTS = {
     "load_bundle": "explain.bundle",
     "path_profile": "explain.ig",
     "Request": "explain.explainer",
+    "save_bundle": "explain.objects",
     "Settings": "explain.settings",
     "Stopped": "explain.errors",
     "UnsafeModelError": "explain.errors",
     "validate_bundle": "explain.bundle",
 }
 
+# Submodules reachable as attributes without an import: ``explain.figures.heatmap(...)``.
+_SUBMODULES = ("baselines", "figures", "report")
+
 __all__ = sorted(_EXPORTS, key=str.lower)
 
 
 def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"explain.{name}")  # sets the attribute on the package
     if name not in _EXPORTS:
         raise AttributeError(f"module 'explain' has no attribute {name!r}")
     value = getattr(importlib.import_module(_EXPORTS[name]), name)
@@ -40,4 +46,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted([*globals(), *_EXPORTS])
+    return sorted([*globals(), *_EXPORTS, *_SUBMODULES])

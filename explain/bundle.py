@@ -246,6 +246,14 @@ class Bundle:
             periods=list(periods or []), output_names=list(output_names or []),
             input_roles=roles)
 
+    @classmethod
+    def from_objects(cls, model: "keras.Model", static, temporal, **names) -> "Bundle":
+        """An in-memory bundle from a model, a DataFrame or (n, S) array and an (n, T, F) array
+        or long DataFrame, every argument checked (see :mod:`explain.objects`)."""
+        from explain.objects import from_objects
+
+        return from_objects(model, static, temporal, **names)
+
     # ---- sizes ----
     @property
     def n_customers(self) -> int:

@@ -21,7 +21,10 @@ from explain.text import one_line  # noqa: E402
 CUSTOMERS_FILE_MISSING = "The customers file {path} does not exist (--customers-file: one customer id per line)."
 CUSTOMERS_FILE_UNREADABLE = "The customers file {path} cannot be read as UTF-8 text ({why})."
 
-DEFAULT_DEMO_DIR = Path(__file__).resolve().parent.parent / "bundles" / "demo"
+_CHECKOUT = Path(__file__).resolve().parent.parent
+# In a source checkout the repository's bundles/demo; in an installed package ./bundles/demo
+# (never a folder inside site-packages).
+DEFAULT_DEMO_DIR = (_CHECKOUT if (_CHECKOUT / "app.py").is_file() else Path()) / "bundles" / "demo"
 
 
 def _settings_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     faith.add_argument("--repeats", type=int, default=3, help="re-initialisations per layer (default 3)")
     faith.add_argument("--batch-size", type=int, default=None, help="interpolation points per gradient call")
     faith.add_argument("--out", required=True, help="FILE.json")
+
+    serve = sub.add_parser("serve", help="start the dashboard (Streamlit) on a bundle")
+    serve.add_argument("--bundle", help="bundle folder (default: the demo bundle)")
+    serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
+    serve.add_argument("--address", default="127.0.0.1",
+                       help="interface to listen on (default 127.0.0.1; 0.0.0.0 for every interface)")
     return parser
 
 
@@ -173,13 +182,17 @@ def cmd_faithfulness(args) -> int:
     print("\n".join(faithfulness.summary_lines(result)))
     print(f"wrote {path}")
     return 0
+def cmd_serve(args) -> int:
+    from explain.serve import serve
+
+    return serve(args.bundle, args.port, args.address)
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"demo": cmd_demo, "check": cmd_check, "attribute": cmd_attribute, "batch": cmd_batch,
-                "faithfulness": cmd_faithfulness}[args.command](args)
+                "faithfulness": cmd_faithfulness, "serve": cmd_serve}[args.command](args)
     except ExplainError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

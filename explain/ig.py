@@ -165,6 +165,22 @@ def _check_finite(arrays, what, ids):
             raise AttributionError(NOT_FINITE.format(what=what, customer=_customer_label(ids, i), role=role, where=where))
 
 
+NOT_TWO_ARRAYS = (
+    "{what} is a {kind} of {count} item(s); expected two arrays in the model's input order "
+    "[{order}] (as model([...]) takes them), or a dict with keys 'static' and 'temporal'."
+)
+
+
+def _by_role(engine, value, what):
+    """A list or tuple in the model's input order (as ``model([...])`` takes it) -> a dict by role."""
+    if not isinstance(value, (list, tuple)):
+        return value
+    if len(value) != 2:
+        raise AttributionError(NOT_TWO_ARRAYS.format(what=what, kind=type(value).__name__, count=len(value),
+                                                     order=", ".join(engine.layout.roles)))
+    return dict(zip(engine.layout.roles, value))
+
+
 # --------------------------------------------------------------------------- API
 
 
@@ -186,7 +202,8 @@ def integrated_gradients(
 ) -> Attribution:
     """Integrated Gradients of ``model`` for n customers, for both inputs at once.
 
-    inputs: ``{"static": (n, S), "temporal": (n, T, F)}``. baselines: the same with a leading
+    inputs: ``{"static": (n, S), "temporal": (n, T, F)}``, or a list/tuple of the two arrays in
+    the model's input order (as ``model([...])`` takes them). baselines: the same with a leading
     dimension of n or 1 (shared), or with a sample axis, ``(1 or n, K, S)`` and
     ``(1 or n, K, T, F)``, for expected gradients (IG averaged over the K baselines).
     steps: gradient evaluations per customer (and baseline), or "auto": doubled from 16 per
@@ -200,6 +217,7 @@ def integrated_gradients(
     raised (between two chunks; it may also raise an exception of its own).
     """
     engine = engine_for(model)
+    inputs, baselines = _by_role(engine, inputs, "inputs"), _by_role(engine, baselines, "baselines")
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1):
         raise AttributionError(BAD_BATCH_SIZE.format(value=batch_size))
     settings = Settings(baseline=None, steps=steps, method=method, target=target, space=space, path=path,

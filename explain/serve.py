@@ -1,0 +1,89 @@
+"""``explain serve``: start the Streamlit dashboard, from an installed package or a checkout.
+
+Where the dashboard is: a wheel carries a copy of the repository's ``app.py``, ``pages/``,
+``ui/``, ``.streamlit/config.toml`` and demo bundle in ``explain/_dashboard/`` (setup.py's
+build step); a source checkout (or an editable install) runs the repository's own files.
+Streamlit puts the script's folder first on ``sys.path``, so ``from ui import ...`` in
+``app.py`` finds the ``ui`` next to it; nothing named ``ui`` is installed at the top level.
+
+Streamlit reads ``.streamlit/config.toml`` from the current directory only, so the shipped
+config is passed as command-line options (``--server.headless=true`` ...): the app's
+settings (no tracebacks in the browser, upload limit, no file watcher) hold wherever the
+command is started.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from explain.errors import ExplainError
+
+PACKAGED = Path(__file__).resolve().parent / "_dashboard"   # inside an installed wheel
+CHECKOUT = Path(__file__).resolve().parent.parent           # the repository, when run from source
+DEFAULT_PORT = 8501
+DEFAULT_ADDRESS = "127.0.0.1"
+
+NO_DASHBOARD = ("The dashboard's files were not found: expected {packaged}/app.py (an installed wheel) or "
+                "{checkout}/app.py (a source checkout). Reinstall the package with `pip install .` from the "
+                "repository (a wheel built by `python -m build` carries the dashboard).")
+NO_STREAMLIT = ("`explain serve` needs Streamlit, which is not installed. Install the dashboard extra: "
+                "pip install 'explain[dashboard]' (or pip install -r requirements.txt in the repository).")
+NOT_A_BUNDLE = ("--bundle {path} is not a folder. A bundle is a folder holding model.keras, a static and a "
+                "temporal table (see `explain check --bundle DIR`).")
+BAD_PORT = "--port {port} must be a TCP port number from 1 to 65535."
+
+
+def dashboard_dir() -> Path:
+    """The folder holding the dashboard's ``app.py``, ``pages/`` and ``ui/``."""
+    for root in (PACKAGED, CHECKOUT):
+        if (root / "app.py").is_file() and (root / "ui").is_dir() and (root / "pages").is_dir():
+            return root
+    raise ExplainError(NO_DASHBOARD.format(packaged=PACKAGED, checkout=CHECKOUT))
+
+
+def config_flags(root: Path) -> list[str]:
+    """``root/.streamlit/config.toml`` as Streamlit options: ``[server] headless = true`` ->
+    ``--server.headless=true``."""
+    path = root / ".streamlit" / "config.toml"
+    if not path.is_file():
+        return []
+    flags = []
+    for section, options in tomllib.loads(path.read_text(encoding="utf-8")).items():
+        for key, value in options.items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            flags.append(f"--{section}.{key}={text}")
+    return flags
+
+
+def command(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
+            address: str = DEFAULT_ADDRESS) -> list[str]:
+    """The ``streamlit run`` command line that serves ``bundle`` (default: the app's own default)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ExplainError(BAD_PORT.format(port=port))
+    root = dashboard_dir()
+    argv = [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), *config_flags(root),
+            f"--server.port={port}", f"--server.address={address}"]
+    if bundle is not None:
+        path = Path(bundle).expanduser().resolve()
+        if not path.is_dir():
+            raise ExplainError(NOT_A_BUNDLE.format(path=bundle))
+        argv += ["--", "--bundle", str(path)]
+    return argv
+
+
+def serve(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
+          address: str = DEFAULT_ADDRESS) -> int:
+    """Run the dashboard until it is stopped; on POSIX the process becomes Streamlit's."""
+    if importlib.util.find_spec("streamlit") is None:
+        raise ExplainError(NO_STREAMLIT)
+    argv = command(bundle, port, address)
+    print(f"explain: serving {'the demo bundle' if bundle is None else bundle} at http://{address}:{port}",
+          file=sys.stderr, flush=True)
+    if os.name == "posix":
+        os.execv(argv[0], argv)  # signals (Ctrl-C, kill) reach Streamlit itself
+    return subprocess.call(argv)

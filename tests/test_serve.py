@@ -1,0 +1,39 @@
+"""`explain serve`'s command line (the server itself is started in tests/test_package.py)."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from explain import serve
+from explain.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def literal(template: str) -> str:
+    return max(re.split(r"\{[^{}]*\}", template), key=len).strip()
+
+
+def test_command_runs_the_checkouts_app_with_its_config(tmp_path):
+    argv = serve.command(tmp_path, port=8765)
+    assert argv[1:4] == ["-m", "streamlit", "run"] and argv[4] == str(ROOT / "app.py")  # a source checkout
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    flags = [a for a in argv if a.startswith("--") and a != "--bundle" and a != "--"]
+    expected = {f"--{section}.{key}={str(value).lower() if isinstance(value, bool) else value}"
+                for section, options in config.items() for key, value in options.items()}
+    assert expected <= set(flags) and "--client.showErrorDetails=none" in flags
+    assert "--server.port=8765" in flags and "--server.address=127.0.0.1" in flags
+    assert argv[-3:] == ["--", "--bundle", str(tmp_path.resolve())]
+    assert "--bundle" not in serve.command(None)  # the app's default: the demo bundle
+
+
+@pytest.mark.parametrize("args, template", [
+    (["--bundle", "no/such/folder"], serve.NOT_A_BUNDLE),
+    (["--port", "70000"], serve.BAD_PORT),
+])
+def test_bad_arguments_exit_2_with_a_message(capsys, args, template):
+    assert main(["serve", *args]) == 2
+    err = capsys.readouterr().err
+    assert literal(template) in err and "Traceback" not in err
