@@ -1,0 +1,672 @@
+"""What-if scenarios for one customer, and a search for a small edit that changes the outcome.
+
+No streamlit. A **scenario** is a list of edits to one customer's inputs, applied in order:
+
+* ``set``: a static feature, or months A..B of a monthly feature, to a value;
+* ``baseline``: to the baseline's values (the baseline of the IG settings);
+* ``median``: to the median of all customers, or of a cohort (customers with one label),
+  month by month for a monthly feature;
+* ``scale``: multiplied by k.
+
+Values a user types must lie in the range observed in the data (and, for a feature with a
+few integer values such as 0/1, be one of the observed categories); values an edit derives
+(a baseline, a median, a scaled value) are clipped into that range (or moved to the nearest
+category), with a note saying so. Months that are padding in the customer (a ``Masking``
+layer's mask value in every feature) are never edited.
+
+The URL form (``Scenario.text()`` / ``parse_scenario``) is compact: edits separated by ``,``;
+``s{j}`` is static feature j, ``t{j}@{a}-{b}`` months a..b (0-based, inclusive) of monthly
+feature j (``t{j}@{a}`` one month); then ``={value}``, ``=b`` (baseline), ``=med`` (median
+of all customers), ``=med:{label}`` (median of a cohort) or ``*{k}`` (scale)::
+
+    s0=36,t1@9-11=b,t0@9-11*1.5,t3@4=2
+
+:func:`search` looks for a small edit that brings the prediction below a threshold: greedy,
+ranking candidate static features and month windows by their attributions, evaluating each
+round's candidates in one batched model call. Its result comes with :data:`CAUTION`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from explain import baselines as baseline_builders
+from explain.errors import ExplainError
+from explain.explainer import Request, baseline_for
+from explain.ig import Attribution, engine_for, integrated_gradients
+
+KINDS = ("set", "baseline", "median", "scale")
+ROLES = ("static", "temporal")
+MAX_CATEGORIES = 10  # a static feature with at most this many distinct integer values is a category
+MAX_EDITS = 200  # edits in one scenario (the data editor makes one per changed cell)
+MAX_TEXT = 4000  # characters of a scenario's URL form
+MAX_SCALE = 100.0
+SEARCH_WINDOWS = (1, 2, 3, 6)  # month window lengths tried by the search (and the whole history)
+SEARCH_CANDIDATES = 128  # candidates evaluated per round (the best ranked by attribution)
+SEARCH_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)  # values tried for a numeric static feature
+
+# Message templates (tests import them).
+BAD_SCENARIO = ("The what-if scenario {text!r} was not used: {problem}. A scenario is a list of edits separated "
+                "by commas, such as 's0=36' (static feature 0 set to 36), 't1@9-11=b' (months 9 to 11 of monthly "
+                "feature 1 set to the baseline), 't1@9-11=med' (to the median), 't0@0-11*0.5' (scaled by 0.5).")
+BAD_EDIT = "the edit {edit!r} {problem}"
+UNKNOWN_FEATURE = "names {role} feature {index}, but the bundle has {count} ({first} to {last})"
+BAD_PERIODS = "names months {a} to {b}, but the history has months 0 to {last} (first month first)"
+OUT_OF_RANGE = "sets {feature} to {value:g}, outside the range observed in the data ({low:g} to {high:g})"
+NOT_A_CATEGORY = "sets {feature} to {value:g}, which is not one of the values observed in the data ({values})"
+BAD_SCALE = f"scales by {{k}}; the factor must be a number from 0 to {MAX_SCALE:g}"
+SCALE_CATEGORY = "scales {feature}, a feature with a few observed values ({values}); set one of them instead"
+UNKNOWN_COHORT = "takes the median of the customers whose {label} is {value!r}, but no customer has that label"
+NO_LABELS = "takes the median of a cohort, but this bundle has no label column (use '=med' for all customers)"
+PADDED = ("edits month {period} of customer {customer}, which is padding (no data; the model skips it). Edit "
+          "the customer's real months only")
+TOO_MANY = f"has {{count}} edits; at most {MAX_EDITS} are allowed"
+TOO_LONG = f"is {{count}} characters long; at most {MAX_TEXT} are allowed"
+UNKNOWN_LOCKED = "Cannot lock {names}: not a feature of this bundle. The features are: {features}."
+BAD_THRESHOLD = "threshold={value!r} must be a number between 0 and 1 (the prediction to get below)."
+BAD_LIMIT = "{name}={value!r} must be a positive number."
+
+CAUTION = ("This is what the model does, not what the customer will do. The search changes the model's inputs "
+           "until its score falls below {threshold:g}; it does not know which changes are possible, what they "
+           "would cost, or what else would change with them (a customer who calls support less may also use "
+           "less data), and the model has learnt associations in past data, not causes. Use the edits as "
+           "questions to ask, not as a plan.")
+
+_EDIT = re.compile(r"^(?P<role>[st])(?P<feature>\d+)(?:@(?P<a>\d+)(?:-(?P<b>\d+))?)?"
+                   r"(?:=(?P<arg>.*)|\*(?P<k>.*))$")
+
+
+class ScenarioError(ExplainError):
+    """A what-if scenario (its URL form or one of its edits) cannot be used."""
+
+
+# ----------------------------------------------------------------------------- edits and scenarios
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change to a customer's inputs.
+
+    ``feature``: index into the bundle's static or temporal features; ``periods``: (first,
+    last) month index, inclusive (temporal only); ``value``: the value (``set``) or the factor
+    (``scale``); ``cohort``: the label whose customers' median is used (``median``; None: all).
+    """
+
+    role: str
+    feature: int
+    kind: str
+    value: float | None = None
+    periods: tuple[int, int] | None = None
+    cohort: str | None = None
+
+    def text(self) -> str:
+        """The URL form: ``s0=36``, ``t1@9-11=b``, ``t0@9-11*1.5``, ``t1@0-11=med:0``."""
+        head = f"{self.role[0]}{self.feature}"
+        if self.periods is not None:
+            a, b = self.periods
+            head += f"@{a}" if a == b else f"@{a}-{b}"
+        if self.kind == "scale":
+            return f"{head}*{_number(self.value)}"
+        if self.kind == "baseline":
+            return f"{head}=b"
+        if self.kind == "median":
+            return f"{head}=med" + (f":{self.cohort}" if self.cohort is not None else "")
+        return f"{head}={_number(self.value)}"
+
+    def cells(self) -> int:
+        """How many input values the edit changes."""
+        return 1 if self.periods is None else self.periods[1] - self.periods[0] + 1
+
+    def describe(self, bundle) -> str:
+        """In words: 'Support calls, 2025-10 to 2025-12: set to the baseline'."""
+        if self.role == "static":
+            where = str(bundle.static_labels[self.feature])
+        else:
+            a, b = self.periods
+            months = bundle.periods[a] if a == b else f"{bundle.periods[a]} to {bundle.periods[b]}"
+            where = f"{bundle.temporal_labels[self.feature]}, {months}"
+        if self.kind == "set":
+            what = f"set to {_number(self.value)}"
+        elif self.kind == "scale":
+            what = f"multiplied by {_number(self.value)}"
+        elif self.kind == "baseline":
+            what = "set to the baseline"
+        else:
+            what = "set to the median of " + ("all customers" if self.cohort is None
+                                              else f"the customers with {bundle.label_name} = {self.cohort}")
+        return f"{where}: {what}"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Edits applied in order to one customer's inputs."""
+
+    edits: tuple[Edit, ...] = ()
+
+    def text(self) -> str:
+        return ",".join(edit.text() for edit in self.edits)
+
+    def __bool__(self) -> bool:
+        return bool(self.edits)
+
+    def plus(self, *edits: Edit) -> "Scenario":
+        return Scenario(self.edits + tuple(edits))
+
+
+def _number(value) -> str:
+    """A short exact-enough text for a value (7 significant digits: float32's precision)."""
+    text = f"{float(value):.7g}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+# ----------------------------------------------------------------------------- what the data allows
+
+
+@dataclass(frozen=True)
+class Observed:
+    """The ranges and category sets observed in a bundle's data (real months only)."""
+
+    static_min: np.ndarray  # (S,)
+    static_max: np.ndarray
+    static_categories: tuple  # per static feature: a tuple of the observed values, or None (numeric)
+    static_integer: np.ndarray  # (S,) bool: every observed value is an integer
+    static_quantiles: np.ndarray  # (len(SEARCH_QUANTILES), S)
+    temporal_min: np.ndarray  # (F,)
+    temporal_max: np.ndarray
+    temporal_integer: np.ndarray  # (F,) bool
+    mask_value: float | None  # the model's Masking value, None without a Masking layer
+
+    @classmethod
+    def of(cls, bundle) -> "Observed":
+        static = np.asarray(bundle.static, np.float64)
+        temporal = np.asarray(bundle.temporal, np.float64)
+        mask_value = masking_value(bundle.model)
+        if mask_value is not None:  # padded months do not count
+            real = ~np.all(temporal == mask_value, axis=2)  # (n, T)
+            cells = temporal[real] if real.any() else temporal.reshape(-1, temporal.shape[2])
+        else:
+            cells = temporal.reshape(-1, temporal.shape[2])  # (n * T, F)
+        categories = []
+        for j in range(static.shape[1]):
+            values = np.unique(static[:, j])
+            small = values.size <= MAX_CATEGORIES and np.all(values == np.round(values))
+            categories.append(tuple(float(v) for v in values) if small else None)
+        integer = np.all(static == np.round(static), axis=0)
+        quantiles = np.quantile(static, SEARCH_QUANTILES, axis=0)
+        return cls(
+            static_min=static.min(axis=0), static_max=static.max(axis=0), static_categories=tuple(categories),
+            static_integer=integer, static_quantiles=np.where(integer, np.round(quantiles), quantiles),
+            temporal_min=cells.min(axis=0), temporal_max=cells.max(axis=0),
+            temporal_integer=np.all(cells == np.round(cells), axis=0), mask_value=mask_value,
+        )
+
+    def limits(self, role: str, feature: int) -> tuple[float, float]:
+        if role == "static":
+            return float(self.static_min[feature]), float(self.static_max[feature])
+        return float(self.temporal_min[feature]), float(self.temporal_max[feature])
+
+    def fit(self, role: str, feature: int, values: np.ndarray) -> np.ndarray:
+        """``values`` clipped into the observed range (a category feature: the nearest category)."""
+        values = np.clip(np.asarray(values, np.float64), *self.limits(role, feature))
+        categories = self.static_categories[feature] if role == "static" else None
+        if categories is not None:
+            grid = np.asarray(categories)
+            values = grid[np.abs(values[..., None] - grid).argmin(axis=-1)]
+        return values
+
+
+def masking_value(model) -> float | None:
+    """The ``mask_value`` of the model's ``Masking`` layer (top level), or None."""
+    for layer in getattr(model, "layers", []) or []:
+        if type(layer).__name__ == "Masking":
+            return float(layer.mask_value)
+    return None
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def _feature_name(bundle, role: str, j: int) -> str:
+    return str((bundle.static_labels if role == "static" else bundle.temporal_labels)[j])
+
+
+def parse_edit(text: str, bundle, observed: Observed) -> Edit:
+    """One edit from its URL form, checked against the bundle and the observed ranges."""
+    def fail(problem):
+        raise ScenarioError(BAD_EDIT.format(edit=text, problem=problem))
+
+    match = _EDIT.match(text.strip())
+    if match is None:
+        fail("is not of the form s{feature}=..., t{feature}@{first}-{last}=... or ...*{factor}")
+    role = "static" if match["role"] == "s" else "temporal"
+    j = int(match["feature"])
+    names = bundle.static_labels if role == "static" else bundle.temporal_labels
+    if j >= len(names):
+        fail(UNKNOWN_FEATURE.format(role=role, index=j, count=len(names), first=0, last=len(names) - 1))
+    periods = None
+    if role == "temporal":
+        if match["a"] is None:
+            fail("names a monthly feature without its months (add @first-last, for example @9-11)")
+        a = int(match["a"])
+        b = int(match["b"]) if match["b"] is not None else a
+        if not 0 <= a <= b < bundle.n_periods:
+            fail(BAD_PERIODS.format(a=a, b=b, last=bundle.n_periods - 1))
+        periods = (a, b)
+    elif match["a"] is not None:
+        fail("gives months for a static feature")
+    name = names[j]
+    categories = observed.static_categories[j] if role == "static" else None
+    if match["k"] is not None:
+        k = _finite(match["k"])
+        if k is None or not 0 <= k <= MAX_SCALE:
+            fail(BAD_SCALE.format(k=match["k"]))
+        if categories is not None:
+            fail(SCALE_CATEGORY.format(feature=name, values=", ".join(_number(v) for v in categories)))
+        return Edit(role, j, "scale", k, periods)
+    arg = match["arg"]
+    if arg == "b":
+        return Edit(role, j, "baseline", None, periods)
+    if arg == "med" or arg.startswith("med:"):
+        cohort = arg[4:] if arg.startswith("med:") else None
+        if cohort is not None:
+            if bundle.labels is None:
+                fail(NO_LABELS)
+            if not baseline_builders.cohort_mask(bundle.labels, cohort).any():
+                fail(UNKNOWN_COHORT.format(label=bundle.label_name, value=cohort))
+        return Edit(role, j, "median", None, periods, cohort)
+    value = _finite(arg)
+    if value is None:
+        fail("does not give a number, 'b' (the baseline), 'med' or 'med:LABEL' (a median) after '='")
+    low, high = observed.limits(role, j)
+    if categories is not None and value not in categories:
+        fail(NOT_A_CATEGORY.format(feature=name, value=value, values=", ".join(_number(v) for v in categories)))
+    if not low - 1e-9 * max(1.0, abs(low)) <= value <= high + 1e-9 * max(1.0, abs(high)):
+        fail(OUT_OF_RANGE.format(feature=name, value=value, low=low, high=high))
+    return Edit(role, j, "set", value, periods)
+
+
+def _finite(text: str) -> float | None:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def parse_scenario(text: str | None, bundle, observed: Observed | None = None) -> Scenario:
+    """A scenario from its URL form; ``ScenarioError`` naming the text and the bad edit."""
+    text = "" if text is None else str(text)
+    observed = observed or Observed.of(bundle)
+    try:
+        if len(text) > MAX_TEXT:
+            raise ScenarioError(TOO_LONG.format(count=len(text)))
+        parts = [part for part in text.split(",") if part.strip()]
+        if len(parts) > MAX_EDITS:
+            raise ScenarioError(TOO_MANY.format(count=len(parts)))
+        return Scenario(tuple(parse_edit(part, bundle, observed) for part in parts))
+    except ScenarioError as error:
+        shown = text if len(text) <= 120 else text[:117] + "..."
+        raise ScenarioError(BAD_SCENARIO.format(text=shown, problem=str(error))) from None
+
+
+# ----------------------------------------------------------------------------- applying a scenario
+
+
+@dataclass(frozen=True)
+class Context:
+    """One customer and what edits refer to: the data's ranges, the baseline, the padded months."""
+
+    bundle: object
+    customer: str
+    request: Request
+    observed: Observed
+    original: dict  # static (S,), temporal (T, F) float64
+    baseline: dict  # the baseline's static (S,), temporal (T, F) (the mean of a sampled baseline)
+    padded: np.ndarray  # (T,) bool
+    _medians: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def median(self, cohort: str | None) -> dict:
+        """Per feature (and per month) median of all customers, or of the cohort with label ``cohort``."""
+        if cohort not in self._medians:
+            rows = (np.arange(self.bundle.n_customers) if cohort is None
+                    else np.flatnonzero(baseline_builders.cohort_mask(self.bundle.labels, cohort)))
+            self._medians[cohort] = {
+                "static": np.median(np.asarray(self.bundle.static[rows], np.float64), axis=0),
+                "temporal": np.median(np.asarray(self.bundle.temporal[rows], np.float64), axis=0)}
+        return self._medians[cohort]
+
+
+def context(bundle, customer: str, request: Request = Request(), *, observed: Observed | None = None,
+            baseline: dict | None = None) -> Context:
+    """The context of ``customer``; ``baseline`` (static (S,), temporal (T, F)) if already at hand."""
+    inputs = bundle.inputs_for([customer])
+    original = {role: np.asarray(inputs[role][0], np.float64) for role in ROLES}
+    if baseline is None:
+        base = baseline_for(bundle, inputs, request.baseline, request.seed)
+        baseline = {}
+        for role, rank in (("static", 3), ("temporal", 4)):
+            array = np.asarray(base[role], np.float64)
+            baseline[role] = (array.mean(axis=1) if array.ndim == rank else array)[0]  # sample:K -> their mean
+    observed = observed or Observed.of(bundle)
+    padded = (np.all(original["temporal"] == observed.mask_value, axis=1) if observed.mask_value is not None
+              else np.zeros(bundle.n_periods, bool))
+    return Context(bundle, str(customer), request, observed, original,
+                   {role: np.asarray(baseline[role], np.float64) for role in ROLES}, padded)
+
+
+def _target_values(ctx: Context, edit: Edit, current: np.ndarray) -> np.ndarray:
+    """The new values of the cells ``edit`` changes, before fitting into the observed range."""
+    if edit.kind == "set":
+        return np.full(current.shape, float(edit.value))
+    if edit.kind == "scale":
+        return current * float(edit.value)
+    source = ctx.baseline if edit.kind == "baseline" else ctx.median(edit.cohort)
+    values = source[edit.role]
+    return values[edit.feature] if edit.role == "static" else values[edit.periods[0]:edit.periods[1] + 1, edit.feature]
+
+
+def apply(ctx: Context, scenario: Scenario) -> tuple[dict, list[str]]:
+    """The customer's inputs after the scenario: ({"static": (1, S), "temporal": (1, T, F)}, notes).
+
+    ``ScenarioError`` if an edit touches a padded month. Derived values (a baseline, a median,
+    a scaled value) outside the observed range are clipped, and a note says so.
+    """
+    static, temporal = ctx.original["static"].copy(), ctx.original["temporal"].copy()
+    notes = []
+    for edit in scenario.edits:
+        if edit.role == "static":
+            current = static[edit.feature:edit.feature + 1]
+        else:
+            a, b = edit.periods
+            if ctx.padded[a:b + 1].any():
+                month = a + int(np.flatnonzero(ctx.padded[a:b + 1])[0])
+                raise ScenarioError(BAD_EDIT.format(edit=edit.text(), problem=PADDED.format(
+                    period=ctx.bundle.periods[month], customer=ctx.customer)))
+            current = temporal[a:b + 1, edit.feature]
+        wanted = np.atleast_1d(_target_values(ctx, edit, current)).astype(np.float64)
+        fitted = ctx.observed.fit(edit.role, edit.feature, wanted)
+        if edit.kind != "set" and not np.allclose(fitted, wanted, rtol=0, atol=1e-9):
+            low, high = ctx.observed.limits(edit.role, edit.feature)
+            notes.append(f"{edit.describe(ctx.bundle)}: values outside what the data shows were moved into its "
+                         f"range ({low:g} to {high:g})" + (" and onto its observed values" if edit.role == "static"
+                                                           and ctx.observed.static_categories[edit.feature] else ""))
+        current[:] = fitted
+    return {"static": static[None], "temporal": temporal[None]}, notes
+
+
+def edited_cells(ctx: Context, inputs: dict) -> dict:
+    """Which values differ from the customer's: static (S,) and temporal (T, F) bool."""
+    return {role: ~np.isclose(np.asarray(inputs[role][0], np.float64), ctx.original[role], rtol=0, atol=1e-9)
+            for role in ROLES}
+
+
+# ----------------------------------------------------------------------------- model calls
+
+
+def explain_inputs(bundle, inputs: dict, request: Request, ids=None) -> Attribution:
+    """IG of in-memory inputs (n, S), (n, T, F) under ``request``; data-wide baselines come from
+    the bundle (the same as :func:`explain.explainer.explain_customers` would use)."""
+    return integrated_gradients(
+        bundle.model, inputs, baseline_for(bundle, inputs, request.baseline, request.seed),
+        steps=request.steps, method=request.method, target=request.target, space=request.space,
+        path=request.path, tolerance=request.tolerance, ids=ids, output_names=bundle.output_names,
+    )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The original customer and the scenario, explained in one batched call."""
+
+    scenario: Scenario
+    inputs: dict  # the edited inputs, (1, S) and (1, T, F)
+    attribution: Attribution  # row 0: original, row 1: edited
+    edited: dict  # static (S,), temporal (T, F) bool: cells the scenario changed
+    notes: list
+
+    @property
+    def predictions(self) -> tuple[float, float]:
+        return float(self.attribution.prediction[0]), float(self.attribution.prediction[1])
+
+    @property
+    def change(self) -> float:
+        return self.predictions[1] - self.predictions[0]
+
+
+def evaluate(ctx: Context, scenario: Scenario) -> Outcome:
+    """Apply ``scenario`` and explain the original and the edited customer together."""
+    edited, notes = apply(ctx, scenario)
+    both = {role: np.concatenate([ctx.original[role][None], edited[role]]).astype(np.float32) for role in ROLES}
+    attribution = explain_inputs(ctx.bundle, both, ctx.request, ids=[ctx.customer, f"{ctx.customer} (what-if)"])
+    return Outcome(scenario, edited, attribution, edited_cells(ctx, edited), notes)
+
+
+def predict(bundle, static: np.ndarray, temporal: np.ndarray, target: int, batch_size: int = 1024) -> np.ndarray:
+    """The model's output column ``target`` for many inputs, (n,), in batched compiled calls."""
+    engine = engine_for(bundle.model)
+    static = np.ascontiguousarray(static, dtype=engine.dtypes["static"].as_numpy_dtype)
+    temporal = np.ascontiguousarray(temporal, dtype=engine.dtypes["temporal"].as_numpy_dtype)
+    return engine.forward(static, temporal, "output", batch_size)[:, target]
+
+
+# ----------------------------------------------------------------------------- the search
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What :func:`search` found: the edits (a scenario), the predictions before and after."""
+
+    scenario: Scenario
+    original_prediction: float
+    prediction: float
+    threshold: float
+    reached: bool
+    rounds: int
+    evaluated: int  # candidate inputs evaluated by the model
+    seconds: float
+    stopped: str  # why the search ended, in words
+    caution: str
+
+
+def _candidates(ctx: Context, current: dict, attribution: Attribution, row: int, locked: set, used: set):
+    """(edit, estimated fall of the prediction) pairs for the current inputs.
+
+    The estimate is first order: the average gradient along the IG path (attribution / (x - b))
+    times the change of each cell; exact for a linear model.
+    """
+    out = []
+    for role in ROLES:
+        x = current[role]
+        a = (attribution.static if role == "static" else attribution.temporal)[row]
+        gap = x - ctx.baseline[role]
+        safe = np.where(np.abs(gap) > 1e-12, gap, 1.0)
+        slope = np.where(np.abs(gap) > 1e-12, a / safe, 0.0)  # average gradient along the path
+        if role == "static":
+            for j in range(x.shape[0]):
+                if ("static", j) in locked or ("static", j) in used:
+                    continue
+                cats = ctx.observed.static_categories[j]
+                if cats is not None:  # a category: its observed values (a baseline's 0.43 is no category)
+                    options = [(Edit("static", j, "set", v), v) for v in cats]
+                else:
+                    options = [(Edit("static", j, "baseline"), ctx.baseline["static"][j]),
+                               (Edit("static", j, "median"), ctx.median(None)["static"][j])]
+                    options += [(Edit("static", j, "set", float(v)), v) for v in ctx.observed.static_quantiles[:, j]]
+                seen = set()
+                for edit, value in options:
+                    value = float(ctx.observed.fit("static", j, np.array([value]))[0])
+                    if abs(value - x[j]) < 1e-9 or value in seen:
+                        continue
+                    seen.add(value)
+                    out.append((edit, float(slope[j] * (x[j] - value)), {"static": (j, value)}))
+            continue
+        periods = x.shape[0]
+        windows = sorted({w for w in SEARCH_WINDOWS if w < periods} | {periods})
+        real = ~ctx.padded
+        for f in range(x.shape[1]):
+            if ("temporal", f) in locked:
+                continue
+            for kind, source in (("baseline", ctx.baseline["temporal"][:, f]),
+                                 ("median", ctx.median(None)["temporal"][:, f])):
+                target = ctx.observed.fit("temporal", f, source)
+                fall = slope[:, f] * (x[:, f] - target)  # (T,)
+                for w in windows:
+                    for start in range(0, periods - w + 1):
+                        cells = slice(start, start + w)
+                        if not real[cells].all() or np.allclose(x[cells, f], target[cells], rtol=0, atol=1e-9):
+                            continue
+                        edit = Edit("temporal", f, kind, None, (start, start + w - 1))
+                        out.append((edit, float(fall[cells].sum()), {"temporal": (cells, f, target[cells])}))
+    return out
+
+
+def _size(ctx: Context, before: dict, after: dict) -> float:
+    """How far ``after`` moved from ``before``: the sum of |change| / observed range over all values."""
+    o = ctx.observed
+    spans = {"static": np.maximum(o.static_max - o.static_min, 1e-12),
+             "temporal": np.maximum(o.temporal_max - o.temporal_min, 1e-12)}
+    return float(sum((np.abs(after[r] - before[r]) / spans[r]).sum() for r in ROLES))
+
+
+def _with(current: dict, change: dict) -> dict:
+    static, temporal = current["static"].copy(), current["temporal"].copy()
+    if "static" in change:
+        j, value = change["static"]
+        static[j] = value
+    else:
+        cells, f, values = change["temporal"]
+        temporal[cells, f] = values
+    return {"static": static, "temporal": temporal}
+
+
+def locked_features(bundle, names) -> set:
+    """{("static", j) | ("temporal", j)} for feature names or display labels; ``ExplainError`` naming unknown ones."""
+    found, unknown = set(), []
+    for name in names or ():
+        hits = {(role, j) for role, columns, labels in (
+            ("static", bundle.static_features, bundle.static_labels),
+            ("temporal", bundle.temporal_features, bundle.temporal_labels))
+            for j, (column, label) in enumerate(zip(columns, labels)) if str(name) in (str(column), str(label))}
+        if not hits:
+            unknown.append(str(name))
+        found |= hits
+    if unknown:
+        features = ", ".join(map(str, [*bundle.static_features, *bundle.temporal_features]))
+        raise ExplainError(UNKNOWN_LOCKED.format(names=", ".join(map(repr, unknown)), features=features))
+    return found
+
+
+def search(ctx: Context, *, threshold: float = 0.5, locked=(), max_edits: int = 3, time_limit: float = 10.0,
+           candidates: int = SEARCH_CANDIDATES) -> SearchResult:
+    """Greedy search for a small edit that brings the prediction below ``threshold``.
+
+    Each round explains the current inputs (one IG call), ranks every candidate edit (a static
+    feature set to the baseline, the median or an observed value; a window of 1, 2, 3, 6 or all
+    months of a monthly feature set to the baseline or the median) by the fall its attributions
+    predict, and evaluates the best ``candidates`` in one batched model call. A round that
+    reaches the threshold takes the reaching edit that changes the fewest values; otherwise the
+    one that lowers the prediction most. At most ``max_edits`` edits, and no new round after
+    ``time_limit`` seconds; locked features (names or labels) and padded months are never
+    edited, and every value stays in the observed range. Edits that are not needed to stay
+    below the threshold are dropped at the end.
+    """
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
+        raise ExplainError(BAD_THRESHOLD.format(value=threshold))
+    for name, value in (("max_edits", max_edits), ("time_limit", time_limit), ("candidates", candidates)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ExplainError(BAD_LIMIT.format(name=name, value=value))
+    locked = locked_features(ctx.bundle, locked)
+    start = time.perf_counter()
+    current = {role: ctx.original[role].copy() for role in ROLES}
+    chosen: list[Edit] = []
+    used: set = set()
+    evaluated = rounds = 0
+    first = explain_inputs(ctx.bundle, {r: current[r][None].astype(np.float32) for r in ROLES}, ctx.request)
+    target = first.settings.target
+    original = prediction = float(predict(ctx.bundle, current["static"][None], current["temporal"][None], target)[0])
+    attribution, stopped = first, ""
+    while prediction >= threshold:
+        if len(chosen) >= max_edits:
+            stopped = f"reached the limit of {max_edits} edit(s)"
+            break
+        if time.perf_counter() - start > time_limit:
+            stopped = f"reached the time limit of {time_limit:g} s"
+            break
+        if rounds:
+            attribution = explain_inputs(ctx.bundle, {r: current[r][None].astype(np.float32) for r in ROLES},
+                                         ctx.request)
+        rounds += 1
+        pool = _candidates(ctx, current, attribution, 0, locked, used)
+        if not pool:
+            stopped = "no edit is left to try (every feature is locked, edited or already at its value)"
+            break
+        pool.sort(key=lambda item: -item[1])
+        pool = pool[:int(candidates)]
+        trials = [_with(current, change) for _, _, change in pool]
+        # candidates: (k, S) and (k, T, F) in one batched call
+        scores = predict(ctx.bundle, np.stack([t["static"] for t in trials]),
+                         np.stack([t["temporal"] for t in trials]), target)
+        evaluated += len(trials)
+        below = np.flatnonzero(scores < threshold)
+        if below.size:  # the smallest edit that reaches: fewest values, then the smallest change
+            best = min(below, key=lambda i: (pool[i][0].cells(), _size(ctx, current, trials[i]), scores[i]))
+        else:
+            best = int(np.argmin(scores))
+            if scores[best] >= prediction - 1e-9:
+                stopped = "no single edit lowers the prediction further"
+                break
+        edit, _, change = pool[best]
+        if below.size and edit.role == "static" and ctx.observed.static_categories[edit.feature] is None:
+            edit, change, scores[best], extra = _closest_static(ctx, current, edit, change, threshold, target)
+            evaluated += extra
+        chosen.append(edit)
+        used.add((edit.role, edit.feature))
+        current = _with(current, change)
+        prediction = float(scores[best])
+    if prediction < threshold:
+        chosen, prediction, extra = _prune(ctx, chosen, threshold, target, prediction)
+        evaluated += extra
+        stopped = "the prediction is below the threshold"
+    return SearchResult(Scenario(tuple(chosen)), original, prediction, float(threshold), prediction < threshold,
+                        rounds, evaluated, time.perf_counter() - start, stopped,
+                        CAUTION.format(threshold=threshold))
+
+
+def _closest_static(ctx: Context, current: dict, edit: Edit, change: dict, threshold: float, target: int,
+                    points: int = 16):
+    """The value between the customer's and the edit's, closest to the customer's, that still
+    gets below ``threshold`` (one batched call over ``points`` values; the edit's own value,
+    known to get below, is the last of them)."""
+    j, value = change["static"]
+    x = current["static"][j]
+    grid = np.linspace(x, value, points + 1)[1:-1]
+    if ctx.observed.static_integer[j]:
+        grid = np.round(grid)
+    grid = np.append(np.unique(grid[np.abs(grid - x) > 1e-9]), value)
+    grid = grid[np.argsort(np.abs(grid - x), kind="stable")]
+    trials = [_with(current, {"static": (j, float(v))}) for v in grid]
+    scores = predict(ctx.bundle, np.stack([t["static"] for t in trials]), np.stack([t["temporal"] for t in trials]),
+                     target)
+    k = int(np.flatnonzero(scores < threshold)[0]) if (scores < threshold).any() else len(grid) - 1
+    value = float(grid[k])
+    return Edit("static", j, "set", value), {"static": (j, value)}, float(scores[k]), len(trials)
+
+
+def _prune(ctx: Context, chosen: list, threshold: float, target: int, prediction: float):
+    """Drop edits the result does not need (each leave-one-out set evaluated in one batched call)."""
+    evaluated = 0
+    while len(chosen) > 1:
+        subsets = [chosen[:k] + chosen[k + 1:] for k in range(len(chosen))]
+        inputs = [apply(ctx, Scenario(tuple(s)))[0] for s in subsets]
+        scores = predict(ctx.bundle, np.concatenate([i["static"] for i in inputs]),
+                         np.concatenate([i["temporal"] for i in inputs]), target)
+        evaluated += len(subsets)
+        k = int(np.argmin(scores))
+        if scores[k] >= threshold:
+            break
+        chosen, prediction = subsets[k], float(scores[k])
+    return chosen, prediction, evaluated
