@@ -28,6 +28,8 @@ round's candidates in one batched model call. Its result comes with :data:`CAUTI
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import re
 import time
@@ -35,10 +37,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from explain import baselines as baseline_builders
+from explain import labels
+from explain.diagnostics import shown_baseline
+from explain.engine import StopCheck, engine_for
 from explain.errors import ExplainError
-from explain.explainer import Request, baseline_for
-from explain.ig import Attribution, engine_for, integrated_gradients
+from explain.explainer import baseline_for
+from explain.ig import Attribution, integrated_gradients
+from explain.settings import Settings
 
 KINDS = ("set", "baseline", "median", "scale")
 ROLES = ("static", "temporal")
@@ -276,7 +281,7 @@ def parse_edit(text: str, bundle, observed: Observed) -> Edit:
         if cohort is not None:
             if bundle.labels is None:
                 fail(NO_LABELS)
-            if not baseline_builders.cohort_mask(bundle.labels, cohort).any():
+            if not labels.mask(bundle.labels, cohort).any():
                 fail(UNKNOWN_COHORT.format(label=bundle.label_name, value=cohort))
         return Edit(role, j, "median", None, periods, cohort)
     value = _finite(arg)
@@ -323,7 +328,7 @@ class Context:
 
     bundle: object
     customer: str
-    request: Request
+    settings: Settings
     observed: Observed
     original: dict  # static (S,), temporal (T, F) float64
     baseline: dict  # the baseline's static (S,), temporal (T, F) (the mean of a sampled baseline)
@@ -334,28 +339,26 @@ class Context:
         """Per feature (and per month) median of all customers, or of the cohort with label ``cohort``."""
         if cohort not in self._medians:
             rows = (np.arange(self.bundle.n_customers) if cohort is None
-                    else np.flatnonzero(baseline_builders.cohort_mask(self.bundle.labels, cohort)))
+                    else np.flatnonzero(labels.mask(self.bundle.labels, cohort)))
             self._medians[cohort] = {
                 "static": np.median(np.asarray(self.bundle.static[rows], np.float64), axis=0),
                 "temporal": np.median(np.asarray(self.bundle.temporal[rows], np.float64), axis=0)}
         return self._medians[cohort]
 
 
-def context(bundle, customer: str, request: Request = Request(), *, observed: Observed | None = None,
+def context(bundle, customer: str, settings: Settings = Settings(), *, observed: Observed | None = None,
             baseline: dict | None = None) -> Context:
-    """The context of ``customer``; ``baseline`` (static (S,), temporal (T, F)) if already at hand."""
+    """The context of ``customer``; ``baseline`` (static (S,), temporal (T, F)) if already at hand
+    (else the one the Customer page shows: the mean of a sampled baseline)."""
     inputs = bundle.inputs_for([customer])
     original = {role: np.asarray(inputs[role][0], np.float64) for role in ROLES}
+    settings = settings.resolved(bundle.output_names)
     if baseline is None:
-        base = baseline_for(bundle, inputs, request.baseline, request.seed)
-        baseline = {}
-        for role, rank in (("static", 3), ("temporal", 4)):
-            array = np.asarray(base[role], np.float64)
-            baseline[role] = (array.mean(axis=1) if array.ndim == rank else array)[0]  # sample:K -> their mean
+        baseline = shown_baseline(bundle, customer, settings)
     observed = observed or Observed.of(bundle)
     padded = (np.all(original["temporal"] == observed.mask_value, axis=1) if observed.mask_value is not None
               else np.zeros(bundle.n_periods, bool))
-    return Context(bundle, str(customer), request, observed, original,
+    return Context(bundle, str(customer), settings, observed, original,
                    {role: np.asarray(baseline[role], np.float64) for role in ROLES}, padded)
 
 
@@ -408,14 +411,17 @@ def edited_cells(ctx: Context, inputs: dict) -> dict:
 # ----------------------------------------------------------------------------- model calls
 
 
-def explain_inputs(bundle, inputs: dict, request: Request, ids=None) -> Attribution:
-    """IG of in-memory inputs (n, S), (n, T, F) under ``request``; data-wide baselines come from
+def explain_inputs(bundle, inputs: dict, settings: Settings, ids=None, should_stop: StopCheck = None) -> Attribution:
+    """IG of in-memory inputs (n, S), (n, T, F) under ``settings``; data-wide baselines come from
     the bundle (the same as :func:`explain.explainer.explain_customers` would use)."""
-    return integrated_gradients(
-        bundle.model, inputs, baseline_for(bundle, inputs, request.baseline, request.seed),
-        steps=request.steps, method=request.method, target=request.target, space=request.space,
-        path=request.path, tolerance=request.tolerance, ids=ids, output_names=bundle.output_names,
+    settings = settings.resolved(bundle.output_names)
+    attribution = integrated_gradients(
+        bundle.model, inputs, baseline_for(bundle, inputs, settings.baseline, settings.seed),
+        steps=settings.steps, method=settings.method, target=settings.target, space=settings.space,
+        path=settings.path, tolerance=settings.tolerance, ids=ids, output_names=bundle.output_names,
+        should_stop=should_stop,
     )
+    return dataclasses.replace(attribution, settings=settings)
 
 
 @dataclass(frozen=True)
@@ -437,20 +443,22 @@ class Outcome:
         return self.predictions[1] - self.predictions[0]
 
 
-def evaluate(ctx: Context, scenario: Scenario) -> Outcome:
+def evaluate(ctx: Context, scenario: Scenario, should_stop: StopCheck = None) -> Outcome:
     """Apply ``scenario`` and explain the original and the edited customer together."""
     edited, notes = apply(ctx, scenario)
     both = {role: np.concatenate([ctx.original[role][None], edited[role]]).astype(np.float32) for role in ROLES}
-    attribution = explain_inputs(ctx.bundle, both, ctx.request, ids=[ctx.customer, f"{ctx.customer} (what-if)"])
+    attribution = explain_inputs(ctx.bundle, both, ctx.settings, ids=scenario_ids(ctx.customer),
+                                 should_stop=should_stop)
     return Outcome(scenario, edited, attribution, edited_cells(ctx, edited), notes)
 
 
-def predict(bundle, static: np.ndarray, temporal: np.ndarray, target: int, batch_size: int = 1024) -> np.ndarray:
+def predict(bundle, static: np.ndarray, temporal: np.ndarray, target: int, batch_size: int = 1024,
+            should_stop: StopCheck = None) -> np.ndarray:
     """The model's output column ``target`` for many inputs, (n,), in batched compiled calls."""
     engine = engine_for(bundle.model)
     static = np.ascontiguousarray(static, dtype=engine.dtypes["static"].as_numpy_dtype)
     temporal = np.ascontiguousarray(temporal, dtype=engine.dtypes["temporal"].as_numpy_dtype)
-    return engine.forward(static, temporal, "output", batch_size)[:, target]
+    return engine.forward(static, temporal, "output", batch_size, should_stop)[:, target]
 
 
 # ----------------------------------------------------------------------------- the search
@@ -561,7 +569,7 @@ def locked_features(bundle, names) -> set:
 
 
 def search(ctx: Context, *, threshold: float = 0.5, locked=(), max_edits: int = 3, time_limit: float = 10.0,
-           candidates: int = SEARCH_CANDIDATES) -> SearchResult:
+           candidates: int = SEARCH_CANDIDATES, should_stop: StopCheck = None) -> SearchResult:
     """Greedy search for a small edit that brings the prediction below ``threshold``.
 
     Each round explains the current inputs (one IG call), ranks every candidate edit (a static
@@ -585,9 +593,11 @@ def search(ctx: Context, *, threshold: float = 0.5, locked=(), max_edits: int = 
     chosen: list[Edit] = []
     used: set = set()
     evaluated = rounds = 0
-    first = explain_inputs(ctx.bundle, {r: current[r][None].astype(np.float32) for r in ROLES}, ctx.request)
+    first = explain_inputs(ctx.bundle, {r: current[r][None].astype(np.float32) for r in ROLES}, ctx.settings,
+                           should_stop=should_stop)
     target = first.settings.target
-    original = prediction = float(predict(ctx.bundle, current["static"][None], current["temporal"][None], target)[0])
+    original = prediction = float(predict(ctx.bundle, current["static"][None], current["temporal"][None], target,
+                                          should_stop=should_stop)[0])
     attribution, stopped = first, ""
     while prediction >= threshold:
         if len(chosen) >= max_edits:
@@ -598,7 +608,7 @@ def search(ctx: Context, *, threshold: float = 0.5, locked=(), max_edits: int = 
             break
         if rounds:
             attribution = explain_inputs(ctx.bundle, {r: current[r][None].astype(np.float32) for r in ROLES},
-                                         ctx.request)
+                                         ctx.settings, should_stop=should_stop)
         rounds += 1
         pool = _candidates(ctx, current, attribution, 0, locked, used)
         if not pool:
@@ -609,7 +619,7 @@ def search(ctx: Context, *, threshold: float = 0.5, locked=(), max_edits: int = 
         trials = [_with(current, change) for _, _, change in pool]
         # candidates: (k, S) and (k, T, F) in one batched call
         scores = predict(ctx.bundle, np.stack([t["static"] for t in trials]),
-                         np.stack([t["temporal"] for t in trials]), target)
+                         np.stack([t["temporal"] for t in trials]), target, should_stop=should_stop)
         evaluated += len(trials)
         below = np.flatnonzero(scores < threshold)
         if below.size:  # the smallest edit that reaches: fewest values, then the smallest change
@@ -621,14 +631,15 @@ def search(ctx: Context, *, threshold: float = 0.5, locked=(), max_edits: int = 
                 break
         edit, _, change = pool[best]
         if below.size and edit.role == "static" and ctx.observed.static_categories[edit.feature] is None:
-            edit, change, scores[best], extra = _closest_static(ctx, current, edit, change, threshold, target)
+            edit, change, scores[best], extra = _closest_static(ctx, current, edit, change, threshold, target,
+                                                                should_stop)
             evaluated += extra
         chosen.append(edit)
         used.add((edit.role, edit.feature))
         current = _with(current, change)
         prediction = float(scores[best])
     if prediction < threshold:
-        chosen, prediction, extra = _prune(ctx, chosen, threshold, target, prediction)
+        chosen, prediction, extra = _prune(ctx, chosen, threshold, target, prediction, should_stop)
         evaluated += extra
         stopped = "the prediction is below the threshold"
     return SearchResult(Scenario(tuple(chosen)), original, prediction, float(threshold), prediction < threshold,
@@ -637,7 +648,7 @@ def search(ctx: Context, *, threshold: float = 0.5, locked=(), max_edits: int = 
 
 
 def _closest_static(ctx: Context, current: dict, edit: Edit, change: dict, threshold: float, target: int,
-                    points: int = 16):
+                    should_stop: StopCheck = None, points: int = 16):
     """The value between the customer's and the edit's, closest to the customer's, that still
     gets below ``threshold`` (one batched call over ``points`` values; the edit's own value,
     known to get below, is the last of them)."""
@@ -650,23 +661,55 @@ def _closest_static(ctx: Context, current: dict, edit: Edit, change: dict, thres
     grid = grid[np.argsort(np.abs(grid - x), kind="stable")]
     trials = [_with(current, {"static": (j, float(v))}) for v in grid]
     scores = predict(ctx.bundle, np.stack([t["static"] for t in trials]), np.stack([t["temporal"] for t in trials]),
-                     target)
+                     target, should_stop=should_stop)
     k = int(np.flatnonzero(scores < threshold)[0]) if (scores < threshold).any() else len(grid) - 1
     value = float(grid[k])
     return Edit("static", j, "set", value), {"static": (j, value)}, float(scores[k]), len(trials)
 
 
-def _prune(ctx: Context, chosen: list, threshold: float, target: int, prediction: float):
+def _prune(ctx: Context, chosen: list, threshold: float, target: int, prediction: float,
+           should_stop: StopCheck = None):
     """Drop edits the result does not need (each leave-one-out set evaluated in one batched call)."""
     evaluated = 0
     while len(chosen) > 1:
         subsets = [chosen[:k] + chosen[k + 1:] for k in range(len(chosen))]
         inputs = [apply(ctx, Scenario(tuple(s)))[0] for s in subsets]
         scores = predict(ctx.bundle, np.concatenate([i["static"] for i in inputs]),
-                         np.concatenate([i["temporal"] for i in inputs]), target)
+                         np.concatenate([i["temporal"] for i in inputs]), target, should_stop=should_stop)
         evaluated += len(subsets)
         k = int(np.argmin(scores))
         if scores[k] >= threshold:
             break
         chosen, prediction = subsets[k], float(scores[k])
     return chosen, prediction, evaluated
+
+
+# ----------------------------------------------------------------------------- downloads
+
+
+def scenario_ids(customer: str) -> list[str]:
+    """The ids of the two rows of an :class:`Outcome` in downloads: the customer and the what-if."""
+    return [str(customer), f"{customer} (what-if)"]
+
+
+def report_bundle(bundle, customer: str, outcome: Outcome):
+    """A two-customer bundle (the original and the what-if rows) for :mod:`explain.report`:
+    its downloads then hold the edited values next to their attributions, like a customer's."""
+    inputs = bundle.inputs_for([customer])
+    return dataclasses.replace(
+        bundle, ids=np.array(scenario_ids(customer), dtype=object), labels=None,
+        static=np.concatenate([inputs["static"], outcome.inputs["static"]]).astype(np.float32),
+        temporal=np.concatenate([inputs["temporal"], outcome.inputs["temporal"]]).astype(np.float32))
+
+
+def report_json(bundle, customer: str, outcome: Outcome, settings: Settings) -> bytes:
+    """The JSON (UTF-8 bytes) of a customer's attributions (both rows) with the scenario: its URL form, its
+    edits in words and the notes of applying it."""
+    from explain import report
+
+    data = report.to_json_dict(outcome.attribution, report_bundle(bundle, customer, outcome),
+                               scenario_ids(customer), settings)
+    data["scenario"] = {"customer": str(customer), "whatif": outcome.scenario.text(),
+                        "edits": [edit.describe(bundle) for edit in outcome.scenario.edits],
+                        "notes": list(outcome.notes), "prediction_change": outcome.change}
+    return (json.dumps(data, indent=1) + "\n").encode("utf-8")

@@ -8,12 +8,12 @@ import pytest
 from explain import whatif
 from explain.bundle import Bundle, load_bundle
 from explain.errors import ExplainError
-from explain.explainer import Request
+from explain.settings import Settings
 from explain.whatif import Edit, Scenario, ScenarioError
 from tests.apptest import DEMO
 from tests.models import F, S, T, linear_model
 
-MEAN = Request(baseline="mean", steps=32)
+MEAN = Settings(baseline="mean", steps=32)
 
 
 def small_bundle(model, seed=3, n=40):
@@ -191,14 +191,16 @@ def test_the_search_evaluates_candidates_in_batches_and_keeps_its_bounds(monkeyp
     ctx = whatif.context(bundle, "K03", MEAN)
     calls = []
     predict = whatif.predict
-    monkeypatch.setattr(whatif, "predict", lambda b, s, t, target: calls.append(len(s)) or predict(b, s, t, target))
+    monkeypatch.setattr(whatif, "predict",
+                        lambda b, s, t, target, **kw: calls.append(len(s)) or predict(b, s, t, target, **kw))
     result = whatif.search(ctx, threshold=0.05, max_edits=2)
     assert len(result.scenario.edits) <= 2 and result.rounds <= 2
     assert sum(calls) == result.evaluated + 1 and len(calls) <= 3 * result.rounds + 2  # not one call per candidate
     assert max(calls) > 20
     inputs, _ = whatif.apply(ctx, result.scenario)
     observed = whatif.Observed.of(bundle)
-    assert np.all(inputs["static"][0] >= observed.static_min - 1e-6) and np.all(inputs["static"][0] <= observed.static_max + 1e-6)
+    assert np.all(inputs["static"][0] >= observed.static_min - 1e-6)
+    assert np.all(inputs["static"][0] <= observed.static_max + 1e-6)
     assert np.all(inputs["temporal"][0] >= observed.temporal_min - 1e-6)
     assert np.all(inputs["temporal"][0] <= observed.temporal_max + 1e-6)
 
@@ -240,7 +242,7 @@ def test_on_the_demo_the_search_brings_a_high_risk_customer_below_one_half():
     bundle = load_bundle(DEMO)
     scores = bundle.predict()[:, 0]
     cid = str(bundle.ids[int(np.argmax(scores))])
-    ctx = whatif.context(bundle, cid, Request())
+    ctx = whatif.context(bundle, cid, Settings())
     result = whatif.search(ctx, threshold=0.5, locked=["contract_month_to_month"], max_edits=3)
     assert result.reached and len(result.scenario.edits) <= 3
     assert all(not (e.role == "static" and e.feature == 1) for e in result.scenario.edits)

@@ -1,0 +1,51 @@
+"""The What-if page in a real browser (the server and Chromium fixtures of tests/test_browser.py)."""
+
+import json
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from tests.test_browser import browser, open_page, page, screenshot, server, wait_idle  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.browser
+
+# JS: {title: z} of every heatmap on the page, by the figure's title.
+HEATMAPS = """() => {
+  const out = {};
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const trace = (gd._fullData || []).find(t => t.type === 'heatmap');
+    const title = ((gd.layout || {}).title || {}).text || '';
+    if (trace && trace.z) out[title] = Array.from(trace.z, row => Array.from(row));
+  }
+  return JSON.stringify(out);
+}"""
+
+
+def metric(page, label: str) -> str:
+    box = page.locator("[data-testid=stMetric]").filter(has_text=label).first
+    return box.locator("[data-testid=stMetricValue]").inner_text().strip()
+
+
+def test_an_edit_shows_both_predictions_and_the_difference_heatmap(server, page):  # noqa: F811
+    open_page(page, f"{server}/whatif?customer=C00002&steps=16")
+    assert page.get_by_role("heading", name="What if… customer C00002").is_visible()
+    before = metric(page, "Original: predicted")
+    assert metric(page, "What-if: predicted") == before  # no edit yet
+    screenshot(page, "whatif_start")
+
+    # one click: the last three months of the first monthly feature (data usage) to the baseline
+    page.get_by_role("button", name="Apply this edit").click()
+    page.wait_for_function("() => location.search.includes('whatif=')")
+    wait_idle(page)
+    after = metric(page, "What-if: predicted")
+    assert metric(page, "Original: predicted") == before and after != before
+    assert parse_qs(urlparse(page.url).query)["whatif"] == ["t0@9-11=b"]
+    maps = json.loads(page.evaluate(HEATMAPS))
+    change = next(z for title, z in maps.items() if title.startswith("Change"))
+    assert len(maps) == 3 and any(abs(v) > 0 for row in change for v in row)
+    assert page.get_by_text("Data usage (GB), 2025-10 to 2025-12: set to the baseline").first.is_visible()
+    screenshot(page, "whatif")
+
+    # the link reopens the same scenario
+    open_page(page, page.url)
+    assert metric(page, "What-if: predicted") == after
