@@ -127,8 +127,9 @@ class Edit:
         """How many input values the edit changes."""
         return 1 if self.periods is None else self.periods[1] - self.periods[0] + 1
 
-    def describe(self, bundle) -> str:
-        """In words: 'Support calls, 2025-10 to 2025-12: set to the baseline'."""
+    def describe(self, bundle, values: dict | None = None) -> str:
+        """In words: 'Support calls, 2025-10 to 2025-12: set to the baseline'; with the
+        customer's ``values`` (static (S,), temporal (T, F)) it adds what they were."""
         if self.role == "static":
             where = str(bundle.static_labels[self.feature])
         else:
@@ -144,6 +145,14 @@ class Edit:
         else:
             what = "set to the median of " + ("all customers" if self.cohort is None
                                               else f"the customers with {bundle.label_name} = {self.cohort}")
+        if values is not None:
+            if self.role == "static":
+                was = _number(values["static"][self.feature])
+            else:
+                cells = np.asarray(values["temporal"])[self.periods[0]:self.periods[1] + 1, self.feature]
+                low, high = float(cells.min()), float(cells.max())
+                was = _number(low) if low == high else f"{_number(low)} to {_number(high)}"
+            what += f" (the customer has {was})"
         return f"{where}: {what}"
 
 
@@ -480,7 +489,7 @@ class SearchResult:
     caution: str
 
 
-def _candidates(ctx: Context, current: dict, attribution: Attribution, row: int, locked: set, used: set):
+def candidate_edits(ctx: Context, current: dict, attribution: Attribution, row: int, locked: set, used: set):
     """(edit, estimated fall of the prediction) pairs for the current inputs.
 
     The estimate is first order: the average gradient along the IG path (attribution / (x - b))
@@ -540,7 +549,8 @@ def _size(ctx: Context, before: dict, after: dict) -> float:
     return float(sum((np.abs(after[r] - before[r]) / spans[r]).sum() for r in ROLES))
 
 
-def _with(current: dict, change: dict) -> dict:
+def with_change(current: dict, change: dict) -> dict:
+    """``current`` (static (S,), temporal (T, F)) with one candidate's change applied (a copy)."""
     static, temporal = current["static"].copy(), current["temporal"].copy()
     if "static" in change:
         j, value = change["static"]
@@ -610,13 +620,13 @@ def search(ctx: Context, *, threshold: float = 0.5, locked=(), max_edits: int = 
             attribution = explain_inputs(ctx.bundle, {r: current[r][None].astype(np.float32) for r in ROLES},
                                          ctx.settings, should_stop=should_stop)
         rounds += 1
-        pool = _candidates(ctx, current, attribution, 0, locked, used)
+        pool = candidate_edits(ctx, current, attribution, 0, locked, used)
         if not pool:
             stopped = "no edit is left to try (every feature is locked, edited or already at its value)"
             break
         pool.sort(key=lambda item: -item[1])
         pool = pool[:int(candidates)]
-        trials = [_with(current, change) for _, _, change in pool]
+        trials = [with_change(current, change) for _, _, change in pool]
         # candidates: (k, S) and (k, T, F) in one batched call
         scores = predict(ctx.bundle, np.stack([t["static"] for t in trials]),
                          np.stack([t["temporal"] for t in trials]), target, should_stop=should_stop)
@@ -636,7 +646,7 @@ def search(ctx: Context, *, threshold: float = 0.5, locked=(), max_edits: int = 
             evaluated += extra
         chosen.append(edit)
         used.add((edit.role, edit.feature))
-        current = _with(current, change)
+        current = with_change(current, change)
         prediction = float(scores[best])
     if prediction < threshold:
         chosen, prediction, extra = _prune(ctx, chosen, threshold, target, prediction, should_stop)
@@ -659,7 +669,7 @@ def _closest_static(ctx: Context, current: dict, edit: Edit, change: dict, thres
         grid = np.round(grid)
     grid = np.append(np.unique(grid[np.abs(grid - x) > 1e-9]), value)
     grid = grid[np.argsort(np.abs(grid - x), kind="stable")]
-    trials = [_with(current, {"static": (j, float(v))}) for v in grid]
+    trials = [with_change(current, {"static": (j, float(v))}) for v in grid]
     scores = predict(ctx.bundle, np.stack([t["static"] for t in trials]), np.stack([t["temporal"] for t in trials]),
                      target, should_stop=should_stop)
     k = int(np.flatnonzero(scores < threshold)[0]) if (scores < threshold).any() else len(grid) - 1
@@ -710,6 +720,7 @@ def report_json(bundle, customer: str, outcome: Outcome, settings: Settings) -> 
     data = report.to_json_dict(outcome.attribution, report_bundle(bundle, customer, outcome),
                                scenario_ids(customer), settings)
     data["scenario"] = {"customer": str(customer), "whatif": outcome.scenario.text(),
-                        "edits": [edit.describe(bundle) for edit in outcome.scenario.edits],
+                        "edits": [edit.describe(bundle, {r: v[0] for r, v in bundle.inputs_for([customer]).items()})
+                                  for edit in outcome.scenario.edits],
                         "notes": list(outcome.notes), "prediction_change": outcome.change}
     return (json.dumps(data, indent=1) + "\n").encode("utf-8")

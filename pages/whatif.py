@@ -28,7 +28,7 @@ def results(bundle, cid, settings, outcome) -> list:
     st.caption(show.md(f"Each cell: how much that month's value moves the score away from the baseline's "
                        f"({settings.baseline}: {baselines.describe(settings.baseline)})"))
     values = (bundle.inputs_for([cid])["temporal"][0], outcome.inputs["temporal"][0])
-    units = [bundle.units.get(c) for c in bundle.temporal_features]
+    units = show.units(bundle, bundle.temporal_features)
     a = outcome.attribution
     fig_o, fig_e, fig_d = figures.whatif_figures(bundle.periods, bundle.temporal_labels, a.temporal[0], a.temporal[1],
                                                  changed=outcome.edited["temporal"], values=values, units=units)
@@ -45,20 +45,6 @@ def results(bundle, cid, settings, outcome) -> list:
             ("Change", fig_d), ("Static features", fig_s)]
 
 
-def downloads(bundle, cid, settings, outcome, figs) -> None:
-    ids, rb = whatif.scenario_ids(cid), whatif.report_bundle(bundle, cid, outcome)
-    stem = "whatif_" + "".join(c if c.isalnum() else "_" for c in cid)[:40]
-    d1, d2, d3 = st.columns(3)
-    d1.download_button("CSV (long format, both rows)", report.csv_bytes(outcome.attribution, rb, ids), f"{stem}.csv",
-                       mime="text/csv", on_click="ignore", icon=":material/table:", key="wi_csv")
-    d2.download_button("JSON (with the scenario)", whatif.report_json(bundle, cid, outcome, settings),
-                       f"{stem}.json", mime="application/json", on_click="ignore", icon=":material/data_object:",
-                       key="wi_json")
-    d3.download_button("HTML report (opens offline)", lambda: report.html_report(
-        outcome.attribution, rb, ids, 1, settings, figs, title=f"What-if for customer {cid}").encode("utf-8"),
-        f"{stem}.html", mime="text/html", on_click="ignore", icon=":material/description:", key="wi_html")
-
-
 def search_section(bundle, cid, settings) -> None:
     st.subheader("What would change the outcome?")
     st.caption("A search for a small edit that brings the prediction below a threshold: it tries the features "
@@ -73,8 +59,9 @@ def search_section(bundle, cid, settings) -> None:
     else:
         st.error(show.md(f"Not found: {result.stopped}. Best reached: {result.prediction:.3f} "
                          f"(from {result.original_prediction:.3f}). Unlock features or allow more edits."))
+    values = bundle.inputs_for([cid])
     for edit in result.scenario.edits:
-        st.markdown("- " + show.md(edit.describe(bundle)))
+        st.markdown("- " + show.md(edit.describe(bundle, {role: values[role][0] for role in values})))
     st.warning(show.md(result.caution), icon=":material/psychology_alt:")
     st.caption(show.md(f"{result.rounds} round(s), {result.evaluated} candidate inputs scored, "
                        f"{result.seconds:.2f} s; stopped because {result.stopped}."))
@@ -107,7 +94,7 @@ def whatif_page():
     figs = results(bundle, cid, settings, outcome)
     search_section(bundle, cid, settings)
     st.subheader("Download")
-    downloads(bundle, cid, settings, outcome, figs)
+    ui.downloads_ui(bundle, cid, settings, outcome, figs)
 
 
 with show.guard():

@@ -49,3 +49,10 @@ def test_an_edit_shows_both_predictions_and_the_difference_heatmap(server, page)
     # the link reopens the same scenario
     open_page(page, page.url)
     assert metric(page, "What-if: predicted") == after
+
+    # the search: a small edit below 0.5, with its caution in words
+    page.get_by_role("button", name="Search").click()
+    page.wait_for_selector("text=not what the customer will do")
+    wait_idle(page)
+    assert page.get_by_text("bring the prediction from").first.is_visible()
+    screenshot(page, "whatif_search")

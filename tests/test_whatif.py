@@ -253,3 +253,25 @@ def test_on_the_demo_the_search_brings_a_high_risk_customer_below_one_half():
     outcome = whatif.evaluate(ctx, edited)
     assert outcome.predictions[0] == pytest.approx(float(scores.max()), abs=1e-5)
     assert np.all(np.abs(outcome.attribution.delta) < 0.01)
+
+
+def test_the_download_holds_both_rows_with_the_edited_values_and_the_scenario(linear):
+    import json
+
+    from explain import report
+
+    bundle, _, _ = linear
+    ctx = whatif.context(bundle, "K02", MEAN)
+    outcome = whatif.evaluate(ctx, whatif.parse_scenario("s0=b,t1@3-5=med", bundle))
+    data = json.loads(whatif.report_json(bundle, "K02", outcome, MEAN))
+    original, edited = data["customers"]
+    assert [original["id"], edited["id"]] == whatif.scenario_ids("K02")
+    np.testing.assert_allclose(edited["temporal"]["inputs"], outcome.inputs["temporal"][0], atol=1e-6)
+    np.testing.assert_allclose(original["static"]["inputs"], bundle.static[2], atol=1e-6)
+    np.testing.assert_allclose(edited["temporal"]["values"], outcome.attribution.temporal[1], atol=1e-12)
+    assert data["scenario"]["whatif"] == "s0=b,t1@3-5=med"
+    assert data["scenario"]["prediction_change"] == pytest.approx(outcome.change)
+    assert "(the customer has " in data["scenario"]["edits"][0]
+    frame = report.long_frame(outcome.attribution, whatif.report_bundle(bundle, "K02", outcome),
+                              whatif.scenario_ids("K02"))
+    assert frame["customer_id"].nunique() == 2 and len(frame) == 2 * (S + T * F)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from explain import labels, whatif
+from explain import labels, report, whatif
 from explain.whatif import Edit, Scenario, ScenarioError
 from ui import show, state, url
 
@@ -171,3 +171,18 @@ def search_ui(bundle, cid) -> dict | None:
                               args=(bundle, cid))
     stored = st.session_state.get("_whatif_search")
     return stored[1] if stored and stored[0] == (bundle.content_hash, cid) else None
+
+
+def downloads_ui(bundle, cid, settings, outcome, figs) -> None:
+    """CSV, JSON (with the scenario) and the offline HTML report of both rows, like a customer's."""
+    ids, rb = whatif.scenario_ids(cid), whatif.report_bundle(bundle, cid, outcome)
+    stem = show.file_stem(cid) + "_whatif"
+    d1, d2, d3 = st.columns(3)
+    d1.download_button("CSV (long format, both rows)", report.csv_bytes(outcome.attribution, rb, ids), f"{stem}.csv",
+                       mime="text/csv", on_click="ignore", icon=":material/table:", key="wi_csv")
+    d2.download_button("JSON (with the scenario)", whatif.report_json(bundle, cid, outcome, settings),
+                       f"{stem}.json", mime="application/json", on_click="ignore", icon=":material/data_object:",
+                       key="wi_json")
+    d3.download_button("HTML report (opens offline)", lambda: report.html_report(
+        outcome.attribution, rb, ids, 1, settings, figs, title=f"What-if for customer {cid}").encode("utf-8"),
+        f"{stem}.html", mime="text/html", on_click="ignore", icon=":material/description:", key="wi_html")
