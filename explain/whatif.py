@@ -490,7 +490,7 @@ class SearchResult:
 
 
 def candidate_edits(ctx: Context, current: dict, attribution: Attribution, row: int, locked: set, used: set):
-    """(edit, estimated fall of the prediction) pairs for the current inputs.
+    """(edit, estimated fall of the prediction, change for :func:`with_change`) for the current inputs.
 
     The estimate is first order: the average gradient along the IG path (attribution / (x - b))
     times the change of each cell; exact for a linear model.
