@@ -17,7 +17,8 @@ def results(bundle, cid, settings, outcome) -> list:
     name = show.md(bundle.output_names[outcome.attribution.settings.target])
     m1, m2, m3 = st.columns(3)
     m1.metric(f"Original: predicted {name}", f"{before:.3f}")
-    m2.metric(f"What-if: predicted {name}", f"{after:.3f}", f"{after - before:+.3f}", delta_color="inverse")
+    m2.metric(f"What-if: predicted {name}", f"{after:.3f}", f"{after - before:+.3f}" if outcome.scenario else None,
+              delta_color="inverse")
     m3.metric("Edits", len(outcome.scenario.edits), help="each one-click edit or changed cell counts once")
     for i, column in enumerate((m1, m2)):
         with column:

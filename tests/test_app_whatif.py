@@ -51,7 +51,8 @@ def test_a_one_click_edit_shows_both_predictions_and_the_difference(demo):
     at = app(params={"customer": "C00002", "steps": "32"}, page=PAGE)
     assert not errors(at)
     before = predictions(at)
-    assert before[0] == before[1]  # no edit yet
+    assert before[0] == before[1]  # no edit yet: no change anywhere, not even in the last bits
+    assert np.all(check_figures(at) == 0)
     next(b for b in at.button if b.label == "Apply this edit").click().run()  # data usage, last 3 months -> baseline
     assert not at.exception and not errors(at)
     assert at.query_params["whatif"] == "t0@9-11=b"

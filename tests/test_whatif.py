@@ -275,3 +275,11 @@ def test_the_download_holds_both_rows_with_the_edited_values_and_the_scenario(li
     frame = report.long_frame(outcome.attribution, whatif.report_bundle(bundle, "K02", outcome),
                               whatif.scenario_ids("K02"))
     assert frame["customer_id"].nunique() == 2 and len(frame) == 2 * (S + T * F)
+
+
+def test_an_empty_scenario_gives_two_identical_rows(linear):
+    bundle, _, _ = linear
+    outcome = whatif.evaluate(whatif.context(bundle, "K01", MEAN), Scenario())
+    a = outcome.attribution
+    assert outcome.change == 0 and np.array_equal(a.temporal[0], a.temporal[1])
+    assert np.array_equal(a.static[0], a.static[1]) and not outcome.edited["temporal"].any()
