@@ -171,6 +171,20 @@ class Scenario:
     def plus(self, *edits: Edit) -> "Scenario":
         return Scenario(self.edits + tuple(edits))
 
+    def with_value(self, role: str, feature: int, value: float, period: int | None = None,
+                   original: float | None = None) -> "Scenario":
+        """A value typed into one input: a static feature (replacing every earlier edit of it;
+        none at all when ``value`` is the customer's ``original``) or one month's cell
+        (replacing an earlier value typed into the same cell; it applies last)."""
+        if role == "static":
+            kept = tuple(e for e in self.edits if not (e.role == "static" and e.feature == feature))
+            same = original is not None and float(value) == float(original)
+            return Scenario(kept if same else kept + (Edit("static", feature, "set", float(value)),))
+        cell = (int(period), int(period))
+        kept = tuple(e for e in self.edits if not (e.role == "temporal" and e.feature == feature
+                                                   and e.periods == cell and e.kind == "set"))
+        return Scenario(kept + (Edit("temporal", feature, "set", float(value), cell),))
+
 
 def _number(value) -> str:
     """A short exact-enough text for a value (7 significant digits: float32's precision)."""

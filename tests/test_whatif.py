@@ -283,3 +283,17 @@ def test_an_empty_scenario_gives_two_identical_rows(linear):
     a = outcome.attribution
     assert outcome.change == 0 and np.array_equal(a.temporal[0], a.temporal[1])
     assert np.array_equal(a.static[0], a.static[1]) and not outcome.edited["temporal"].any()
+
+
+def test_typed_values_replace_earlier_ones_of_the_same_input(linear):
+    bundle, _, _ = linear
+    ctx = whatif.context(bundle, "K04", MEAN)
+    x = float(bundle.static[4, 0])
+    scenario = whatif.parse_scenario("s0=b,t1@2-4=b", bundle)
+    typed = scenario.with_value("temporal", 1, 0.5, period=3).with_value("temporal", 1, 0.25, period=3)
+    assert typed.text() == "s0=b,t1@2-4=b,t1@3=0.25"  # the cell's last value wins, after the window
+    inputs, _ = whatif.apply(ctx, typed)
+    assert inputs["temporal"][0, 3, 1] == 0.25
+    assert inputs["temporal"][0, 2, 1] == pytest.approx(ctx.baseline["temporal"][2, 1])
+    assert typed.with_value("static", 0, 0.125).text() == "t1@2-4=b,t1@3=0.25,s0=0.125"
+    assert typed.with_value("static", 0, x, original=x).text() == "t1@2-4=b,t1@3=0.25"  # back to the customer's

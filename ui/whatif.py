@@ -59,18 +59,10 @@ def scenario_state(bundle, cid: str, settings) -> tuple[Scenario, int]:
     return whatif.parse_scenario(current["text"], bundle, state.observed(bundle)), current["version"]
 
 
-def _replace(scenario: Scenario, new: Edit, same) -> Scenario:
-    return Scenario(tuple(e for e in scenario.edits if not same(e)) + (new,))
-
-
 def _static_changed(bundle, cid, settings, scenario, j: int, key: str) -> None:
-    value = float(st.session_state[key])
-    new = Edit("static", j, "set", value)
-    kept = Scenario(tuple(e for e in scenario.edits if not (e.role == "static" and e.feature == j)))
-    if value == float(bundle.inputs_for([cid])["static"][0, j]):
-        try_scenario(bundle, cid, settings, kept)  # back to the customer's own value
-    else:
-        try_scenario(bundle, cid, settings, kept.plus(new))
+    original = float(bundle.inputs_for([cid])["static"][0, j])
+    try_scenario(bundle, cid, settings, scenario.with_value("static", j, float(st.session_state[key]),
+                                                            original=original))
 
 
 def static_ui(bundle, cid, settings, scenario, values, version: int) -> None:
@@ -98,12 +90,9 @@ def static_ui(bundle, cid, settings, scenario, values, version: int) -> None:
 def _table_changed(bundle, cid, settings, scenario, key: str) -> None:
     for row, cells in st.session_state[key].get("edited_rows", {}).items():
         for column, value in cells.items():
-            if value is None:
-                continue
-            f, t = bundle.temporal_features.index(column), int(row)
-            scenario = _replace(scenario, Edit("temporal", f, "set", float(value), (t, t)),
-                                lambda e: e.role == "temporal" and e.feature == f and e.periods == (t, t)
-                                and e.kind == "set")
+            if value is not None:  # a cleared cell keeps its value
+                scenario = scenario.with_value("temporal", bundle.temporal_features.index(column), float(value),
+                                               period=int(row))
     try_scenario(bundle, cid, settings, scenario)
 
 
