@@ -56,3 +56,23 @@ def test_an_edit_shows_both_predictions_and_the_difference_heatmap(server, page)
     wait_idle(page)
     assert page.get_by_text("bring the prediction from").first.is_visible()
     screenshot(page, "whatif_search")
+
+
+def test_a_cell_typed_into_the_table_becomes_an_edit(server, page):  # noqa: F811
+    open_page(page, f"{server}/whatif?customer=C00002&steps=16")
+    before = metric(page, "What-if: predicted")
+    page.get_by_role("tab", name="Monthly values cell by cell").click()
+    grid = page.locator("[data-testid=stDataFrame]").first
+    grid.wait_for()
+    box = grid.bounding_box()
+    # the grid is drawn on a canvas: rows and the header are 35 px high; Support calls is the second column
+    page.mouse.dblclick(box["x"] + 290, box["y"] + 35 + 35 * 1 + 17)  # 2025-02
+    page.locator("input.gdg-input").wait_for()
+    page.keyboard.press("Control+a")
+    page.keyboard.type("1")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => location.search.includes('whatif=')")
+    wait_idle(page)
+    assert parse_qs(urlparse(page.url).query)["whatif"] == ["t1@1=1"]
+    assert metric(page, "What-if: predicted") != before
+    assert page.get_by_text("Support calls, 2025-02: set to 1").first.is_visible()
