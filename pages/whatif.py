@@ -15,6 +15,7 @@ INTRO = ("Change this customer's values and see what the model would say. Left: 
 def results(bundle, cid, settings, outcome) -> list:
     before, after = outcome.predictions
     name = show.md(bundle.output_names[outcome.attribution.settings.target])
+    name += "" if outcome.attribution.space_used == "output" else " (log-odds)"
     m1, m2, m3 = st.columns(3)
     m1.metric(f"Original: predicted {name}", f"{before:.3f}")
     m2.metric(f"What-if: predicted {name}", f"{after:.3f}", f"{after - before:+.3f}" if outcome.scenario else None,
