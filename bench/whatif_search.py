@@ -5,7 +5,7 @@
 
 Not a test. In one process (the engine traced and warm first):
 
-- the search (``explain.whatif.search``, the page's defaults: at most 3 edits, 10 s) for the
+- the search (``explain.counterfactual.search``, the page's defaults: at most 3 edits, 10 s) for the
   ``--customers`` customers the model flags (prediction > 0.5), half the highest-risk ones and
   half drawn with a seed: time per customer (median, 95th percentile, slowest), how many reach
   the threshold, edits and candidate inputs scored per customer;
@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from explain import whatif  # noqa: E402
+from explain import counterfactual, whatif  # noqa: E402
 from explain.bundle import load_bundle  # noqa: E402
 from explain.settings import Settings  # noqa: E402
 
@@ -50,12 +50,12 @@ def main() -> None:
     drawn = np.random.default_rng(0).choice(rest, size=min(args.customers - top.size, rest.size), replace=False)
     ids = [str(bundle.ids[i]) for i in np.concatenate([top, np.sort(drawn)])]
 
-    whatif.search(whatif.context(bundle, ids[0], settings), threshold=args.threshold)  # trace and warm up
+    counterfactual.search(whatif.context(bundle, ids[0], settings), threshold=args.threshold)  # trace and warm up
     seconds, reached, edits, evaluated = [], 0, [], []
     for cid in ids:
         ctx = whatif.context(bundle, cid, settings)
         start = time.perf_counter()
-        result = whatif.search(ctx, threshold=args.threshold)
+        result = counterfactual.search(ctx, threshold=args.threshold)
         seconds.append(time.perf_counter() - start)
         reached += result.reached
         edits.append(len(result.scenario.edits))
@@ -65,8 +65,9 @@ def main() -> None:
     ctx = whatif.context(bundle, ids[0], settings)
     attribution = whatif.explain_inputs(bundle, {r: ctx.original[r][None].astype(np.float32) for r in whatif.ROLES},
                                         settings)
-    pool = sorted(whatif.candidate_edits(ctx, ctx.original, attribution, 0, set(), set()), key=lambda c: -c[1])
-    trials = [whatif.with_change(ctx.original, change) for _, _, change in pool[:whatif.SEARCH_CANDIDATES]]
+    pool = sorted(counterfactual.candidate_edits(ctx, ctx.original, attribution, 0, set(), set()), key=lambda c: -c[1])
+    trials = [counterfactual.with_change(ctx.original, change)
+              for _, _, change in pool[:counterfactual.SEARCH_CANDIDATES]]
     static = np.stack([t["static"] for t in trials])
     temporal = np.stack([t["temporal"] for t in trials])
 

@@ -1,11 +1,11 @@
-"""What-if scenarios and the counterfactual search (explain/whatif.py), on small models whose
-answers are known and on the demo bundle."""
+"""What-if scenarios (explain/whatif.py) and the counterfactual search (explain/counterfactual.py),
+on small models whose answers are known and on the demo bundle."""
 
 import keras
 import numpy as np
 import pytest
 
-from explain import whatif
+from explain import counterfactual, whatif
 from explain.bundle import Bundle, load_bundle
 from explain.errors import ExplainError
 from explain.settings import Settings
@@ -153,7 +153,7 @@ def test_the_search_finds_the_one_static_edit_that_crosses(linear):
     b = small_bundle(model)
     cid = str(b.ids[row])
     ctx = whatif.context(b, cid, MEAN)
-    result = whatif.search(ctx, threshold=0.5)
+    result = counterfactual.search(ctx, threshold=0.5)
     assert result.reached and result.original_prediction > 0.9
     assert [e.text() for e in result.scenario.edits] == ["s4=0"]
     x = b.static[row].astype(float).copy()
@@ -173,16 +173,16 @@ def test_the_search_finds_the_two_month_window_that_crosses():
     bundle = Bundle(**{**{k: getattr(bundle, k) for k in bundle.__dataclass_fields__ if k != "_positions"},
                        "temporal": temporal.astype(np.float32)})
     ctx = whatif.context(bundle, "K00", MEAN)
-    result = whatif.search(ctx, threshold=0.5)
+    result = counterfactual.search(ctx, threshold=0.5)
     assert result.reached
     (edit,) = result.scenario.edits
     assert (edit.role, edit.feature, edit.periods) == ("temporal", 1, (4, 5)) and edit.kind in ("baseline", "median")
 
-    locked = whatif.search(ctx, threshold=0.5, locked=["temporal_1"])  # the only feature that matters
+    locked = counterfactual.search(ctx, threshold=0.5, locked=["temporal_1"])  # the only feature that matters
     assert not locked.reached and all(e.feature != 1 or e.role != "temporal" for e in locked.scenario.edits)
     assert locked.prediction > 0.5 and locked.stopped
     with pytest.raises(ExplainError, match="Cannot lock 'nope'"):
-        whatif.search(ctx, locked=["nope"])
+        counterfactual.search(ctx, locked=["nope"])
 
 
 def test_the_search_evaluates_candidates_in_batches_and_keeps_its_bounds(monkeypatch):
@@ -190,10 +190,10 @@ def test_the_search_evaluates_candidates_in_batches_and_keeps_its_bounds(monkeyp
     bundle = small_bundle(sigmoid_linear(np.random.default_rng(1).normal(size=S), wt, bias=2.0))
     ctx = whatif.context(bundle, "K03", MEAN)
     calls = []
-    predict = whatif.predict
-    monkeypatch.setattr(whatif, "predict",
+    predict = counterfactual.predict
+    monkeypatch.setattr(counterfactual, "predict",
                         lambda b, s, t, target, **kw: calls.append(len(s)) or predict(b, s, t, target, **kw))
-    result = whatif.search(ctx, threshold=0.05, max_edits=2)
+    result = counterfactual.search(ctx, threshold=0.05, max_edits=2)
     assert len(result.scenario.edits) <= 2 and result.rounds <= 2
     assert sum(calls) == result.evaluated + 1 and len(calls) <= 3 * result.rounds + 2  # not one call per candidate
     assert max(calls) > 20
@@ -204,11 +204,11 @@ def test_the_search_evaluates_candidates_in_batches_and_keeps_its_bounds(monkeyp
     assert np.all(inputs["temporal"][0] >= observed.temporal_min - 1e-6)
     assert np.all(inputs["temporal"][0] <= observed.temporal_max + 1e-6)
 
-    quick = whatif.search(ctx, threshold=0.05, time_limit=1e-9)
+    quick = counterfactual.search(ctx, threshold=0.05, time_limit=1e-9)
     assert quick.rounds == 0 and not quick.scenario and "time limit" in quick.stopped
     for bad, message in (({"threshold": 1.5}, "between 0 and 1"), ({"max_edits": 0}, "max_edits=0")):
         with pytest.raises(ExplainError, match=message):
-            whatif.search(ctx, **bad)
+            counterfactual.search(ctx, **bad)
 
 
 def test_padded_months_are_never_edited_and_do_not_count_in_the_ranges():
@@ -228,7 +228,7 @@ def test_padded_months_are_never_edited_and_do_not_count_in_the_ranges():
     with pytest.raises(ScenarioError, match="which is padding"):
         whatif.apply(ctx, whatif.parse_scenario("t0@2-3=b", bundle))
     p = float(whatif.predict(bundle, bundle.static[:1], bundle.temporal[:1], 0)[0])
-    result = whatif.search(ctx, threshold=max(0.01, p - 0.05), max_edits=3)
+    result = counterfactual.search(ctx, threshold=max(0.01, p - 0.05), max_edits=3)
     assert result.evaluated > 0
     for edit in result.scenario.edits:
         assert edit.role == "static" or edit.periods[0] >= 3
@@ -243,7 +243,7 @@ def test_on_the_demo_the_search_brings_a_high_risk_customer_below_one_half():
     scores = bundle.predict()[:, 0]
     cid = str(bundle.ids[int(np.argmax(scores))])
     ctx = whatif.context(bundle, cid, Settings())
-    result = whatif.search(ctx, threshold=0.5, locked=["contract_month_to_month"], max_edits=3)
+    result = counterfactual.search(ctx, threshold=0.5, locked=["contract_month_to_month"], max_edits=3)
     assert result.reached and len(result.scenario.edits) <= 3
     assert all(not (e.role == "static" and e.feature == 1) for e in result.scenario.edits)
     edited = whatif.parse_scenario(result.scenario.text(), bundle)  # the URL form reopens the same result

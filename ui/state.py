@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explain import batch, cohort, diagnostics, whatif
+from explain import batch, cohort, counterfactual, diagnostics, whatif
 from explain import bundle as bundle_io
 from explain.errors import ExplainError
 from explain.explainer import explain_customers
@@ -286,12 +286,12 @@ def _whatif_search(_bundle, content_hash: str, customer: str, key: tuple, thresh
                    max_edits: int, time_limit: float):
     with WORK.computing("what-if search"):
         ctx = whatif_context(_bundle, customer, Settings.from_key(key))
-        return whatif.search(ctx, threshold=threshold, locked=locked, max_edits=max_edits, time_limit=time_limit,
-                             should_stop=runtime.should_stop)
+        return counterfactual.search(ctx, threshold=threshold, locked=locked, max_edits=max_edits,
+                                     time_limit=time_limit, should_stop=runtime.should_stop)
 
 
 def whatif_search(bundle, customer: str, settings: Settings, *, threshold: float, locked=(), max_edits: int = 3,
-                  time_limit: float = 10.0) -> "whatif.SearchResult":
+                  time_limit: float = 10.0) -> "counterfactual.SearchResult":
     """The counterfactual search for ``customer`` (cached by its settings)."""
     return _whatif_search(bundle, bundle.content_hash, str(customer), settings.key(), float(threshold),
                           tuple(sorted(locked)), int(max_edits), float(time_limit))
