@@ -15,6 +15,7 @@ st.set_page_config(page_title="Churn explainer · Integrated Gradients", page_ic
 PAGES = [
     st.Page("pages/customer.py", title="Customer", icon=":material/person:", default=True),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("pages/whatif.py", title="What-if", icon=":material/tune:", url_path="whatif"),
     st.Page("pages/cohort.py", title="Cohort", icon=":material/groups:"),
     st.Page("pages/diagnostics.py", title="Diagnostics", icon=":material/troubleshoot:"),
     st.Page("pages/data.py", title="Data & model", icon=":material/upload_file:"),

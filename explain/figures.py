@@ -625,3 +625,29 @@ def diagnostics(bundle, customer, settings=None, *, steps=None, points: int | No
         path_figure(profile, y_title=f"{bundle.output_names[target]} ({settings.space})",
                     title="Along the path from baseline to customer"),
     )
+# ----------------------------------------------------------------------------- what-if
+
+
+def whatif_figures(periods, features, original, edited, *, changed=None, values=(None, None), units=None,
+                   names=("Original", "What-if")) -> tuple[go.Figure, go.Figure, go.Figure]:
+    """The original's and the edited customer's heatmaps on ONE shared symmetric scale, and the
+    change (edited minus original) on its own; ``changed`` (T, F) bool outlines the edited cells.
+
+    original, edited: (T, F) attributions; values: their raw values (T, F) for the hover text.
+    """
+    fig_edited, fig_original, fig_change = compare_figures(
+        periods, features, edited, original, names=(names[1], names[0]), values=(values[1], values[0]),
+        units=units)
+    fig_original.update_traces(showscale=False)
+    fig_edited.update_traces(showscale=True)
+    fig_change.update_layout(title_text=esc(f"Change: {names[1]} minus {names[0]} (own scale)"))
+    fig_change.update_traces(colorbar_title_text="Change<br>red: the edit<br>raised the effect<br>"
+                                                 "blue: lowered it", selector=dict(type="heatmap"))
+    if changed is not None and np.asarray(changed).any():
+        rows, cols = np.nonzero(np.asarray(changed, bool))  # (period, feature) of each edited cell
+        for fig in (fig_edited, fig_change):
+            fig.add_trace(go.Scatter(
+                x=[esc(periods[i]) for i in rows], y=[esc(features[j]) for j in cols], mode="markers",
+                marker=dict(symbol="square-open", size=13, color="#111", line=dict(width=2)),
+                hovertemplate="edited: %{x}, %{y}<extra></extra>", showlegend=False))
+    return fig_original, fig_edited, fig_change

@@ -1,0 +1,103 @@
+"""What-if: edit one customer's inputs; see the prediction and its explanation change."""
+
+import streamlit as st
+
+from explain import baselines, figures, report, whatif
+from ui import frame, show, state
+from ui import whatif as ui
+
+INTRO = ("Change this customer's values and see what the model would say. Left: the customer as they are; "
+         "right: with your edits. Both heatmaps use **one colour scale** (the same shade is the same effect: "
+         ":red[red raises] the score, :blue[blue lowers] it); the third shows how each effect changed. "
+         "Outlined squares are the cells you edited.")
+
+
+def results(bundle, cid, settings, outcome) -> list:
+    before, after = outcome.predictions
+    name = show.md(bundle.output_names[outcome.attribution.settings.target])
+    name += "" if outcome.attribution.space_used == "output" else " (log-odds)"
+    m1, m2, m3 = st.columns(3)
+    m1.metric(f"Original: predicted {name}", f"{before:.3f}")
+    m2.metric(f"What-if: predicted {name}", f"{after:.3f}", f"{after - before:+.3f}" if outcome.scenario else None,
+              delta_color="inverse")
+    m3.metric("Edits", len(outcome.scenario.edits), help="each one-click edit or changed cell counts once")
+    for i, column in enumerate((m1, m2)):
+        with column:
+            fx, fb = outcome.attribution.prediction[i], outcome.attribution.baseline_prediction[i]
+            show.delta_badge(*report.delta_status(float(outcome.attribution.delta[i]), float(fx), float(fb)))
+    for note in outcome.notes:
+        st.info(show.md(note), icon=":material/info:")
+    st.caption(show.md(f"Each cell: how much that month's value moves the score away from the baseline's "
+                       f"({settings.baseline}: {baselines.describe(settings.baseline)})"))
+    values = (bundle.inputs_for([cid])["temporal"][0], outcome.inputs["temporal"][0])
+    units = show.units(bundle, bundle.temporal_features)
+    a = outcome.attribution
+    fig_o, fig_e, fig_d = figures.whatif_figures(bundle.periods, bundle.temporal_labels, a.temporal[0], a.temporal[1],
+                                                 changed=outcome.edited["temporal"], values=values, units=units)
+    left, right = st.columns(2)
+    with left:
+        show.plot(fig_o, key="whatif_original")
+    with right:
+        show.plot(fig_e, key="whatif_edited")
+    show.plot(fig_d, key="whatif_difference")
+    fig_s = figures.compare_static(bundle.static_labels, outcome.attribution.static[0],
+                                   outcome.attribution.static[1], names=("Original", "What-if"))
+    show.plot(fig_s, key="whatif_static")
+    return [("Monthly features: original", fig_o), ("Monthly features: what-if", fig_e),
+            ("Change", fig_d), ("Static features", fig_s)]
+
+
+def search_section(bundle, cid, settings) -> None:
+    st.subheader("What would change the outcome?")
+    st.caption("A search for a small edit that brings the prediction below a threshold: it tries the features "
+               "and month windows with the largest effects first, within the values seen in the data.")
+    search = ui.search_ui(bundle, cid)
+    if search is None:
+        return
+    result = state.whatif_search(bundle, cid, settings, **search)
+    if result.reached:
+        st.success(show.md(f"{len(result.scenario.edits)} edit(s) bring the prediction from "
+                           f"{result.original_prediction:.3f} to {result.prediction:.3f}:"), icon=":material/check:")
+    else:
+        st.error(show.md(f"Not found: {result.stopped}. Best reached: {result.prediction:.3f} "
+                         f"(from {result.original_prediction:.3f}). Unlock features or allow more edits."))
+    values = bundle.inputs_for([cid])
+    for edit in result.scenario.edits:
+        st.markdown("- " + show.md(edit.describe(bundle, {role: values[role][0] for role in values})))
+    st.warning(show.md(result.caution), icon=":material/psychology_alt:")
+    st.caption(show.md(f"{result.rounds} round(s), {result.evaluated} candidate inputs scored, "
+                       f"{result.seconds:.2f} s; stopped because {result.stopped}."))
+    if result.scenario:
+        st.button("Show these edits above", icon=":material/arrow_upward:", key="wi_use",
+                  on_click=ui.try_scenario, args=(bundle, cid, settings, result.scenario))
+
+
+def whatif_page():
+    bundle, choice = frame.page()
+    cid, settings = choice.customer, choice.settings
+    st.title(f"What if… customer {show.md(cid)}")
+    st.markdown(INTRO)
+    scenario, version = ui.scenario_state(bundle, cid, settings)
+    outcome = state.whatif_outcome(bundle, cid, settings, scenario.text())
+    quick, table, static = st.tabs(["Monthly values in one click", "Monthly values cell by cell", "Static values"])
+    with quick:
+        ui.quick_ui(bundle, cid, settings, scenario)
+    with table:
+        st.caption("Double-click a cell to change it; each column accepts the range seen in the data.")
+        ui.table_ui(bundle, cid, settings, scenario, outcome.inputs["temporal"][0], version)
+    with static:
+        ui.static_ui(bundle, cid, settings, scenario, outcome.inputs["static"][0], version)
+    if scenario:
+        st.markdown("**Your edits**: " + "; ".join(show.md(e.describe(bundle)) for e in scenario.edits))
+        st.button("Undo the last edit", key="wi_undo", icon=":material/undo:", on_click=ui.try_scenario,
+                  args=(bundle, cid, settings, whatif.Scenario(scenario.edits[:-1])))
+    else:
+        st.caption("No edits yet: both sides show the customer as they are.")
+    figs = results(bundle, cid, settings, outcome)
+    search_section(bundle, cid, settings)
+    st.subheader("Download")
+    ui.downloads_ui(bundle, cid, settings, outcome, figs)
+
+
+with show.guard():
+    whatif_page()
