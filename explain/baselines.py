@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from explain.errors import AttributionError
+from explain.labels import mask as cohort_mask  # noqa: F401  (baselines.cohort_mask: its old home)
+from explain.labels import text as labels_text
 from explain.settings import (BAD_SAMPLES, BAD_SPEC, BAD_WIDTH, DEFAULT_BLUR_WIDTH, DEFAULT_SAMPLES, KINDS,  # noqa: F401
                               MAX_SAMPLES, Baseline)
 
@@ -143,7 +145,7 @@ def from_spec(spec: str | Baseline, data: dict, inputs: dict, *, ids=None, label
             raise AttributionError(NO_LABELS)
         mask = cohort_mask(labels, arg)
         if not mask.any():
-            present = ", ".join(sorted({_label_text(v) for v in labels}))
+            present = ", ".join(sorted({labels_text(v) for v in labels}))
             raise AttributionError(EMPTY_COHORT.format(value=arg, present=present))
         return cohort(data, mask)
     if kind == "flat":
@@ -151,17 +153,6 @@ def from_spec(spec: str | Baseline, data: dict, inputs: dict, *, ids=None, label
     if kind == "blur":
         return blur(inputs, spec.width)
     return sample(data, arg, seed)
-
-
-def _label_text(value) -> str:
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def cohort_mask(labels, value: str) -> np.ndarray:
-    """Rows whose label, written as text ('1', 'yes'...), equals ``value``."""
-    return np.array([_label_text(v) == str(value) for v in labels], bool)
 
 
 def describe(spec: str | Baseline) -> str:
