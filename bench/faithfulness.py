@@ -26,14 +26,15 @@ sys.path.insert(0, str(ROOT))
 
 from explain import faithfulness as fa  # noqa: E402
 from explain.bundle import load_bundle  # noqa: E402
-from explain.explainer import Request, baseline_for  # noqa: E402
+from explain.explainer import baseline_for  # noqa: E402
+from explain.settings import Settings  # noqa: E402
 
 
 def loop_seconds_per_call(bundle, result, customers: int = 2) -> float:
     """Seconds per perturbed input when each one is its own model call (the IG deletion curve)."""
     inputs = bundle.inputs_for(result.ids[:customers])
     x = fa.flatten(inputs["static"], inputs["temporal"])
-    b = fa.flatten(**fa.single_baseline(baseline_for(bundle, inputs, result.request.baseline), customers))
+    b = fa.flatten(**fa.single_baseline(baseline_for(bundle, inputs, result.settings.baseline), customers))
     order = np.argsort(-np.abs(x - b), axis=1)  # any order costs the same
     s = bundle.n_static
     calls, start = 0, time.perf_counter()
@@ -54,15 +55,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     bundle = load_bundle(ROOT / "bundles" / "demo")
-    request = Request(steps=args.steps)
+    settings = Settings(steps=args.steps)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"load average before: {os.getloadavg()[0]:.2f}")
     start = time.perf_counter()
-    result = fa.run(bundle, request, customers=args.customers)
+    result = fa.run(bundle, settings, customers=args.customers)
     print(f"first run (traces the compiled functions): {time.perf_counter() - start:.2f} s")
     warm = []
     for _ in range(args.repeat):
-        result = fa.run(bundle, request, customers=args.customers)
+        result = fa.run(bundle, settings, customers=args.customers)
         warm.append(result.seconds)
     best = {key: min(seconds[key] for seconds in warm) for key in warm[0]}
     curves = result.curves

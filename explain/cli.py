@@ -176,12 +176,15 @@ def cmd_faithfulness(args) -> int:
     from explain.bundle import load_bundle
 
     faithfulness.check_out(args.out)
-    result = faithfulness.run(load_bundle(args.bundle), _request(args), customers=args.customers, seed=args.seed,
+    settings = settings_from_args(args)
+    result = faithfulness.run(load_bundle(args.bundle), settings, customers=args.customers, seed=settings.seed,
                               random_orders=args.random_orders, repeats=args.repeats, batch_size=args.batch_size)
     path = faithfulness.write_report(args.out, result)
     print("\n".join(faithfulness.summary_lines(result)))
     print(f"wrote {path}")
     return 0
+
+
 def cmd_serve(args) -> int:
     from explain.serve import serve
 

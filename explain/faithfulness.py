@@ -51,8 +51,11 @@ import numpy as np
 import pandas as pd
 
 from explain import ig
+from explain.engine import StopCheck, engine_for
 from explain.errors import ExplainError
-from explain.explainer import Request, baseline_for, explain_customers
+from explain.explainer import baseline_for, explain_customers
+from explain.files import write_atomic
+from explain.settings import Settings
 
 DEFAULT_CUSTOMERS = 200
 DEFAULT_RANDOM_ORDERS = 5
@@ -192,7 +195,7 @@ class Faithfulness:
     """Everything ``run`` measured for one set of customers."""
 
     ids: list
-    request: Request
+    settings: Settings
     curves: Curves
     randomisation: Randomisation
     occlusion: Occlusion
@@ -247,12 +250,15 @@ def single_baseline(baselines: dict, n: int) -> dict:
             "temporal": np.broadcast_to(temporal, (n, *temporal.shape[1:]))}
 
 
-def predict(model, static, temporal, *, target: int = 0, space: str = "output") -> np.ndarray:
-    """The model's ``target`` output in ``space`` for every row, (rows,) float64, in compiled batched calls."""
-    engine = ig.engine_for(model)
+def predict(model, static, temporal, *, target: int = 0, space: str = "output",
+            should_stop: StopCheck = None) -> np.ndarray:
+    """The model's ``target`` output in ``space`` for every row, (rows,) float64, in compiled batched calls.
+
+    ``should_stop``: as for ``integrated_gradients`` (``explain.errors.Stopped`` between calls)."""
+    engine = engine_for(model)
     static = np.ascontiguousarray(static, dtype=engine.dtypes["static"].as_numpy_dtype)
     temporal = np.ascontiguousarray(temporal, dtype=engine.dtypes["temporal"].as_numpy_dtype)
-    return engine.forward(static, temporal, space, ROWS_PER_CALL)[:, target]
+    return engine.forward(static, temporal, space, ROWS_PER_CALL, should_stop=should_stop)[:, target]
 
 
 def _check_count(name, value, what):
@@ -264,13 +270,13 @@ def _check_count(name, value, what):
 
 
 def perturbation_curves(model, inputs: dict, baselines: dict, scores: dict, *, target: int = 0,
-                        space: str = "output", k=None) -> Curves:
+                        space: str = "output", k=None, should_stop: StopCheck = None) -> Curves:
     """Deletion and insertion curves for each ranking in ``scores``.
 
     scores: {name: (n, S + T * F)} (cells ranked by the value, largest first; pass |attribution|),
     or (R, n, S + T * F) for several orders of one name. k: the grid (default :func:`k_grid`).
     """
-    engine = ig.engine_for(model)
+    engine = engine_for(model)
     x = flatten(inputs["static"], inputs["temporal"]).astype(np.float64)  # (n, D)
     n, cells = x.shape
     b = flatten(**single_baseline(baselines, n))
@@ -293,7 +299,7 @@ def perturbation_curves(model, inputs: dict, baselines: dict, scores: dict, *, t
                     moved, kept = (b[rows], x[rows]) if kind == "deletion" else (x[rows], b[rows])
                     z = np.where(top, moved[:, None], kept[:, None]).reshape(-1, cells)  # (c * m, D)
                     out[kind][r, rows] = predict(model, *_unflatten(z, engine.shapes), target=target,
-                                                 space=space).reshape(-1, m)
+                                                 space=space, should_stop=should_stop).reshape(-1, m)
         for kind in KINDS:
             predictions[kind][name] = out[kind] if score.ndim == 3 else out[kind][0]
     some = next(iter(predictions["deletion"].values()))
@@ -302,7 +308,7 @@ def perturbation_curves(model, inputs: dict, baselines: dict, scores: dict, *, t
 
 
 def occlusion(model, inputs: dict, baselines: dict, attribution, *, target: int = 0, space: str = "output",
-              periods=None, features=None) -> Occlusion:
+              periods=None, features=None, should_stop: StopCheck = None) -> Occlusion:
     """Set each period, then each feature (static ones, then temporal ones in every period), to the
     baseline: one forward call over all of them (per chunk of customers); compare the prediction change
     with IG's totals of the same cells."""
@@ -326,7 +332,8 @@ def occlusion(model, inputs: dict, baselines: dict, attribution, *, target: int 
             vs[:, 1 + T + j, j] = bs[:, j]
         for f in range(F):
             vt[:, 1 + T + S + f, :, f] = bt[:, :, f]
-        out = predict(model, vs.reshape(-1, S), vt.reshape(-1, T, F), target=target, space=space).reshape(-1, groups)
+        out = predict(model, vs.reshape(-1, S), vt.reshape(-1, T, F), target=target, space=space,
+                      should_stop=should_stop).reshape(-1, groups)
         change[rows] = out[:, :1] - out[:, 1:]  # f(x) - f(x with the group at the baseline)
     a_s, a_t = np.asarray(attribution.static), np.asarray(attribution.temporal)
     return Occlusion(
@@ -430,22 +437,27 @@ def sample_ids(bundle, customers: int = DEFAULT_CUSTOMERS, seed: int = 0) -> lis
     return [str(i) for i in bundle.ids[rows]]
 
 
-def run(bundle, request: Request = Request(), *, customers: int = DEFAULT_CUSTOMERS, seed: int = 0,
+def run(bundle, settings: Settings = Settings(), *, customers: int = DEFAULT_CUSTOMERS, seed: int = 0,
         random_orders: int = DEFAULT_RANDOM_ORDERS, repeats: int = DEFAULT_REPEATS, ids=None,
-        batch_size: int | None = None) -> Faithfulness:
-    """All three checks on ``customers`` sampled customers of ``bundle`` (or on ``ids``)."""
+        batch_size: int | None = None, should_stop: StopCheck = None) -> Faithfulness:
+    """All three checks on ``customers`` customers of ``bundle`` drawn with ``seed`` (or on ``ids``).
+
+    ``seed`` also seeds the random orders and the re-initialisations. ``should_stop``: as for
+    ``integrated_gradients``: ``explain.errors.Stopped`` between two model calls when it says so.
+    """
     _check_count("random_orders", random_orders, "how many seeded random orders")
     ids = [str(i) for i in ids] if ids is not None else sample_ids(bundle, customers, seed)
     seconds = {}
     started = time.perf_counter()
     inputs = bundle.inputs_for(ids)
-    baselines = baseline_for(bundle, inputs, request.baseline, request.seed)
-    attribution = explain_customers(bundle, ids, request, batch_size=batch_size)
-    target = attribution.settings.target
+    baselines = baseline_for(bundle, inputs, settings.baseline, settings.seed)
+    attribution = explain_customers(bundle, ids, settings, batch_size=batch_size, should_stop=should_stop)
+    settings = attribution.settings  # the target as an index
+    target, space = settings.target, settings.space
     replacement = single_baseline(baselines, len(ids))
     gradient_x_input = ig.integrated_gradients(  # one step of the right rule: grad f(x) * (x - b)
-        bundle.model, inputs, replacement, steps=1, method="right", target=target, space=request.space,
-        batch_size=batch_size, ids=ids)
+        bundle.model, inputs, replacement, steps=1, method="right", target=target, space=space,
+        batch_size=batch_size, ids=ids, should_stop=should_stop)
     seconds["attributions"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -457,26 +469,28 @@ def run(bundle, request: Request = Request(), *, customers: int = DEFAULT_CUSTOM
         "random": np.stack([rng.permuted(np.tile(np.arange(cells, dtype=np.float64), (len(ids), 1)), axis=1)
                             for _ in range(random_orders)]),
     }
-    curves = perturbation_curves(bundle.model, inputs, baselines, scores, target=target, space=request.space)
+    curves = perturbation_curves(bundle.model, inputs, baselines, scores, target=target, space=space,
+                                 should_stop=should_stop)
     seconds["curves"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    occluded = occlusion(bundle.model, inputs, baselines, attribution, target=target, space=request.space,
-                         periods=bundle.periods, features=[*bundle.static_labels, *bundle.temporal_labels])
+    occluded = occlusion(bundle.model, inputs, baselines, attribution, target=target, space=space,
+                         periods=bundle.periods, features=[*bundle.static_labels, *bundle.temporal_labels],
+                         should_stop=should_stop)
     seconds["occlusion"] = time.perf_counter() - started
 
     started = time.perf_counter()
 
     def attribute(model):
         return ig.integrated_gradients(
-            model, inputs, baselines, steps=request.steps, method=request.method, target=target,
-            space=request.space, path=request.path, batch_size=batch_size, tolerance=request.tolerance, ids=ids)
+            model, inputs, baselines, steps=settings.steps, method=settings.method, target=target, space=space,
+            path=settings.path, batch_size=batch_size, tolerance=settings.tolerance, ids=ids, should_stop=should_stop)
 
     randomisation = model_randomisation(bundle.model, inputs, baselines, attribute, seed=seed, repeats=repeats,
-                                        target=target, space=request.space, original=attribution)
+                                        target=target, space=space, original=attribution)
     seconds["randomisation"] = time.perf_counter() - started
     seconds["total"] = sum(seconds.values())
-    return Faithfulness(ids=ids, request=request, curves=curves, randomisation=randomisation, occlusion=occluded,
+    return Faithfulness(ids=ids, settings=settings, curves=curves, randomisation=randomisation, occlusion=occluded,
                         random_orders=random_orders, seed=seed, seconds=seconds)
 
 
@@ -507,7 +521,7 @@ def to_json_dict(result: Faithfulness) -> dict:
             shares[kind][ranking] = [_number(v) for v in share]
     rnd, occ = result.randomisation, result.occlusion
     return {
-        "settings": {**result.request.as_dict(), "customers": len(result.ids), "seed": result.seed,
+        "settings": {**result.settings.as_dict(), "customers": len(result.ids), "seed": result.seed,
                      "random_orders": result.random_orders, "cells": curves.cells,
                      "curve_points": int(curves.k.size)},
         "customers": list(result.ids),
@@ -559,8 +573,6 @@ def summary_lines(result: Faithfulness) -> list:
 
 def write_report(path, result: Faithfulness):
     """Write the JSON report atomically (a temporary file, then a rename)."""
-    from explain.report import write_atomic
-
     check_out(path)
     text = json.dumps(to_json_dict(result), indent=1)
     return write_atomic(path, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"))
