@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explain import batch, cohort, counterfactual, diagnostics, faithfulness, whatif
+from explain import batch, cohort, counterfactual, diagnostics, whatif
 from explain import bundle as bundle_io
 from explain.errors import ExplainError
 from explain.explainer import explain_customers
@@ -295,27 +295,3 @@ def whatif_search(bundle, customer: str, settings: Settings, *, threshold: float
     """The counterfactual search for ``customer`` (cached by its settings)."""
     return _whatif_search(bundle, bundle.content_hash, str(customer), settings.key(), float(threshold),
                           tuple(sorted(locked)), int(max_edits), float(time_limit))
-# ----------------------------------------------------------------------------- faithfulness checks
-
-
-@st.cache_data(max_entries=8, ttl=TTL, show_spinner="Running the faithfulness checks...")
-def _faithfulness(_bundle, content_hash: str, key: tuple, customers: int):
-    with WORK.computing(f"faithfulness checks of {customers} customers"):
-        return faithfulness.run(_bundle, Settings.from_key(key), customers=customers, should_stop=runtime.should_stop)
-
-
-def faithfulness_checks(bundle, settings: Settings, customers: int, *, run: bool):
-    """The faithfulness checks of ``customers`` sampled customers under ``settings``, or None.
-
-    Computed only once asked for (``run``: the button) for these settings; then read from the
-    cache on this session's reruns until a setting changes.
-    """
-    key = (bundle.content_hash, settings.key(), customers)
-    if run:
-        st.session_state["faithfulness_for"] = key
-    if st.session_state.get("faithfulness_for") != key:
-        return None
-    start = time.perf_counter()
-    result = _faithfulness(bundle, bundle.content_hash, settings.key(), customers)
-    record_timing("faithfulness checks", customers, settings, result.seconds["total"], time.perf_counter() - start)
-    return result
