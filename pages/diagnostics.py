@@ -1,8 +1,9 @@
 """Diagnostics (for the ML engineer): convergence, the path, what the engine detected, timings."""
 
+import numpy as np
 import streamlit as st
 
-from explain import diagnostics, figures, report
+from explain import diagnostics, faithfulness, figures, report
 from ui import frame, show, state
 
 SAMPLE_NOTE = " For sample:K the path to the first sampled baseline is shown."
@@ -44,12 +45,41 @@ def diagnostics_page():
     with right:
         st.subheader("Timings of the last computations")
         st.dataframe(state.timings(), hide_index=True)
+    faithfulness_section(bundle, settings)
     st.subheader("Model summary")
     show.model_summary(*state.model_layers(bundle))
     if bundle.notes:
         st.subheader("Notes from loading the bundle")
         for note in bundle.notes:
             st.text(note)
+
+
+def faithfulness_section(bundle, settings):
+    st.subheader("Can the attributions be trusted? Faithfulness checks")
+    n = faithfulness.DEFAULT_CUSTOMERS
+    result = state.faithfulness_checks(bundle, settings, n, run=st.button(f"Run faithfulness checks ({n} customers)"))
+    if result is None:
+        st.caption("Deletion and insertion curves against random orders, the model randomisation check and occlusion, "
+                   "for a seeded sample with the sidebar's settings (about 15 s on 2 cores).")
+        return
+    curves, rnd, occ = result.curves, result.randomisation, result.occlusion
+    columns = st.columns(2)
+    for column, kind in zip(columns, faithfulness.KINDS):
+        with column:
+            shares = {r: curves.share(kind, r) for r in faithfulness.RANKINGS}
+            aopc = {r: float(np.mean(curves.aopc(kind, r))) for r in faithfulness.RANKINGS}
+            show.plot(figures.perturbation_curves_figure(curves.fractions, shares, kind=kind, aopc=aopc,
+                                                         title=f"{kind.capitalize()} curves"), key=f"faith_{kind}")
+    left, right = st.columns(2)
+    with left:
+        show.plot(figures.randomisation_figure(rnd.layers, rnd.spearman, rnd.spearman_abs, input_only=rnd.input_only_abs,
+                                               title="Model randomisation (cascading)"), key="faith_random")
+    with right:
+        show.plot(figures.occlusion_scatter(occ.ig_total["period"], occ.change["period"], occ.groups["period"],
+                                            spearman=occ.spearman("period"), title="Occlusion per period against IG"),
+                  key="faith_occlusion")
+    for line in faithfulness.summary_lines(result):
+        st.caption(show.md(line))
 
 
 with show.guard():

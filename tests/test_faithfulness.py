@@ -325,3 +325,40 @@ def test_figures_carry_the_numbers_and_escape_names():
     np.testing.assert_array_equal(points.x, totals.ravel())
     np.testing.assert_array_equal(points.y, changes.ravel())
     assert list(points.text) == ["m1", "m2", "&lt;i&gt;m3&lt;/i&gt;"] * 2
+
+
+def test_should_stop_ends_the_checks_between_model_calls(linear):
+    from explain.errors import Stopped
+
+    model, ws, wt = linear
+    x = data(4)
+    b = {"static": np.zeros((1, S)), "temporal": np.zeros((1, T, F))}
+    calls = []
+
+    def stop_at_the_second_call():
+        calls.append(1)
+        return len(calls) >= 2
+
+    with pytest.raises(Stopped):
+        fa.perturbation_curves(model, x, b, {"ig": np.ones((4, CELLS)), "other": np.ones((4, CELLS))},
+                               should_stop=stop_at_the_second_call)
+    assert len(calls) == 2  # asked before each forward call; the first went through
+    with pytest.raises(Stopped):
+        fa.occlusion(model, x, b, explain.integrated_gradients(model, x, b, steps=2), should_stop=lambda: True)
+
+
+# ----------------------------------------------------------------------------- the Diagnostics page
+
+
+def test_diagnostics_page_runs_the_checks_only_when_asked():
+    from tests.apptest import app, charts
+
+    at = app({"customer": "C00003", "steps": "16"}, page="pages/diagnostics.py")
+    assert not any(key.startswith("faith_") for key in charts(at))  # not on page load
+    button = next(b for b in at.button if b.label.startswith("Run faithfulness checks"))
+    button.click().run(timeout=600)
+    assert not at.exception, [e.value for e in at.exception]
+    figs = charts(at)
+    assert {"faith_deletion", "faith_insertion", "faith_random", "faith_occlusion"} <= set(figs)
+    assert len(figs["faith_random"]["data"][0]["y"]) == 5  # trained + 4 layers re-initialised
+    assert any("AOPC deletion" in c.value for c in at.caption)
