@@ -57,7 +57,8 @@ def diagnostics_page():
 def faithfulness_section(bundle, settings):
     st.subheader("Can the attributions be trusted? Faithfulness checks")
     n = faithfulness.DEFAULT_CUSTOMERS
-    result = state.faithfulness_checks(bundle, settings, n, run=st.button(f"Run faithfulness checks ({n} customers)"))
+    st.button(f"Run faithfulness checks ({n} customers)", on_click=state.ask_for_faithfulness)  # survives a rerun
+    result = state.faithfulness_checks(bundle, settings, n)
     if result is None:
         st.caption("Deletion and insertion curves against random orders, the model randomisation check and occlusion, "
                    "for a seeded sample with the sidebar's settings (about 15 s on 2 cores).")

@@ -259,14 +259,20 @@ def _faithfulness(_bundle, content_hash: str, key: tuple, customers: int):
         return faithfulness.run(_bundle, Settings.from_key(key), customers=customers, should_stop=runtime.should_stop)
 
 
-def faithfulness_checks(bundle, settings: Settings, customers: int, *, run: bool):
+def ask_for_faithfulness() -> None:
+    """The button's callback: run the checks at the next run of the page (a flag in session state,
+    so that a rerun of the frame before the page does not lose the click)."""
+    st.session_state["faithfulness_asked"] = True
+
+
+def faithfulness_checks(bundle, settings: Settings, customers: int):
     """The faithfulness checks of ``customers`` sampled customers under ``settings``, or None.
 
-    Computed only once asked for (``run``: the button) for these settings; then read from the
-    cache on this session's reruns until a setting changes.
+    Computed only once asked for (:func:`ask_for_faithfulness`) for these settings; then read
+    from the cache on this session's reruns until a setting changes.
     """
     key = (bundle.content_hash, settings.key(), customers)
-    if run:
+    if st.session_state.pop("faithfulness_asked", False):
         st.session_state["faithfulness_for"] = key
     if st.session_state.get("faithfulness_for") != key:
         return None
