@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explain import batch, cohort, diagnostics, faithfulness
+from explain import batch, cohort, counterfactual, diagnostics, faithfulness, whatif
 from explain import bundle as bundle_io
 from explain.errors import ExplainError
 from explain.explainer import explain_customers
@@ -248,6 +248,53 @@ def _baseline_arrays(_bundle, content_hash: str, customer: str, key: tuple) -> d
 def baseline_arrays(bundle, customer: str, settings: Settings) -> dict:
     """The baseline this customer is compared with: static (S,), temporal (T, F) (mean if sampled)."""
     return _baseline_arrays(bundle, bundle.content_hash, str(customer), settings.key())
+
+
+# ----------------------------------------------------------------------------- what-if
+
+
+@st.cache_data(max_entries=16, ttl=TTL, show_spinner=False)
+def _observed(_bundle, content_hash: str):
+    return whatif.Observed.of(_bundle)
+
+
+def observed(bundle) -> "whatif.Observed":
+    """The ranges and category sets observed in the bundle's data (what a what-if edit may use)."""
+    return _observed(bundle, bundle.content_hash)
+
+
+def whatif_context(bundle, customer: str, settings: Settings) -> "whatif.Context":
+    """What the edits of ``customer`` refer to (the baseline is the one the Customer page shows)."""
+    return whatif.context(bundle, customer, settings, observed=observed(bundle),
+                          baseline=baseline_arrays(bundle, customer, settings))
+
+
+@st.cache_data(max_entries=64, ttl=TTL, show_spinner="Explaining the original and the edited customer...")
+def _whatif_outcome(_bundle, content_hash: str, customer: str, key: tuple, text: str):
+    with WORK.computing("what-if"):
+        ctx = whatif_context(_bundle, customer, Settings.from_key(key))
+        return whatif.evaluate(ctx, whatif.parse_scenario(text, _bundle, ctx.observed), should_stop=runtime.should_stop)
+
+
+def whatif_outcome(bundle, customer: str, settings: Settings, text: str) -> "whatif.Outcome":
+    """The original and the edited customer explained together (cached by the scenario's URL form)."""
+    return _whatif_outcome(bundle, bundle.content_hash, str(customer), settings.key(), text)
+
+
+@st.cache_data(max_entries=32, ttl=TTL, show_spinner="Searching for a small edit that changes the outcome...")
+def _whatif_search(_bundle, content_hash: str, customer: str, key: tuple, threshold: float, locked: tuple,
+                   max_edits: int, time_limit: float):
+    with WORK.computing("what-if search"):
+        ctx = whatif_context(_bundle, customer, Settings.from_key(key))
+        return counterfactual.search(ctx, threshold=threshold, locked=locked, max_edits=max_edits,
+                                     time_limit=time_limit, should_stop=runtime.should_stop)
+
+
+def whatif_search(bundle, customer: str, settings: Settings, *, threshold: float, locked=(), max_edits: int = 3,
+                  time_limit: float = 10.0) -> "counterfactual.SearchResult":
+    """The counterfactual search for ``customer`` (cached by its settings)."""
+    return _whatif_search(bundle, bundle.content_hash, str(customer), settings.key(), float(threshold),
+                          tuple(sorted(locked)), int(max_edits), float(time_limit))
 
 
 # ----------------------------------------------------------------------------- faithfulness checks
