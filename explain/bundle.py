@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from explain.text import examples as _examples
 from explain.errors import BundleError, ExplainError, UnsafeModelError
 from explain.inputs import input_layout
 
@@ -1071,17 +1072,6 @@ def _where(file: str, is_csv: bool, rows: Sequence[int], shown: Sequence[str] | 
     else:
         convention = ROW_CONVENTION_CSV if is_csv else ROW_CONVENTION_PARQUET
     return f"{word} {', '.join(items)}{more} of {file} ({convention})"
-
-
-def _examples(values: Sequence, limit: int = EXAMPLES_SHOWN, total: int | None = None,
-              quote: bool = True, more: bool = True) -> str:
-    values = list(values)
-    total = len(values) if total is None else total
-    shown = [repr(str(v)) if quote else str(v) for v in values[:limit]]
-    text = ", ".join(shown)
-    if more and total > len(shown):
-        text += f" and {total - len(shown)} more"
-    return text
 
 
 def _text(table: _Table, column: str) -> pd.Series:
