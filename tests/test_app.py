@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from tests.apptest import DEMO, app, bundle_files, charts, errors, heatmap, plain, upload
+from tests.test_batch import CHUNK_ATOL
 
 PAGES = ["pages/customer.py", "pages/compare.py", "pages/cohort.py", "pages/diagnostics.py", "pages/data.py"]
 EVIL = "<img src=x onerror=alert(1)>"
@@ -210,7 +211,7 @@ def test_cohort_page_reads_a_matching_batch_store_instead_of_computing(tmp_path,
     assert not at.exception and "cohort_job" not in at.session_state  # nothing computed
     notes = [plain(m.value) for m in at.success]
     assert len(notes) == 1 and "precomputed batch store nightly" in notes[0] and "200 customers" in notes[0]
-    np.testing.assert_allclose(heatmap(charts(at)["cohort_signed"])["z"], computed, rtol=0, atol=1e-9)  # chunking: see test_batch.CHUNK_ATOL
+    np.testing.assert_allclose(heatmap(charts(at)["cohort_signed"])["z"], computed, rtol=0, atol=CHUNK_ATOL)
     at.segmented_control(key="w_sample").set_value("all").run()  # every customer: from the store too
     assert not at.exception and "cohort_job" not in at.session_state
     assert any("3000** of 3000 explained" in m.value for m in at.markdown)
@@ -228,7 +229,7 @@ def test_cohort_page_reads_a_matching_batch_store_instead_of_computing(tmp_path,
     warnings = [plain(w.value) for w in at.warning]
     assert any("cannot be used, so the attributions are computed here" in w and "part-00003.parquet" in w
                for w in warnings), warnings
-    np.testing.assert_allclose(heatmap(charts(at)["cohort_signed"])["z"], computed, rtol=0, atol=1e-9)  # chunking: see test_batch.CHUNK_ATOL
+    np.testing.assert_allclose(heatmap(charts(at)["cohort_signed"])["z"], computed, rtol=0, atol=CHUNK_ATOL)
 
 
 def test_diagnostics_page_shows_convergence_path_inputs_and_timings():

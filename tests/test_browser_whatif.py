@@ -64,6 +64,8 @@ def test_a_cell_typed_into_the_table_becomes_an_edit(server, page):  # noqa: F81
     page.get_by_role("tab", name="Monthly values cell by cell").click()
     grid = page.locator("[data-testid=stDataFrame]").first
     grid.wait_for()
+    grid.scroll_into_view_if_needed()  # a click on a canvas below the fold would land nowhere
+    wait_idle(page)
     box = grid.bounding_box()
     # the grid is drawn on a canvas: rows and the header are 35 px high; Support calls is the second column
     page.mouse.dblclick(box["x"] + 290, box["y"] + 35 + 35 * 1 + 17)  # 2025-02
