@@ -30,3 +30,27 @@ def examples(values: Iterable, limit: int = EXAMPLES_SHOWN, total: int | None = 
     if more and total > len(shown):
         text += f" and {total - len(shown)} more"
     return text
+
+
+# An absolute POSIX path of two or more parts (not the tail of a URL or of a relative path).
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~-])/(?:[^\s'\"`/:,;()\[\]<>]+/)+[^\s'\"`/:,;()\[\]<>]*")
+
+
+def hide_paths(text, root=None) -> str:
+    """``text`` with the server's absolute paths removed, for what a visitor sees: a path inside
+    the folder ``root`` becomes relative to its parent (``demo/model.keras``), any other absolute
+    path its last part (``/srv/app/x.csv`` -> ``x.csv``). The full paths stay in the server log."""
+    text = str(text)
+    if root is not None:
+        root = str(root).rstrip("/")
+        names = {root}
+        try:
+            from pathlib import Path
+
+            names.add(str(Path(root).resolve()))
+        except OSError:
+            pass
+        for name in sorted(names, key=len, reverse=True):
+            if name.startswith("/") and name != "/":
+                text = text.replace(name, name.rsplit("/", 1)[-1])
+    return _ABSOLUTE_PATH.sub(lambda m: m.group().rstrip("/").rsplit("/", 1)[-1] or m.group(), text)

@@ -26,7 +26,9 @@ def bundle_overview(bundle) -> None:
     st.markdown(f"{bundle.n_customers} customers · {bundle.n_static} static features · {bundle.n_periods} periods "
                 f"× {bundle.n_temporal} monthly features · outputs {show.md(', '.join(bundle.output_names))} "
                 f"· from {source}")
-    st.code(f"{bundle.path}\ncontent hash {bundle.content_hash[:16]}", language=None)
+    # the folder name only: the full path on the server is not a visitor's business (it stays in the log)
+    folder = bundle.path.name if bundle.path is not None else "(in memory)"
+    st.code(f"{folder}\ncontent hash {bundle.content_hash[:16]}", language=None)
     demo_note(bundle)
     for note in bundle.notes:
         st.caption(show.md(note))

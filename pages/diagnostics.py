@@ -51,7 +51,7 @@ def diagnostics_page():
     if bundle.notes:
         st.subheader("Notes from loading the bundle")
         for note in bundle.notes:
-            st.text(note)
+            st.text(show.plain(note))
 
 
 def faithfulness_section(bundle, settings):

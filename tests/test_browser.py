@@ -5,6 +5,7 @@ browser fails. Screenshots of every page go to tests/screenshots/<page>.png.
 """
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -266,3 +267,29 @@ def test_feature_names_that_are_markup_show_as_text_in_the_browser(markup_server
         assert evil_html in summary.inner_text() or evil_latex in summary.inner_text()
         assert page.get_by_text(evil_html).first.is_visible() or page.get_by_text(evil_latex).first.is_visible()
         screenshot(page, "customer_markup_names")
+
+
+# ----------------------------------------------------------------------------- no server paths (issue 16)
+
+PATH_PAGES = [("/?customer=C00002", ".js-plotly-plot"), ("/compare", ".js-plotly-plot"),
+              ("/cohort", "text=customers explained"), ("/diagnostics", ".js-plotly-plot"),
+              ("/whatif", ".js-plotly-plot"), ("/data", "[data-testid=stFileUploader]")]
+
+
+@pytest.fixture(scope="module")
+def deployed_server(tmp_path_factory):
+    """A server whose bundle (`-- --bundle DIR`) lies under a path naming a user."""
+    root = tmp_path_factory.mktemp("paths")
+    folder = root / "home" / "alice-secret" / "churn"
+    shutil.copytree(ROOT / "bundles" / "demo", folder, ignore=shutil.ignore_patterns("attributions"))
+    with serve(root, "--bundle", str(folder)) as url:
+        yield url, folder
+
+
+def test_no_page_shows_the_bundle_path(deployed_server, page):
+    url, folder = deployed_server
+    for path, ready in PATH_PAGES:
+        open_page(page, f"{url}{path}", ready)
+        text = page.evaluate("() => document.body.innerText")
+        assert "alice-secret" not in text and str(folder) not in text, path
+    assert "churn\ncontent hash" in text  # Data & model names the bundle by its folder only

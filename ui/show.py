@@ -10,6 +10,8 @@ from contextlib import contextmanager
 import streamlit as st
 
 from explain.errors import BundleError, ExplainError
+from explain.text import hide_paths
+from ui import startup
 
 LOG = logging.getLogger("explain.app")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=])")
@@ -18,8 +20,15 @@ BADGE_ICONS = {"fine": ":material/check_circle:", "check": ":material/warning:",
 
 
 def md(text) -> str:
-    """Untrusted text made inert for Streamlit markdown (no links, images, HTML, colours, maths)."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
+    """Untrusted text made inert for Streamlit markdown (no links, images, HTML, colours, maths),
+    without the server's absolute paths (``plain``)."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", plain(text)).replace("\n", " ")
+
+
+def plain(text) -> str:
+    """``text`` as a visitor may see it: paths inside the startup bundle relative to its parent
+    folder (``demo/model.keras``), other absolute paths cut to their last part."""
+    return hide_paths(text, startup.bundle_path())
 
 
 def error(exc: BaseException) -> None:

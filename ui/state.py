@@ -19,6 +19,7 @@ for tests and diagnostics.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -35,6 +36,8 @@ from explain.errors import ExplainError
 from explain.explainer import explain_customers
 from explain.settings import Settings, resolve_target
 from ui import runtime, startup, uploads
+
+LOG = logging.getLogger("explain.app")
 
 TTL = 3600  # seconds
 MAX_TIMINGS = 8
@@ -98,6 +101,8 @@ def _open_bundle(path: str, fingerprint: tuple):
     try:
         bundle = bundle_io.load_bundle(path)
     except ExplainError as error:
+        # the full paths stay here, in the server log; the page shows them relative (ui.show.plain)
+        LOG.error("the bundle %s could not be opened: %s", path, error)
         return None, str(error)
     return bundle, None
 
