@@ -11,7 +11,6 @@ ticks, titles and hover labels, so each one goes through :func:`esc` first.
 
 from __future__ import annotations
 
-import html
 import math
 from typing import NamedTuple
 
@@ -19,72 +18,14 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-DIVERGING = "RdBu_r"  # reversed: red = raises the prediction, blue = lowers it
-SEQUENTIAL = "Purples"
-RED, BLUE, GREY = "#b2182b", "#2166ac", "#9e9e9e"
-ATTRIBUTION_TITLE = "Effect on the<br>prediction<br>red: raises<br>blue: lowers"
-MAGNITUDE_TITLE = "Size of<br>effect<br>(either<br>direction)"
-FONT = dict(size=13)
-RULE_COLOURS = {"gausslegendre": "#1b9e77", "trapezoid": "#d95f02", "left": "#7570b3",
-                "right": "#e7298a", "middle": "#66a61e"}
-
-
-# ----------------------------------------------------------------------------- helpers
-
-
-def esc(text) -> str:
-    """``text`` as Plotly-safe text: HTML special characters escaped (Plotly shows them literally),
-    and ``$`` as ``&#36;`` so that no name is taken for LaTeX (``$...$``) where MathJax is loaded."""
-    return html.escape(str(text), quote=True).replace("$", "&#36;")
-
-
-def esc_all(names) -> list[str]:
-    return [esc(name) for name in names]
-
-
-def symmetric_limit(*arrays) -> float:
-    """The largest |value| over ``arrays`` (the colour limit m of [-m, m]); 1.0 when all are 0."""
-    m = 0.0
-    for a in arrays:
-        a = np.asarray(a, dtype=np.float64)
-        if a.size:
-            finite = np.abs(a[np.isfinite(a)])
-            if finite.size:
-                m = max(m, float(finite.max()))
-    return m if m > 0 else 1.0
-
-
-def fmt(value, unit: str | None = None) -> str:
-    """A raw value with its unit, as escaped text: '3 months', '12.5 GB', '0.8'."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    text = f"{float(value):.4g}"
-    if unit and unit not in ("0/1",):
-        text = f"{text} {unit}"
-    return esc(text)
-
-
-def _signed_colours(values) -> list[str]:
-    return [RED if v > 0 else BLUE if v < 0 else GREY for v in np.asarray(values, np.float64)]
-
-
-def _units_for(names, units) -> list[str | None]:
-    if units is None:
-        return [None] * len(names)
-    if isinstance(units, dict):
-        return [units.get(n) for n in names]
-    return list(units)
-
-
-def _layout(fig: go.Figure, title: str | None, height: int, **extra) -> go.Figure:
-    fig.update_xaxes(automargin=True)
-    fig.update_yaxes(automargin=True)
-    fig.update_layout(
-        title=dict(text=esc(title) if title else None, x=0, xanchor="left", font=dict(size=15)),
-        height=height, margin=dict(l=10, r=10, t=50 if title else 20, b=10), font=FONT,
-        plot_bgcolor="white", hoverlabel=dict(align="left"), **extra,
-    )
-    return fig
+# The style every figure shares (colours, escaping, number format, layout) lives in
+# explain.figure_style; the Diagnostics page's figures in explain.diagnostic_figures.
+from explain.figure_style import (  # noqa: F401 (RED, BLUE, ... re-exported: the figures' colours)
+    ATTRIBUTION_TITLE, BLUE, DIVERGING, GREY, MAGNITUDE_TITLE, RED, SEQUENTIAL, esc, esc_all, fmt, symmetric_limit)
+from explain.diagnostic_figures import DiagnosticsFigures, diagnostics  # noqa: F401 (part of the Python API)
+from explain.figure_style import layout as _layout
+from explain.figure_style import signed_colours as _signed_colours
+from explain.figure_style import units_for as _units_for
 
 
 # ----------------------------------------------------------------------------- customer
@@ -340,121 +281,6 @@ def risk_histogram(predictions, bands=None, *, title: str | None = None, x_title
     return _layout(fig, title, height=240)
 
 
-# ----------------------------------------------------------------------------- diagnostics
-
-
-def delta_by_steps(steps, deltas: dict, *, tolerance: float | None = None, title: str | None = None) -> go.Figure:
-    """|delta| against steps for each rule (log-log). deltas: {rule: (len(steps),)}.
-
-    ``tolerance``, when given, is drawn as the 'fine' line (1 % of |f(x) - f(b)|).
-    """
-    fig = go.Figure()
-    for rule, values in deltas.items():
-        values = np.abs(np.asarray(values, np.float64))
-        fig.add_trace(go.Scatter(x=list(steps), y=np.maximum(values, 1e-12), mode="lines+markers", name=esc(rule),
-                                 line=dict(color=RULE_COLOURS.get(rule)),
-                                 hovertemplate="%{x} steps: |delta| %{y:.3g}<extra>" + esc(rule) + "</extra>"))
-    if tolerance:
-        fig.add_hline(y=tolerance, line_dash="dash", line_color="#444",
-                      annotation_text="fine below this line (1% of the gap)", annotation_position="top left")
-    fig.update_xaxes(type="log", title="steps (gradient evaluations)", gridcolor="#eee",
-                     tickvals=list(steps), ticktext=[str(s) for s in steps])
-    fig.update_yaxes(type="log", title="|delta| (gap left over)", gridcolor="#eee", exponentformat="e")
-    return _layout(fig, title, height=400, legend=dict(orientation="h", yanchor="top", y=-0.25, x=0))
-
-
-def path_figure(profile: dict, *, title: str | None = None, y_title: str = "prediction") -> go.Figure:
-    """Prediction and gradient size (L2 norm per input) along the path from baseline (0) to customer (1)."""
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=(f"{esc(y_title)} along the path", "gradient size along the path"))
-    a = np.asarray(profile["alphas"], np.float64)
-    fig.add_trace(go.Scatter(x=a, y=profile["prediction"], mode="lines+markers", name=esc(y_title),
-                             line=dict(color="#333")), row=1, col=1)
-    fig.add_trace(go.Scatter(x=a, y=profile["grad_norm_static"], mode="lines", name="|gradient| static",
-                             line=dict(color="#d95f02")), row=2, col=1)
-    fig.add_trace(go.Scatter(x=a, y=profile["grad_norm_temporal"], mode="lines", name="|gradient| temporal",
-                             line=dict(color="#7570b3")), row=2, col=1)
-    fig.update_xaxes(title="alpha (0 = baseline, 1 = customer)", row=2, col=1)
-    fig.update_xaxes(gridcolor="#eee")
-    fig.update_yaxes(gridcolor="#eee")
-    return _layout(fig, title, height=480, legend=dict(orientation="h", yanchor="top", y=-0.15, x=0))
-
-
-# ----------------------------------------------------------------------------- faithfulness
-
-RANKING_STYLES = {"ig": ("Integrated Gradients", "#1b9e77"), "gradient_x_input": ("gradient x (input - baseline)", "#7570b3"),
-                  "random": ("random orders", GREY)}
-
-
-def perturbation_curves_figure(fractions, shares: dict, *, kind: str = "deletion", aopc: dict | None = None,
-                               title: str | None = None) -> go.Figure:
-    """Deletion or insertion curves: the share of the prediction gap against the fraction of cells replaced.
-
-    shares: {ranking: (m,)}, or (R, m) for several random orders (drawn as their mean and range).
-    aopc: {ranking: float} for the legend.
-    """
-    x = np.asarray(fractions, np.float64) * 100
-    fig = go.Figure()
-    for ranking, share in shares.items():
-        name, colour = RANKING_STYLES.get(ranking, (ranking, "#333"))
-        share = np.asarray(share, np.float64)
-        if share.ndim == 2:  # several orders: a band from the lowest to the highest, and the mean
-            fig.add_trace(go.Scatter(x=np.concatenate([x, x[::-1]]),
-                                     y=np.concatenate([share.max(axis=0), share.min(axis=0)[::-1]]),
-                                     fill="toself", fillcolor="rgba(158,158,158,0.25)", line=dict(width=0),
-                                     hoverinfo="skip", showlegend=False))
-            share = share.mean(axis=0)
-        label = esc(name) + (f" (AOPC {aopc[ranking]:.3f})" if aopc and ranking in aopc else "")
-        fig.add_trace(go.Scatter(x=x, y=share, mode="lines", name=label, line=dict(color=colour, width=2.5),
-                                 hovertemplate="%{x:.0f}% of cells: %{y:.3f}<extra>" + esc(name) + "</extra>"))
-    what = "left (1 = f(x), 0 = f(baseline))" if kind == "deletion" else "recovered (0 = f(baseline), 1 = f(x))"
-    fig.update_xaxes(title=f"cells {'set to the baseline' if kind == 'deletion' else 'taken from the customer'}, "
-                           "most important first (%)", gridcolor="#eee", range=[0, 100])
-    fig.update_yaxes(title=f"share of the prediction gap {what}", gridcolor="#eee", zeroline=True, zerolinecolor="#bbb")
-    return _layout(fig, title, height=400, legend=dict(orientation="h", yanchor="top", y=-0.25, x=0))
-
-
-def randomisation_figure(layers, spearman, spearman_abs, *, threshold: float = 0.5, input_only: float | None = None,
-                         title: str | None = None) -> go.Figure:
-    """Rank correlation with the original attributions as the layers are re-initialised from the top."""
-    steps = ["none (trained)"] + [f"+ {esc(name)}" for name in layers]
-    fig = go.Figure()
-    for values, name, colour in ((spearman, "signed attributions", "#1b9e77"), (spearman_abs, "|attributions|", "#d95f02")):
-        y = [1.0, *np.asarray(values, np.float64).tolist()]
-        fig.add_trace(go.Scatter(x=steps, y=y, mode="lines+markers", name=name, line=dict(color=colour, width=2.5),
-                                 hovertemplate="re-initialised down to %{x}: %{y:.3f}<extra>" + name + "</extra>"))
-    fig.add_hline(y=threshold, line_dash="dash", line_color="#444", annotation_position="top right",
-                  annotation_text=f"{threshold}: it should fall below")
-    if input_only is not None and np.isfinite(input_only):
-        fig.add_hline(y=float(input_only), line_dash="dot", line_color="#d95f02", annotation_position="bottom right",
-                      annotation_text="|x - b| alone")
-    fig.update_xaxes(title="layers re-initialised (cumulative, from the output down)", gridcolor="#eee")
-    fig.update_yaxes(title="Spearman rank correlation", range=[-1.05, 1.05], gridcolor="#eee",
-                     zeroline=True, zerolinecolor="#bbb")
-    return _layout(fig, title, height=400, legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
-
-
-def occlusion_scatter(ig_totals, changes, groups, *, by: str = "period", spearman: float | None = None,
-                      title: str | None = None) -> go.Figure:
-    """Each (customer, group): IG's total for the group against the prediction change when it is set to the baseline.
-
-    ig_totals, changes: (n, G); groups: the G names (periods or features). Points on the diagonal agree.
-    """
-    ig_totals, changes = np.asarray(ig_totals, np.float64), np.asarray(changes, np.float64)
-    names = np.array(esc_all(groups), dtype=object)
-    fig = go.Figure()
-    fig.add_trace(go.Scattergl(
-        x=ig_totals.ravel(), y=changes.ravel(), mode="markers", name=by,
-        marker=dict(size=5, color="#2166ac", opacity=0.45), text=np.tile(names, ig_totals.shape[0]),
-        hovertemplate="%{text}: IG total %{x:.4f}, occlusion change %{y:.4f}<extra></extra>"))
-    m = symmetric_limit(ig_totals, changes)
-    fig.add_trace(go.Scatter(x=[-m, m], y=[-m, m], mode="lines", name="equal", line=dict(color="#888", dash="dash"),
-                             hoverinfo="skip"))
-    label = f" (rank correlation {spearman:.3f})" if spearman is not None and np.isfinite(spearman) else ""
-    fig.update_xaxes(title=f"IG total of the {by}", gridcolor="#eee", zeroline=True, zerolinecolor="#bbb")
-    fig.update_yaxes(title=f"f(x) - f(x with the {by} at the baseline){label}", gridcolor="#eee",
-                     zeroline=True, zerolinecolor="#bbb")
-    return _layout(fig, title, height=420, showlegend=False)
 # ----------------------------------------------------------------------------- from Python
 # The dashboard's views for a notebook: an ``Attribution`` and its bundle in, Plotly figures
 # out, e.g. ``explain.figures.heatmap(a, bundle, customer=0).show()``. Thin adapters over the
@@ -492,13 +318,6 @@ class CohortFigures(NamedTuple):
     periods: go.Figure
 
 
-class DiagnosticsFigures(NamedTuple):
-    """The Diagnostics page's two figures."""
-
-    convergence: go.Figure
-    path: go.Figure
-
-
 def attribution_ids(a, bundle, ids=None) -> list[str]:
     """The customer ids of ``a``'s rows: ``ids``, or the bundle's when ``a`` holds all of them."""
     from explain.errors import ExplainError
@@ -513,7 +332,7 @@ def attribution_ids(a, bundle, ids=None) -> list[str]:
     return ids
 
 
-def _customer_row(a, bundle, customer, ids) -> tuple[int, str]:
+def customer_row(a, bundle, customer, ids) -> tuple[int, str]:
     from explain.errors import ExplainError
 
     ids = attribution_ids(a, bundle, ids)
@@ -547,7 +366,7 @@ def _units(bundle, names) -> list:
 def heatmap(a, bundle, customer=0, *, ids=None, baseline=None,
             title: str | None = "Monthly features: effect of each feature in each period") -> go.Figure:
     """The Customer page's period x feature heatmap with its totals per period and per feature."""
-    row, cid = _customer_row(a, bundle, customer, ids)
+    row, cid = customer_row(a, bundle, customer, ids)
     base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
     return temporal_panel(bundle.periods, bundle.temporal_labels, a.temporal[row],
                           values=bundle.inputs_for([cid])["temporal"][0],
@@ -558,7 +377,7 @@ def heatmap(a, bundle, customer=0, *, ids=None, baseline=None,
 def static(a, bundle, customer=0, *, ids=None, baseline=None,
            title: str | None = "Static features (label: the customer's value)") -> go.Figure:
     """The Customer page's signed, sorted bars of the static attributions."""
-    row, cid = _customer_row(a, bundle, customer, ids)
+    row, cid = customer_row(a, bundle, customer, ids)
     base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
     return static_bars(bundle.static_labels, a.static[row], bundle.inputs_for([cid])["static"][0],
                        units=_units(bundle, bundle.static_features),
@@ -568,7 +387,7 @@ def static(a, bundle, customer=0, *, ids=None, baseline=None,
 def history(a, bundle, customer=0, *, ids=None, baseline=None, columns: int = 2,
             title: str | None = "The customer's monthly history (dashed: the baseline)") -> go.Figure:
     """The Customer page's raw monthly history of the customer, one small chart per feature."""
-    row, cid = _customer_row(a, bundle, customer, ids)
+    row, cid = customer_row(a, bundle, customer, ids)
     base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
     return history_figure(bundle.periods, bundle.temporal_labels, bundle.inputs_for([cid])["temporal"][0],
                           baseline=None if base is None else base["temporal"],
@@ -578,8 +397,8 @@ def history(a, bundle, customer=0, *, ids=None, baseline=None, columns: int = 2,
 def compare(a, bundle, first=0, second=1, *, ids=None) -> CompareFigures:
     """The Compare page for two customers of ``a``: their heatmaps on one shared scale, the
     difference (first minus second, own scale) and their static attributions side by side."""
-    i, id_a = _customer_row(a, bundle, first, ids)
-    j, id_b = _customer_row(a, bundle, second, ids)
+    i, id_a = customer_row(a, bundle, first, ids)
+    j, id_b = customer_row(a, bundle, second, ids)
     values = bundle.inputs_for([id_a, id_b])["temporal"]
     figs = compare_figures(bundle.periods, bundle.temporal_labels, a.temporal[i], a.temporal[j],
                            names=(id_a, id_b), values=(values[0], values[1]),
@@ -606,25 +425,6 @@ def cohort(a, bundle, *, bands=None) -> CohortFigures:
     )
 
 
-def diagnostics(bundle, customer, settings=None, *, steps=None, points: int | None = None) -> DiagnosticsFigures:
-    """The Diagnostics page for one customer id: |delta| against steps for every rule, and the
-    prediction and gradient size along the path from the baseline. Computes attributions
-    (5 rules x 7 step counts by default). ``settings``: an ``explain.Settings`` (default: mean baseline)."""
-    from explain import diagnostics as diag
-    from explain.report import DELTA_FINE
-    from explain.settings import Settings, resolve_target
-
-    settings = settings or Settings()
-    cid = str(customer)
-    sweep = diag.delta_sweep(bundle, cid, settings, steps or diag.SWEEP_STEPS)
-    profile = diag.path_profile(bundle, cid, settings, points or diag.PATH_POINTS)
-    target = resolve_target(settings.target, len(bundle.output_names), bundle.output_names)
-    return DiagnosticsFigures(
-        delta_by_steps(sweep["steps"], sweep["deltas"], tolerance=DELTA_FINE * max(abs(sweep["gap"]), 0.01),
-                       title=f"Does the integral converge? Customer {cid}"),
-        path_figure(profile, y_title=f"{bundle.output_names[target]} ({settings.space})",
-                    title="Along the path from baseline to customer"),
-    )
 # ----------------------------------------------------------------------------- what-if
 
 

@@ -282,7 +282,7 @@ def html(attribution, bundle, customer=0, path=None, *, ids=None, baseline=None)
     """
     from explain import figures
 
-    row, cid = figures._customer_row(attribution, bundle, customer, ids)
+    row, cid = figures.customer_row(attribution, bundle, customer, ids)
     settings = attribution.settings
     if isinstance(baseline, str):
         settings = settings.replace(baseline=baseline)

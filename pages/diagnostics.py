@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from explain import diagnostics, faithfulness, figures, report
+from explain import diagnostic_figures, diagnostics, faithfulness, report
 from ui import frame, show, state
 
 SAMPLE_NOTE = " For sample:K the path to the first sampled baseline is shown."
@@ -23,14 +23,14 @@ def diagnostics_page():
     left, right = st.columns(2)
     with left:
         st.subheader("Does the integral converge?")
-        show.plot(figures.delta_by_steps(sweep["steps"], sweep["deltas"],
+        show.plot(diagnostic_figures.delta_by_steps(sweep["steps"], sweep["deltas"],
                                          tolerance=report.DELTA_FINE * max(gap, 0.01)), key="diag_delta")
         st.caption(show.md(f"|delta| = |f(x) - f(b) - sum of attributions| for each integration rule; "
                            f"|f(x) - f(b)| = {gap:.4g}. Below the dashed line the badge says 'fine'."))
     with right:
         st.subheader("Along the path from baseline to customer")
         profile = state.path_profile(bundle, cid, settings)
-        show.plot(figures.path_figure(profile, y_title=f"{bundle.output_names[0]} ({settings.space})"),
+        show.plot(diagnostic_figures.path_figure(profile, y_title=f"{bundle.output_names[0]} ({settings.space})"),
                   key="diag_path")
         st.caption("A flat prediction with tiny gradients means saturation; a jump means most of the effect "
                    "happens in a short stretch (more steps needed)."
@@ -69,14 +69,14 @@ def faithfulness_section(bundle, settings):
         with column:
             shares = {r: curves.share(kind, r) for r in faithfulness.RANKINGS}
             aopc = {r: float(np.mean(curves.aopc(kind, r))) for r in faithfulness.RANKINGS}
-            show.plot(figures.perturbation_curves_figure(curves.fractions, shares, kind=kind, aopc=aopc,
+            show.plot(diagnostic_figures.perturbation_curves_figure(curves.fractions, shares, kind=kind, aopc=aopc,
                                                          title=f"{kind.capitalize()} curves"), key=f"faith_{kind}")
     left, right = st.columns(2)
     with left:
-        show.plot(figures.randomisation_figure(rnd.layers, rnd.spearman, rnd.spearman_abs, input_only=rnd.input_only_abs,
+        show.plot(diagnostic_figures.randomisation_figure(rnd.layers, rnd.spearman, rnd.spearman_abs, input_only=rnd.input_only_abs,
                                                title="Model randomisation (cascading)"), key="faith_random")
     with right:
-        show.plot(figures.occlusion_scatter(occ.ig_total["period"], occ.change["period"], occ.groups["period"],
+        show.plot(diagnostic_figures.occlusion_scatter(occ.ig_total["period"], occ.change["period"], occ.groups["period"],
                                             spearman=occ.spearman("period"), title="Occlusion per period against IG"),
                   key="faith_occlusion")
     for line in faithfulness.summary_lines(result):

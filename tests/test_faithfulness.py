@@ -302,11 +302,11 @@ def test_cli_bad_settings_exit_2_with_a_message(tmp_path, capsys, args, message)
 
 
 def test_figures_carry_the_numbers_and_escape_names():
-    from explain import figures
+    from explain import diagnostic_figures
 
     fractions = np.linspace(0, 1, 6)
     random = np.random.default_rng(0).uniform(size=(3, 6))
-    fig = figures.perturbation_curves_figure(fractions, {"ig": np.linspace(1, 0, 6), "random": random},
+    fig = diagnostic_figures.perturbation_curves_figure(fractions, {"ig": np.linspace(1, 0, 6), "random": random},
                                              aopc={"ig": 0.8123, "random": 0.5})
     lines = [trace for trace in fig.data if trace.mode == "lines"]
     np.testing.assert_allclose(lines[0].y, np.linspace(1, 0, 6))
@@ -315,12 +315,12 @@ def test_figures_carry_the_numbers_and_escape_names():
     np.testing.assert_allclose(band.y, np.concatenate([random.max(axis=0), random.min(axis=0)[::-1]]))
     assert "0.812" in lines[0].name and list(lines[0].x) == pytest.approx(list(fractions * 100))
 
-    fig = figures.randomisation_figure(["churn", "<b>dense</b>"], [-0.4, 0.1], [0.7, 0.5], input_only=0.45)
+    fig = diagnostic_figures.randomisation_figure(["churn", "<b>dense</b>"], [-0.4, 0.1], [0.7, 0.5], input_only=0.45)
     signed = fig.data[0]
     assert list(signed.y) == [1.0, -0.4, 0.1] and signed.x[2] == "+ &lt;b&gt;dense&lt;/b&gt;"
 
     totals, changes = np.arange(6.0).reshape(2, 3), -np.arange(6.0).reshape(2, 3)
-    fig = figures.occlusion_scatter(totals, changes, ["m1", "m2", "<i>m3</i>"], spearman=-1.0)
+    fig = diagnostic_figures.occlusion_scatter(totals, changes, ["m1", "m2", "<i>m3</i>"], spearman=-1.0)
     points = fig.data[0]
     np.testing.assert_array_equal(points.x, totals.ravel())
     np.testing.assert_array_equal(points.y, changes.ravel())

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from explain import figures
+from explain import diagnostic_figures, figures
 
 PERIODS = [f"2025-{m:02d}" for m in range(1, 7)]
 FEATURES = ["usage", "calls", "late"]
@@ -97,7 +97,7 @@ def test_magnitude_heatmap_is_sequential_from_zero():
 
 
 def test_delta_by_steps_uses_log_axes():
-    fig = figures.delta_by_steps([4, 8, 16], {"gausslegendre": [1e-2, 1e-4, 0.0], "left": [0.1, 0.05, 0.02]},
+    fig = diagnostic_figures.delta_by_steps([4, 8, 16], {"gausslegendre": [1e-2, 1e-4, 0.0], "left": [0.1, 0.05, 0.02]},
                                  tolerance=1e-3)
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     assert len(fig.data) == 2 and min(fig.data[0].y) > 0
