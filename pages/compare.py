@@ -46,12 +46,7 @@ def compare_page():
     fig_a, fig_b, fig_diff = figures.compare_figures(bundle.periods, bundle.temporal_labels, first.temporal[0],
                                                      b["temporal"], names=(cid, b["name"]), values=values,
                                                      units=show.units(bundle, bundle.temporal_features))
-    left, right = st.columns(2)
-    with left:
-        show.plot(fig_a, key="compare_a")
-    with right:
-        show.plot(fig_b, key="compare_b")
-    show.plot(fig_diff, key="compare_diff")
+    show.pair_and_difference(fig_a, fig_b, fig_diff, keys=("compare_a", "compare_b", "compare_diff"))
     show.plot(figures.compare_static(bundle.static_labels, first.static[0], b["static"], names=(cid, b["name"])),
               key="compare_static")
 

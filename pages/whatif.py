@@ -34,12 +34,7 @@ def results(bundle, cid, settings, outcome) -> list:
     a = outcome.attribution
     fig_o, fig_e, fig_d = figures.whatif_figures(bundle.periods, bundle.temporal_labels, a.temporal[0], a.temporal[1],
                                                  changed=outcome.edited["temporal"], values=values, units=units)
-    left, right = st.columns(2)
-    with left:
-        show.plot(fig_o, key="whatif_original")
-    with right:
-        show.plot(fig_e, key="whatif_edited")
-    show.plot(fig_d, key="whatif_difference")
+    show.pair_and_difference(fig_o, fig_e, fig_d, keys=("whatif_original", "whatif_edited", "whatif_difference"))
     fig_s = figures.compare_static(bundle.static_labels, outcome.attribution.static[0],
                                    outcome.attribution.static[1], names=("Original", "What-if"))
     show.plot(fig_s, key="whatif_static")

@@ -6,7 +6,6 @@ browser fails. Screenshots of every page go to tests/screenshots/<page>.png.
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -16,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.processes import stop
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -77,13 +78,7 @@ def serve(log_dir: Path, *args: str):
             time.sleep(0.5)
         yield url
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop(proc)
         log.close()
 
 

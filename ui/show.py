@@ -75,6 +75,17 @@ def plot(fig, key: str | None = None) -> None:
     st.plotly_chart(fig, key=key, config={"displaylogo": False}, theme=None)
 
 
+def pair_and_difference(first, second, difference, keys: tuple[str, str, str]) -> None:
+    """Two heatmaps side by side (one shared colour scale) and their difference below, full width:
+    the layout of Compare and What-if; ``keys``: the three charts' element keys."""
+    left, right = st.columns(2)
+    with left:
+        plot(first, key=keys[0])
+    with right:
+        plot(second, key=keys[1])
+    plot(difference, key=keys[2])
+
+
 def model_summary(layers, totals: dict) -> None:
     """The model's layers as a table that fits its column, and the parameter totals."""
     st.dataframe(layers, hide_index=True, width="stretch",
