@@ -41,18 +41,22 @@ def baseline_for(bundle, inputs: dict, spec: Baseline | str, seed: int = 0) -> d
 
 
 def explain_customers(bundle, ids, settings: Settings = Settings(), *, batch_size: int | None = None,
-                      should_stop: StopCheck = None) -> Attribution:
+                      should_stop: StopCheck = None, baseline: dict | None = None) -> Attribution:
     """Integrated Gradients of the customers ``ids`` of ``bundle`` under ``settings``.
 
     The target is resolved against the bundle's output names here, once; the result's
     ``settings`` are these settings (baseline included) with the target as an index.
     ``should_stop``: see ``integrated_gradients`` (``explain.errors.Stopped`` between chunks).
+    ``baseline``: the baseline arrays of ``settings.baseline``, already computed (``baseline_for``
+    on the whole data set) when ``bundle`` holds only some customers (the Ray engine's chunks).
     """
     settings = settings.resolved(bundle.output_names)
     ids = [str(i) for i in ids]
     inputs = bundle.inputs_for(ids)
+    if baseline is None:
+        baseline = baseline_for(bundle, inputs, settings.baseline, settings.seed)
     attribution = integrated_gradients(
-        bundle.model, inputs, baseline_for(bundle, inputs, settings.baseline, settings.seed),
+        bundle.model, inputs, baseline,
         steps=settings.steps, method=settings.method, target=settings.target, space=settings.space,
         path=settings.path, batch_size=batch_size, tolerance=settings.tolerance, ids=ids,
         output_names=bundle.output_names, should_stop=should_stop,

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from explain import batch
+from explain import store_format as fmt
 from explain.errors import ExplainError
 from explain.settings import Settings
 from explain.text import one_line
@@ -73,7 +74,7 @@ def _plan(bundle_path: str, ids: list[str] | None, request: Settings, chunk_size
         raise ExplainError(batch.NO_HASH)
     ids = [str(i) for i in bundle.ids] if ids is None else batch.check_ids(bundle, ids)
     explain_customers(bundle, ids[:1], request)  # bad settings fail here, before any folder is made
-    return batch.new_manifest(bundle, ids, request, chunk_size)
+    return fmt.new_manifest(bundle, ids, request, chunk_size)
 
 
 class ChunkWriter:
@@ -107,11 +108,11 @@ class ChunkWriter:
         for chunk in (int(c) for c in rows["id"]):
             ids = self.ids[chunk * size:(chunk + 1) * size]
             with self.target.chunk(chunk) as folder:  # a local folder holding (a copy of) the chunk's files
-                if batch._verify_chunk(folder, self.manifest, chunk, ids) is None:
+                if fmt.verify_chunk(folder, self.manifest, chunk, ids) is None:
                     done = False
                 else:
-                    long, summary = batch._compute_chunk(self.bundle, ids, self.request, self.engine_batch_size)
-                    batch._write_chunk(folder, self.manifest, chunk, long, summary)
+                    long, summary = batch.compute_chunk(self.bundle, ids, self.request, self.engine_batch_size)
+                    fmt.write_chunk(folder, self.manifest, chunk, long, summary)
                     done = True
             chunks.append(chunk)
             customers.append(len(ids))

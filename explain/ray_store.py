@@ -1,8 +1,8 @@
 """Where the Ray engine's store goes: a local folder, or any filesystem pyarrow understands.
 
 A local folder (one machine, or a file system every node mounts at the same path) is written
-in place by the local job's own functions: ``batch._inspect`` (refusals), ``batch._Lock``,
-``batch._write_chunk`` (temporary file, then rename), ``batch._verify_chunk``.
+in place by the local job's own functions of ``explain.store_format``: ``inspect_folder``
+(refusals), ``FolderLock``, ``write_chunk`` (temporary file, then rename), ``verify_chunk``.
 
 A URI (``s3://bucket/prefix``, ``gs://...``, ``hdfs://...``, ``file:///...``) goes through
 ``pyarrow.fs``, with the user's usual credentials (for S3: the AWS environment variables,
@@ -10,7 +10,7 @@ A URI (``s3://bucket/prefix``, ``gs://...``, ``hdfs://...``, ``file:///...``) go
 moved in and out:
 
 - checking the folder: its listing and manifest are copied to a local mirror (empty files
-  under the same names) and ``batch._inspect`` judges the mirror, so the same folders are
+  under the same names) and ``inspect_folder`` judges the mirror, so the same folders are
   refused with the same messages (which name the URI);
 - one chunk: its two files are downloaded (if there) and verified locally; a chunk to compute
   is written locally, then each file is uploaded under a hidden temporary name
@@ -31,7 +31,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from explain import batch
+from explain import store_format as fmt
 from explain.text import one_line
 
 
@@ -47,42 +47,42 @@ class LocalTarget:
     """A folder written in place (by the driver: manifest, marker; by the actors: chunks)."""
 
     def __init__(self, out):
-        self.folder = batch.output_folder(out)
+        self.folder = fmt.output_folder(out)
         self.display_path = self.folder
         self.spec = str(self.folder.resolve())  # what the actors open
 
     def refuse_early(self) -> None:
-        batch._inspect(self.folder, None)
+        fmt.inspect_folder(self.folder, None)
 
     @contextlib.contextmanager
     def open(self, manifest: dict):
         """Check, lock and prepare the folder; yields (manifest in force, temporary files removed)."""
-        batch._inspect(self.folder, manifest)
+        fmt.inspect_folder(self.folder, manifest)
         self.folder.mkdir(parents=True, exist_ok=True)
-        with batch._Lock(self.folder):
-            stored, temps = batch._inspect(self.folder, manifest)
+        with fmt.FolderLock(self.folder):
+            stored, temps = fmt.inspect_folder(self.folder, manifest)
             for temp in temps:
                 temp.unlink(missing_ok=True)
             manifest = _start(stored, manifest, self._write_json, self._unlink_success)
-            (self.folder / batch.SUMMARY_DIR).mkdir(exist_ok=True)
+            (self.folder / fmt.SUMMARY_DIR).mkdir(exist_ok=True)
             yield manifest, len(temps)
-        (self.folder / batch.LOCK).unlink(missing_ok=True)
+        (self.folder / fmt.LOCK).unlink(missing_ok=True)
 
     def _write_json(self, manifest: dict) -> None:
-        batch._write_json(self.folder / batch.MANIFEST, manifest)
+        fmt.write_json(self.folder / fmt.MANIFEST, manifest)
 
     def _unlink_success(self) -> None:
-        (self.folder / batch.SUCCESS).unlink(missing_ok=True)
+        (self.folder / fmt.SUCCESS).unlink(missing_ok=True)
 
     @contextlib.contextmanager
     def chunk(self, index: int):
         yield self.folder
 
     def finish(self, manifest: dict) -> dict:
-        _remove_temps(self.folder)  # of actors killed mid-write (their chunks were retried)
-        manifest = _complete(manifest)
+        fmt.remove_temporary_files(self.folder)  # of actors killed mid-write (their chunks were retried)
+        manifest = fmt.completed(manifest)
         self._write_json(manifest)
-        batch._write_file(self.folder / batch.SUCCESS, lambda tmp: tmp.write_text("", encoding="utf-8"))
+        fmt.write_success(self.folder)
         return manifest
 
 
@@ -99,19 +99,6 @@ def _start(stored: dict | None, manifest: dict, write_json, unlink_success) -> d
     return stored
 
 
-def _complete(manifest: dict) -> dict:
-    return {**manifest, "complete": True, "completed": batch._now(),
-            "rows": manifest["rows_per_customer"] * manifest["customers"]["count"]}
-
-
-def _remove_temps(folder: Path) -> int:
-    temps = [p for base in (folder, folder / batch.SUMMARY_DIR) if base.is_dir() for p in base.iterdir()
-             if batch._TEMP_RE.fullmatch(p.name) and p.is_file()]
-    for temp in temps:
-        temp.unlink(missing_ok=True)
-    return len(temps)
-
-
 class UriTarget:
     """A folder on a pyarrow filesystem, written through a local copy (see the module docstring)."""
 
@@ -123,7 +110,7 @@ class UriTarget:
         try:
             self.fs, self.base = fs.FileSystem.from_uri(self.uri)
         except Exception as error:  # ArrowInvalid (unknown scheme), OSError (no credentials)
-            raise batch.StoreError(f"--out {uri}: pyarrow cannot open this location ({one_line(error)}). "
+            raise fmt.StoreError(f"--out {uri}: pyarrow cannot open this location ({one_line(error)}). "
                                    "Use a local folder or a URI such as s3://bucket/prefix, with credentials "
                                    "for it in the usual places.") from None
         self.base = self.base.rstrip("/")
@@ -174,7 +161,7 @@ class UriTarget:
                     relative = entry.path[len(self.base) + 1:]
                     if entry.type == fs.FileType.Directory:
                         (mirror / relative).mkdir(parents=True, exist_ok=True)
-                    elif relative == batch.MANIFEST:
+                    elif relative == fmt.MANIFEST:
                         self._get(relative, mirror / relative)
                     else:
                         (mirror / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -184,9 +171,9 @@ class UriTarget:
     def _inspect(self, manifest: dict | None):
         with self._mirror() as mirror:
             try:
-                stored, temps = batch._inspect(mirror, manifest)
-            except batch.StoreError as error:
-                raise batch.StoreError(str(error).replace(str(mirror), self.uri)) from None
+                stored, temps = fmt.inspect_folder(mirror, manifest)
+            except fmt.StoreError as error:
+                raise fmt.StoreError(str(error).replace(str(mirror), self.uri)) from None
             return stored, [str(t.relative_to(mirror)) for t in temps]
 
     # -- the job's steps
@@ -202,12 +189,12 @@ class UriTarget:
 
     def _write_json(self, manifest: dict) -> None:
         with tempfile.TemporaryDirectory(prefix="explain-manifest-") as tmp:
-            batch._write_json(Path(tmp) / batch.MANIFEST, manifest)
-            self._put(Path(tmp) / batch.MANIFEST, batch.MANIFEST)
+            fmt.write_json(Path(tmp) / fmt.MANIFEST, manifest)
+            self._put(Path(tmp) / fmt.MANIFEST, fmt.MANIFEST)
 
     def _unlink_success(self) -> None:
         with contextlib.suppress(FileNotFoundError):
-            self.fs.delete_file(self._remote(batch.SUCCESS))
+            self.fs.delete_file(self._remote(fmt.SUCCESS))
 
     @contextlib.contextmanager
     def chunk(self, index: int):
@@ -215,8 +202,8 @@ class UriTarget:
         there is uploaded, summary first."""
         with tempfile.TemporaryDirectory(prefix="explain-chunk-") as tmp:
             folder = Path(tmp)
-            (folder / batch.SUMMARY_DIR).mkdir()
-            files = [p.relative_to(folder).as_posix() for p in batch._paths(folder, index)]
+            (folder / fmt.SUMMARY_DIR).mkdir()
+            files = [p.relative_to(folder).as_posix() for p in fmt.chunk_paths(folder, index)]
             before = {}
             for relative in files:
                 if self._get(relative, folder / relative):
@@ -231,13 +218,13 @@ class UriTarget:
         from pyarrow import fs
 
         for entry in self._entries():  # temporary files of actors killed mid-upload
-            if entry.type == fs.FileType.File and batch._TEMP_RE.fullmatch(entry.base_name):
+            if entry.type == fs.FileType.File and fmt.TEMP_RE.fullmatch(entry.base_name):
                 self.fs.delete_file(entry.path)
-        manifest = _complete(manifest)
+        manifest = fmt.completed(manifest)
         self._write_json(manifest)
         with tempfile.TemporaryDirectory(prefix="explain-success-") as tmp:
-            (Path(tmp) / batch.SUCCESS).write_text("", encoding="utf-8")
-            self._put(Path(tmp) / batch.SUCCESS, batch.SUCCESS)
+            (Path(tmp) / fmt.SUCCESS).write_text("", encoding="utf-8")
+            self._put(Path(tmp) / fmt.SUCCESS, fmt.SUCCESS)
         return manifest
 
 

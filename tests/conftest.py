@@ -1,4 +1,18 @@
 import os
+import shutil
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("PYTHONHASHSEED", "0")
+
+DEMO = Path(__file__).resolve().parent.parent / "bundles" / "demo"
+
+
+@pytest.fixture(scope="module")
+def bundle_dir(tmp_path_factory):
+    """A private copy of the demo bundle (others may rebuild bundles/demo while this runs)."""
+    folder = tmp_path_factory.mktemp("bundle") / "demo"
+    shutil.copytree(DEMO, folder, ignore=shutil.ignore_patterns("attributions"))
+    return folder

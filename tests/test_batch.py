@@ -19,8 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from explain import batch
-from explain.batch import (FORMAT_VERSION, LOCK, MANIFEST, METADATA_KEY, SUCCESS, SUMMARY_DIR, StoreError,
-                           find_store, open_store, read_store, run_batch_job)
+from explain.batch import run_batch_job
+from explain.store import find_store, open_store, read_store
+from explain.store_format import FORMAT_VERSION, LOCK, MANIFEST, METADATA_KEY, SUCCESS, SUMMARY_DIR, StoreError
 from explain.bundle import load_bundle
 from explain.cli import main
 from explain.errors import ExplainError
@@ -28,7 +29,6 @@ from explain.explainer import Request, explain_customers
 from explain.report import LONG_COLUMNS, SUMMARY_COLUMNS, long_frame
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "bundles" / "demo"
 # How far other chunk sizes (other batch shapes) may move a float64 result: TensorFlow's CPU kernels
 # round float32 in a shape-dependent order on some CPUs (seen: 1.8e-9 on an attribution of 0.128, a
 # float32 ulp there is 1.5e-8). 1e-7 is float32's relative precision on values of at most ~1; a wrong
@@ -42,22 +42,14 @@ SETTINGS = ["--steps", "8"]
 SLOW_CLI = """
 import sys, time
 import explain.batch as batch
-original = batch._compute_chunk
+original = batch.compute_chunk
 def slow(*args, **kwargs):
     time.sleep(float(sys.argv[1]))
     return original(*args, **kwargs)
-batch._compute_chunk = slow
+batch.compute_chunk = slow
 from explain.cli import main
 sys.exit(main(sys.argv[2:]))
 """
-
-
-@pytest.fixture(scope="module")
-def bundle_dir(tmp_path_factory):
-    """A private copy of the demo bundle (others may rebuild bundles/demo while this runs)."""
-    folder = tmp_path_factory.mktemp("bundle") / "demo"
-    shutil.copytree(DEMO, folder, ignore=shutil.ignore_patterns("attributions"))
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -379,20 +371,20 @@ def test_store_arrays_refuse_a_store_of_another_layout(small, bundle, ids):
 
 
 def test_a_failing_chunk_names_itself_and_keeps_the_finished_ones(monkeypatch, tmp_path, bundle, ids, small):
-    original = batch._compute_chunk
+    original = batch.compute_chunk
 
     def failing(bundle_, chunk_ids, *args):
         if chunk_ids[0] == ids[10]:
             raise ExplainError("The model returned NaN.")
         return original(bundle_, chunk_ids, *args)
 
-    monkeypatch.setattr(batch, "_compute_chunk", failing)
+    monkeypatch.setattr(batch, "compute_chunk", failing)
     out = tmp_path / "out"
     with pytest.raises(ExplainError, match=rf"Chunk 1 \(customers {ids[10]} to {ids[19]}\) failed: The model "
                                            r"returned NaN\. The finished chunks are kept"):
         run_batch_job(bundle, out, REQUEST, chunk_size=10, ids=ids[:20], progress=False)
     assert (out / "part-00000.parquet").exists() and not (out / SUCCESS).exists()
-    monkeypatch.setattr(batch, "_compute_chunk", original)
+    monkeypatch.setattr(batch, "compute_chunk", original)
     result = run_batch_job(bundle, out, REQUEST, chunk_size=10, ids=ids[:20], progress=False)
     assert (result.reused_chunks, result.computed_chunks) == (1, 1)
     for mine, reference in zip(read_store(out), read_store(small)):

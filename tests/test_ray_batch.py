@@ -21,15 +21,16 @@ import pandas as pd
 import psutil
 import pytest
 
-from explain import batch, ray_batch
-from explain.batch import StoreError, find_store, open_store, read_store, run_batch_job
+from explain import ray_batch
+from explain.batch import run_batch_job
+from explain.store import find_store, open_store, read_store
+from explain.store_format import MANIFEST, StoreError
 from explain.bundle import load_bundle
 from explain.cli import main
 from explain.errors import ExplainError
 from explain.settings import Settings as Request
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "bundles" / "demo"
 REQUEST = Request(steps=8)
 SETTINGS = ["--steps", "8"]
 CHUNK = 4  # many small chunks: a kill lands mid-run
@@ -37,14 +38,6 @@ CHUNK = 4  # many small chunks: a kill lands mid-run
 needs_ray = pytest.mark.skipif(
     __import__("importlib").util.find_spec("ray") is None,
     reason="ray is not installed (pip install -r requirements-ray.txt; CI installs it)")
-
-
-@pytest.fixture(scope="module")
-def bundle_dir(tmp_path_factory):
-    """A private copy of the demo bundle (others may rebuild bundles/demo while this runs)."""
-    folder = tmp_path_factory.mktemp("bundle") / "demo"
-    shutil.copytree(DEMO, folder, ignore=shutil.ignore_patterns("attributions"))
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +69,8 @@ def _same_store(out: Path, local) -> None:
     pd.testing.assert_frame_equal(long, local_long, check_exact=True)
     pd.testing.assert_frame_equal(summary, local_summary, check_exact=True)
     times = ("created", "completed")
-    mine = {k: v for k, v in json.loads((out / batch.MANIFEST).read_text()).items() if k not in times}
-    theirs = {k: v for k, v in json.loads((local_out / batch.MANIFEST).read_text()).items() if k not in times}
+    mine = {k: v for k, v in json.loads((out / MANIFEST).read_text()).items() if k not in times}
+    theirs = {k: v for k, v in json.loads((local_out / MANIFEST).read_text()).items() if k not in times}
     assert mine == theirs
     assert not [p for p in out.rglob(".*") if p.is_file()], "temporary or lock files left behind"
 

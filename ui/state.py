@@ -8,7 +8,7 @@
   passed as an unhashed ``_bundle`` argument. The computations are in ``explain/``
   (``explainer``, ``diagnostics``, ``cohort``); this module only caches and times them.
 * ``st.cache_data`` also holds attributions read from a finished batch store
-  (``<bundle>/attributions/*/``, see ``explain.batch``), keyed by the same and a fingerprint
+  (``<bundle>/attributions/*/``, see ``explain.store``), keyed by the same and a fingerprint
   of that folder, so a store that appears or changes is seen at the next rerun.
 * Session state: ``timings`` (the last computations, for the Diagnostics page).
 
@@ -30,11 +30,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explain import batch, cohort, counterfactual, diagnostics, faithfulness, whatif
+from explain import cohort, counterfactual, diagnostics, faithfulness, whatif
 from explain import bundle as bundle_io
 from explain.errors import ExplainError
 from explain.explainer import explain_customers
 from explain.settings import Settings, resolve_target
+from explain.store import STORES_DIR, find_store, open_store
+from explain.store_format import SUMMARY_DIR
 from ui import runtime, startup, uploads
 
 LOG = logging.getLogger("explain.app")
@@ -147,7 +149,7 @@ def _stores_fingerprint(folder: Path) -> tuple:
         return ()
     marks = []
     for store in sorted(d for d in folder.iterdir() if d.is_dir()):
-        for sub in (store, store / batch.SUMMARY_DIR):  # one stat per file: a chunk repaired or damaged counts
+        for sub in (store, store / SUMMARY_DIR):  # one stat per file: a chunk repaired or damaged counts
             try:
                 marks.extend((str(f), s.st_size, s.st_mtime_ns) for f in sorted(sub.iterdir())
                              if f.is_file() and not f.name.endswith(".part") for s in [f.stat()])
@@ -158,8 +160,8 @@ def _stores_fingerprint(folder: Path) -> tuple:
 
 @st.cache_data(max_entries=64, ttl=TTL, show_spinner="Reading precomputed attributions...")
 def _stored(_bundle, content_hash: str, ids: tuple, key: tuple, fingerprint: tuple):
-    path = batch.find_store(_bundle, Settings.from_key(key), ids=list(ids))
-    return None if path is None else batch.open_store(path).arrays(_bundle, list(ids))
+    path = find_store(_bundle, Settings.from_key(key), ids=list(ids))
+    return None if path is None else open_store(path).arrays(_bundle, list(ids))
 
 
 def stored_attributions(bundle, ids, settings: Settings):
@@ -168,7 +170,7 @@ def stored_attributions(bundle, ids, settings: Settings):
     ``ExplainError`` if a matching store cannot be read."""
     if not bundle.content_hash or bundle.path is None:
         return None
-    folder = Path(bundle.path) / batch.STORES_DIR
+    folder = Path(bundle.path) / STORES_DIR
     fingerprint = _stores_fingerprint(folder)
     if not fingerprint:
         return None
