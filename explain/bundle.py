@@ -36,6 +36,7 @@ import pandas as pd
 from explain.text import examples as _examples
 from explain.errors import BundleError, ExplainError, UnsafeModelError
 from explain.inputs import input_layout
+from explain import labels as label_values
 
 if TYPE_CHECKING:  # keras is imported by explain.safe_load when a model is opened
     import keras
@@ -314,10 +315,16 @@ class Bundle:
 
 # ---- public entry points ------------------------------------------------------------------
 
-def validate_bundle(path: str | os.PathLike) -> ValidationReport:
+def validate_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> ValidationReport:
     """Check a bundle folder and return every problem and note found (never raises for data)."""
-    report, _ = _inspect(Path(path))
+    report, _ = _inspect(Path(path), loader)
     return report
+
+
+def inspect_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None
+                   ) -> tuple[ValidationReport, Bundle | None]:
+    """(every problem and note, the bundle when there is no problem): ``check`` then looks at the model."""
+    return _inspect(Path(path), loader)
 
 
 def load_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> Bundle:
@@ -445,7 +452,7 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
     names = {**config.display_names}
     labels = static["labels"]
     if labels is not None and config.positive_label is not None:
-        if not np.any(labels.astype(object) == config.positive_label):
+        if not label_values.mask(labels, config.positive_label).any():  # as text and as numbers
             report.notes.append(POSITIVE_LABEL_NOTE.format(
                 file=CONFIG_FILE, label=config.positive_label, column=config.label_column))
     bundle = Bundle(

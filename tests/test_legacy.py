@@ -25,7 +25,8 @@ import tensorflow as tf
 from explain import h5 as legacy
 from explain import safe_load as sl
 from explain import trust
-from explain.bundle import load_bundle, model_feed
+from explain.bundle import load_bundle
+from explain.inputs import input_layout
 from explain.errors import UnsafeModelError
 from explain.ig import ABSOLUTE_TOLERANCE, DEFAULT_TOLERANCE, integrated_gradients
 from tests.test_safe_load import assert_refused, template_regex, why_prefix
@@ -79,7 +80,7 @@ def reference_ig(model, inputs: dict, baseline: dict, points: int = 512) -> dict
     ps, pt = tf.constant(ps.astype(np.float32)), tf.constant(pt.astype(np.float32))
     with tf.GradientTape() as tape:
         tape.watch([ps, pt])
-        out = model(model_feed(model, ps, pt), training=False)[:, 0]
+        out = model(input_layout(model).feed({"static": ps, "temporal": pt}), training=False)[:, 0]
     gs, gt = tape.gradient(out, [ps, pt])
     mean_s = gs.numpy().reshape(len(xs), points, -1).mean(axis=1)
     mean_t = gt.numpy().reshape(len(xs), points, *xt.shape[1:]).mean(axis=1)
