@@ -3,11 +3,12 @@
     streamlit run app.py                      # the demo bundle (bundles/demo)
     streamlit run app.py -- --bundle DIR      # another bundle folder
     EXPLAIN_BUNDLE=DIR streamlit run app.py   # the same, by environment variable
+    streamlit run app.py -- --bundle DIR --trust-code layers.py   # your own custom layers (never for uploads)
 """
 
 import streamlit as st
 
-from ui import frame, pickers, show, state
+from ui import frame, pickers, show, startup, state
 
 st.set_page_config(page_title="Churn explainer · Integrated Gradients", page_icon=":material/insights:",
                    layout="wide")
@@ -31,6 +32,8 @@ if bundle is not None:
     with show.guard():
         choice = pickers.sidebar_ui(bundle)
 frame.publish(bundle, choice, problem)
+if badge := startup.trusted_badge():
+    st.sidebar.badge(badge, icon=":material/warning:", color="orange")
 
 with show.guard():
     page.run()

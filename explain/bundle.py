@@ -36,12 +36,14 @@ import pandas as pd
 from explain.text import examples as _examples
 from explain.errors import BundleError, ExplainError, UnsafeModelError
 from explain.inputs import input_layout
+from explain import labels as label_values
 
 if TYPE_CHECKING:  # keras is imported by explain.safe_load when a model is opened
     import keras
 
-ModelLoader = Callable[[Path], "keras.Model"]  # opens model.keras: safe_load.load_model or load_model_isolated
+ModelLoader = Callable[[Path], "keras.Model"]  # opens model.keras / model.h5: safe_load.open_model or load_model_isolated
 MODEL_FILE = "model.keras"
+LEGACY_MODEL_FILE = "model.h5"  # used when there is no model.keras
 CONFIG_FILE = "bundle.json"
 TABLE_FILES = {
     "static": ("static.csv", "static.parquet"),
@@ -313,16 +315,22 @@ class Bundle:
 
 # ---- public entry points ------------------------------------------------------------------
 
-def validate_bundle(path: str | os.PathLike) -> ValidationReport:
+def validate_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> ValidationReport:
     """Check a bundle folder and return every problem and note found (never raises for data)."""
-    report, _ = _inspect(Path(path))
+    report, _ = _inspect(Path(path), loader)
     return report
+
+
+def inspect_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None
+                   ) -> tuple[ValidationReport, Bundle | None]:
+    """(every problem and note, the bundle when there is no problem): ``check`` then looks at the model."""
+    return _inspect(Path(path), loader)
 
 
 def load_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> Bundle:
     """Open a bundle folder; ``BundleError`` (text = the full report) if it has any problem.
 
-    ``loader(path) -> keras.Model`` opens model.keras (default ``safe_load.load_model``; the
+    ``loader(path) -> keras.Model`` opens model.keras or model.h5 (default ``safe_load.load_model`` / ``open_model``; the
     dashboard passes ``safe_load.load_model_isolated`` for uploads).
     """
     report, parts = _inspect(Path(path), loader)
@@ -444,7 +452,7 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
     names = {**config.display_names}
     labels = static["labels"]
     if labels is not None and config.positive_label is not None:
-        if not np.any(labels.astype(object) == config.positive_label):
+        if not label_values.mask(labels, config.positive_label).any():  # as text and as numbers
             report.notes.append(POSITIVE_LABEL_NOTE.format(
                 file=CONFIG_FILE, label=config.positive_label, column=config.label_column))
     bundle = Bundle(
@@ -694,18 +702,20 @@ def _csv_records(text: str):
 
 def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | None = None) -> _ModelInfo | None:
     path = folder / MODEL_FILE
+    if not path.is_file() and (folder / LEGACY_MODEL_FILE).is_file():
+        path = folder / LEGACY_MODEL_FILE  # a legacy HDF5 model: the same checks (explain.h5)
     if not path.is_file():
         others = sorted(p.name for p in folder.glob("*.keras")) + sorted(
             p.name for p in folder.glob("*.h5"))
         hint = f" (found {_examples(others)}; rename the Keras 3 file to {MODEL_FILE})" if others else ""
         report.add(MODEL_FILE, MISSING_FILE.format(
-            file=MODEL_FILE, folder=folder, accepted=f"{MODEL_FILE}{hint}"))
+            file=MODEL_FILE, folder=folder, accepted=f"{MODEL_FILE} (or {LEGACY_MODEL_FILE}){hint}"))
         return None
     raw = path.read_bytes()
     from explain import safe_load  # imports keras (seconds); only when a model is opened
 
     try:
-        model = (loader or safe_load.load_model)(path)
+        model = (loader or (safe_load.open_model if path.name == LEGACY_MODEL_FILE else safe_load.load_model))(path)
     except UnsafeModelError as error:  # its message names the file and says how to fix it
         report.add(MODEL_FILE, MODEL_REFUSED.format(file=MODEL_FILE, reason=str(error).strip()))
         return None

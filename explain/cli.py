@@ -7,6 +7,7 @@ says what and how to fix it; never a traceback).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from pathlib import Path
@@ -20,6 +21,11 @@ from explain.text import one_line  # noqa: E402
 
 CUSTOMERS_FILE_MISSING = "The customers file {path} does not exist (--customers-file: one customer id per line)."
 CUSTOMERS_FILE_UNREADABLE = "The customers file {path} cannot be read as UTF-8 text ({why})."
+TRUST_LOCAL_ONLY = ("--trust-code works with --engine local only (Ray workers do not import it). To fix: drop "
+                    "--engine ray, or convert the custom layers to built-in Keras layers.")
+CHECK_CUSTOMERS = 8  # customers the model checks run on (the first ones of the static table)
+TRUST_HELP = ("a Python file defining your own custom Keras layers (it is imported and runs): for your own "
+              "model on your own machine only")
 
 _CHECKOUT = Path(__file__).resolve().parent.parent
 # In a source checkout the repository's bundles/demo; in an installed package ./bundles/demo
@@ -53,9 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="validate a bundle; list every problem; exit 1 if any")
     check.add_argument("--bundle", required=True)
+    check.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
 
     attribute = sub.add_parser("attribute", help="explain some customers; write JSON, CSV or Parquet")
     attribute.add_argument("--bundle", required=True)
+    attribute.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
     attribute.add_argument("--customer", action="append", required=True, help="customer id (repeat for several)")
     _settings_arguments(attribute)
     attribute.add_argument("--batch-size", type=int, default=None, help="interpolation points per gradient call")
@@ -63,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     batch = sub.add_parser("batch", help="explain every customer, in resumable chunks, to Parquet")
     batch.add_argument("--bundle", required=True)
+    batch.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
     batch.add_argument("--out", required=True, help="output folder (a Parquet dataset) or FILE.parquet")
     batch.add_argument("--customers-file", help="a text file with one customer id per line (default: all)")
     _settings_arguments(batch)
@@ -75,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     faith = sub.add_parser("faithfulness", help="deletion/insertion curves, model randomisation, occlusion; JSON")
     faith.add_argument("--bundle", required=True)
+    faith.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
     _settings_arguments(faith)  # --seed also seeds the customer sample, random orders, re-initialisations
     faith.add_argument("--customers", type=int, default=200, help="customers sampled with --seed (default 200)")
     faith.add_argument("--random-orders", type=int, default=5, help="seeded random orders (default 5)")
@@ -125,12 +135,43 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def cmd_check(args) -> int:
-    from explain.bundle import validate_bundle
+def model_loader(args):
+    """The bundle's model loader for ``--trust-code FILE`` (None without it: the default, untrusted).
 
-    report = validate_bundle(args.bundle)
+    Imports FILE (``explain.trust``), says so on stderr (the dashboard shows the same words as a
+    badge) and opens the model with FILE's Keras objects; a bundle given on the command line only."""
+    if not getattr(args, "trust_code", None):
+        return None
+    from explain import safe_load, trust
+
+    trusted = trust.load_trusted_code(args.trust_code)
+    print(trusted.badge, file=sys.stderr)
+    return functools.partial(safe_load.open_model, trusted=trusted)
+
+
+def cmd_check(args) -> int:
+    from explain import bundle as bundle_io
+
+    report, bundle = bundle_io.inspect_bundle(args.bundle, loader=model_loader(args))
+    if bundle is not None:  # the tables and the model fit: what would make every attribution fail
+        model_file = next(name for name in (bundle_io.MODEL_FILE, bundle_io.LEGACY_MODEL_FILE)
+                          if (bundle.path / name).is_file())
+        for message in model_problems(bundle):
+            report.add(model_file, message)
     print(report.format())
     return 0 if report.ok else 1
+
+
+def model_problems(bundle) -> list[str]:
+    """``ig.model_problems`` (or ``explain.checks``' until it exists) on a few customers, with the
+    zero and mean baselines."""
+    from explain import baselines, checks, ig
+
+    check = getattr(ig, "model_problems", None) or checks.model_problems
+    data = bundle.data()
+    inputs = {role: values[:CHECK_CUSTOMERS] for role, values in data.items()}
+    return check(bundle.model, inputs=inputs, baselines={"zero": baselines.zero(data), "mean": baselines.mean(data)},
+                 roles=bundle.input_roles)
 
 
 def cmd_attribute(args) -> int:
@@ -138,7 +179,7 @@ def cmd_attribute(args) -> int:
     from explain.bundle import load_bundle
     from explain.explainer import explain_customers
 
-    bundle = load_bundle(args.bundle)
+    bundle = load_bundle(args.bundle, loader=model_loader(args))
     settings = settings_from_args(args)
     ids = list(dict.fromkeys(args.customer))
     attribution = explain_customers(bundle, ids, settings, batch_size=args.batch_size)
@@ -155,6 +196,8 @@ def cmd_batch(args) -> int:
     from explain.ray_batch import ONLY_WITH_RAY, run_ray_batch
 
     if args.engine == "ray":
+        if args.trust_code:
+            raise ExplainError(TRUST_LOCAL_ONLY)
         return run_ray_batch(args)
     for option, value in (("--address", args.address), ("--workers", args.workers)):
         if value is not None:
@@ -163,7 +206,7 @@ def cmd_batch(args) -> int:
     ids = lines = None
     if args.customers_file:
         ids, lines = read_customers_file(args.customers_file, with_lines=True)
-    bundle = load_bundle(args.bundle)
+    bundle = load_bundle(args.bundle, loader=model_loader(args))
     if ids is not None:
         ids = check_ids(bundle, ids, source=f"The customers file {args.customers_file}", lines=lines)
     result = run_batch_job(bundle, args.out, settings, chunk_size=args.batch_size, ids=ids, progress=True)
@@ -177,7 +220,7 @@ def cmd_faithfulness(args) -> int:
 
     faithfulness.check_out(args.out)
     settings = settings_from_args(args)
-    result = faithfulness.run(load_bundle(args.bundle), settings, customers=args.customers, seed=settings.seed,
+    result = faithfulness.run(load_bundle(args.bundle, loader=model_loader(args)), settings, customers=args.customers, seed=settings.seed,
                               random_orders=args.random_orders, repeats=args.repeats, batch_size=args.batch_size)
     path = faithfulness.write_report(args.out, result)
     print("\n".join(faithfulness.summary_lines(result)))

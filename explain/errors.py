@@ -27,6 +27,14 @@ class UnsafeModelError(ExplainError):
     """A model file was refused before any of its code could run."""
 
 
+def refusal(template: str, items: list[str] | None = None, **fields) -> UnsafeModelError:
+    """An ``UnsafeModelError`` with ``template.format(**fields)``; its ``problems`` list ``items``
+    (one line per offending part, read by ``python -m explain check``) or the message itself."""
+    error = UnsafeModelError(template.format(**fields))
+    error.problems = list(items) if items else [str(error)]
+    return error
+
+
 class Stopped(Exception):
     """A computation was stopped between two chunks because its ``should_stop`` callable said so.
 

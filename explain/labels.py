@@ -1,8 +1,10 @@
 """Label values as text: how the dashboard, the cohort baseline and the filters name a label.
 
 A label column may hold integers, floats read from CSV (``1.0``), booleans or strings; they
-are compared as text, with whole floats written as integers (``1.0`` -> ``"1"``), so that
-``cohort:1`` names the same customers whatever the column's dtype.
+are compared as text, with whole floats written as integers (``1.0`` -> ``"1"``), and as
+numbers when both sides read as one (``"1"``, ``1``, ``1.0`` and ``"1.0"`` are the same
+label), so that ``cohort:1`` and ``"positive_label": "1"`` name the same customers whatever
+the column's dtype.
 """
 
 from __future__ import annotations
@@ -17,9 +19,27 @@ def text(value) -> str:
     return str(value)
 
 
-def mask(labels, value: str) -> np.ndarray:
-    """Rows whose label, written as text, equals ``value`` (bool, one per row)."""
-    return np.array([text(v) == str(value) for v in labels], bool)
+def _number(value) -> float | None:
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if np.isfinite(number) else None
+
+
+def same(a, b) -> bool:
+    """Whether two label values name the same label: equal as text, or equal as numbers."""
+    if text(a) == text(b):
+        return True
+    x, y = _number(a), _number(b)
+    return x is not None and x == y
+
+
+def mask(labels, value) -> np.ndarray:
+    """Rows whose label equals ``value`` as text or as a number (bool, one per row)."""
+    return np.array([same(v, value) for v in labels], bool)
 
 
 def values(bundle) -> list[str]:
@@ -27,8 +47,8 @@ def values(bundle) -> list[str]:
     if bundle.labels is None:
         return []
     found = {text(v) for v in bundle.labels}
-    positive_text = text(bundle.positive_label) if bundle.positive_label is not None else None
-    return sorted(found, key=lambda v: (v == positive_text, v))
+    given = bundle.positive_label
+    return sorted(found, key=lambda v: (given is not None and same(v, given), v))
 
 
 def positive(bundle) -> str | None:
@@ -36,7 +56,9 @@ def positive(bundle) -> str | None:
     found = values(bundle)
     if not found:
         return None
-    return text(bundle.positive_label) if bundle.positive_label is not None else found[-1]
+    if bundle.positive_label is None:
+        return found[-1]
+    return next((v for v in found if same(v, bundle.positive_label)), text(bundle.positive_label))
 
 
 def counts(bundle) -> dict[str, int]:

@@ -24,6 +24,7 @@ import pytest
 
 from explain import safe_load as sl
 from explain.errors import UnsafeModelError
+from explain.trial_load import PROJECT_ROOT
 from tests.hostile import (DELETE, SAVEDMODEL_ZIPS, archive_with, dense_file, hdf5_file, huge_dense_file,
                            lambda_file, lookup_file, nested_lambda_file, rewrite_config, tiny_model_file,
                            write_zip)
@@ -349,7 +350,7 @@ def test_declared_uncompressed_size_over_the_cap_is_refused(safe_tiny, tmp_path)
     path = write_zip(tmp_path / "bomb.keras", members, zipfile.ZIP_DEFLATED)
     assert path.stat().st_size < 64 * 1024
     with pytest.raises(UnsafeModelError) as excinfo:
-        sl.load_model(path, max_uncompressed_bytes=1024**2)
+        sl.load_model(path, limits=sl.Limits(max_uncompressed_bytes=1024**2))
     assert_refused(excinfo, sl.UNCOMPRESSED_TOO_LARGE, path, "1,048,576",
                    "max_uncompressed_bytes")
 
@@ -358,10 +359,10 @@ def test_too_many_members_are_refused_before_the_archive_is_opened(safe_tiny, tm
     extra = {f"assets/file_{i}.txt": b"x" for i in range(20)}
     path = write_zip(tmp_path / "many.keras", archive_with(safe_tiny, extra))
     with pytest.raises(UnsafeModelError) as excinfo:
-        sl.load_model(path, max_members=10)
+        sl.load_model(path, limits=sl.Limits(max_members=10))
     assert_refused(excinfo, sl.TOO_MANY_MEMBERS, path, "23 files", "limit of 10")
     # The same archive with a cap that allows it: assets are expected members.
-    assert sl.check_model_file(path, max_members=100).members[-1] == "assets/file_19.txt"
+    assert sl.check_model_file(path, limits=sl.Limits(max_members=100)).members[-1] == "assets/file_19.txt"
 
 
 def test_unexpected_members_are_refused(safe_tiny, tmp_path):
@@ -435,7 +436,7 @@ def test_missing_file_is_refused(tmp_path):
 
 def test_file_over_the_size_cap_is_refused(safe_tiny):
     with pytest.raises(UnsafeModelError) as excinfo:
-        sl.load_model(safe_tiny, max_file_bytes=1000)
+        sl.load_model(safe_tiny, limits=sl.Limits(max_file_bytes=1000))
     assert_refused(excinfo, sl.FILE_TOO_LARGE, safe_tiny, "limit of 1,000 bytes", "max_file_bytes")
 
 
@@ -526,7 +527,7 @@ def test_huge_layer_is_refused_from_the_config_without_using_memory(safe_huge):
 def test_huge_layer_is_stopped_by_the_child_process_when_the_estimate_is_off(safe_huge):
     before_rss, before_peak = rss(), peak_rss()
     with pytest.raises(UnsafeModelError) as excinfo:
-        sl.load_model_isolated(safe_huge, max_params=None)
+        sl.load_model_isolated(safe_huge, limits=sl.Limits(max_params=None))
     assert_refused(excinfo, sl.ISOLATED_TOO_LARGE, safe_huge, "8 GiB", "memory_limit_bytes")
     assert rss() - before_rss < 500 * 1024**2
     assert peak_rss() - before_peak < 500 * 1024**2
@@ -536,21 +537,21 @@ def test_the_memory_limit_is_enforced_in_the_child(safe_tiny, tmp_path):
     # 5 * 10**8 weights = 2 GB: would fit in this machine, not in 3 GiB next to TensorFlow.
     path = dense_file(safe_tiny, tmp_path / "big.keras", 20_000, 25_000)
     with pytest.raises(UnsafeModelError) as excinfo:
-        sl.load_model_isolated(path, max_params=None, memory_limit_bytes=3 * 1024**3)
+        sl.load_model_isolated(path, limits=sl.Limits(max_params=None, memory_limit_bytes=3 * 1024**3))
     assert_refused(excinfo, sl.ISOLATED_TOO_LARGE, path, "3 GiB")
 
 
 def test_slow_load_is_stopped(safe_clean):
     _, path, _, _ = safe_clean
     with pytest.raises(UnsafeModelError) as excinfo:
-        sl.load_model_isolated(path, timeout_s=0.2)
+        sl.load_model_isolated(path, limits=sl.Limits(timeout_s=0.2))
     assert_refused(excinfo, sl.ISOLATED_TIMEOUT, path, "0.2 s", "timeout_s")
 
 
 def test_memory_limit_too_small_for_tensorflow_says_so(safe_clean):
     _, path, _, _ = safe_clean
     with pytest.raises(UnsafeModelError) as excinfo:
-        sl.load_model_isolated(path, memory_limit_bytes=300 * 1024**2)
+        sl.load_model_isolated(path, limits=sl.Limits(memory_limit_bytes=300 * 1024**2))
     assert_refused(excinfo, sl.ISOLATED_FAILED, path, "memory_limit_bytes")
 
 
@@ -580,6 +581,6 @@ def test_the_trial_child_imports_nothing_heavy_before_its_memory_cap():
     """The child imports ``explain.safe_load`` first: that must not pull in TensorFlow or Keras."""
     code = ("import sys; import explain.safe_load; heavy = [m for m in ('tensorflow', 'keras', 'numpy') "
             "if m in sys.modules]; print(heavy)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=sl._PROJECT_ROOT, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True,
                          timeout=60, check=True).stdout
     assert out.strip() == "[]"

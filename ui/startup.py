@@ -4,28 +4,72 @@ environment.
     streamlit run app.py -- --bundle DIR      (or --bundle=DIR)
     EXPLAIN_BUNDLE=DIR streamlit run app.py
     streamlit run app.py                      the demo bundle, bundles/demo
+    streamlit run app.py -- --bundle DIR --trust-code layers.py
+                                              the owner's custom layers for that bundle (never uploads)
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
+
+from explain.errors import ExplainError
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_DIR = ROOT / "bundles" / "demo"
 ENV_VAR = "EXPLAIN_BUNDLE"
 
 
+def _option(name: str, argv: list[str] | None) -> str | None:
+    args = sys.argv[1:] if argv is None else argv
+    for k, arg in enumerate(args):
+        if arg == name and k + 1 < len(args):
+            return args[k + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
 def bundle_path(argv: list[str] | None = None, environ=None) -> Path:
     """``--bundle DIR`` in ``argv`` (default ``sys.argv[1:]``), else ``$EXPLAIN_BUNDLE``, else the demo."""
-    args = sys.argv[1:] if argv is None else argv
     environ = os.environ if environ is None else environ
-    for k, arg in enumerate(args):
-        if arg == "--bundle" and k + 1 < len(args):
-            return Path(args[k + 1]).expanduser()
-        if arg.startswith("--bundle="):
-            return Path(arg.split("=", 1)[1]).expanduser()
+    given = _option("--bundle", argv)
+    if given is not None:
+        return Path(given).expanduser()
     if environ.get(ENV_VAR):
         return Path(environ[ENV_VAR]).expanduser()
     return DEMO_DIR
+
+
+def trusted_code(argv: list[str] | None = None):
+    """The ``explain.trust.TrustedCode`` of ``--trust-code FILE`` (imported once per process), or None.
+
+    Raises ``TrustError`` (an ``ExplainError`` naming the file) when FILE cannot be used."""
+    given = _option("--trust-code", argv)
+    if given is None:
+        return None
+    from explain import trust
+
+    return trust.load_trusted_code(Path(given).expanduser())
+
+
+def model_loader(argv: list[str] | None = None):
+    """The model loader of the startup bundle: with ``--trust-code``, ``safe_load.open_model`` with
+    its objects; else None (the default). Uploads never use it."""
+    trusted = trusted_code(argv)
+    if trusted is None:
+        return None
+    from explain import safe_load
+
+    return functools.partial(safe_load.open_model, trusted=trusted)
+
+
+def trusted_badge(argv: list[str] | None = None) -> str | None:
+    """"trusted code loaded: layers.py" when ``--trust-code`` was given and imported, else None."""
+    try:
+        trusted = trusted_code(argv)
+    except ExplainError:  # the bundle's error says why (its loader raised the same)
+        return None
+    return trusted.badge if trusted is not None else None
