@@ -452,7 +452,7 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
     names = {**config.display_names}
     labels = static["labels"]
     if labels is not None and config.positive_label is not None:
-        if not label_values.mask(labels, config.positive_label).any():  # as text and as numbers
+        if not label_values.occurs(labels, config.positive_label):  # as text and as numbers
             report.notes.append(POSITIVE_LABEL_NOTE.format(
                 file=CONFIG_FILE, label=config.positive_label, column=config.label_column))
     bundle = Bundle(

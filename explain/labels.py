@@ -1,10 +1,10 @@
 """Label values as text: how the dashboard, the cohort baseline and the filters name a label.
 
 A label column may hold integers, floats read from CSV (``1.0``), booleans or strings; they
-are compared as text, with whole floats written as integers (``1.0`` -> ``"1"``), and as
-numbers when both sides read as one (``"1"``, ``1``, ``1.0`` and ``"1.0"`` are the same
-label), so that ``cohort:1`` and ``"positive_label": "1"`` name the same customers whatever
-the column's dtype.
+are compared as text, with whole floats written as integers (``1.0`` -> ``"1"``), so that
+``cohort:1`` names the same customers whatever the column's dtype (one spelling per value:
+``cohort:1.0`` names none). ``bundle.json``'s ``positive_label`` is matched as text or as a
+number (``"1"``, ``1`` and ``1.0`` name the label ``1``): JSON gives it a type the table may not have.
 """
 
 from __future__ import annotations
@@ -37,9 +37,15 @@ def same(a, b) -> bool:
     return x is not None and x == y
 
 
-def mask(labels, value) -> np.ndarray:
-    """Rows whose label equals ``value`` as text or as a number (bool, one per row)."""
-    return np.array([same(v, value) for v in labels], bool)
+def occurs(labels, value) -> bool:
+    """Whether a label given in ``bundle.json`` (``positive_label``) names one of ``labels``'
+    values, as text or as a number."""
+    return any(same(v, value) for v in {text(v) for v in labels})
+
+
+def mask(labels, value: str) -> np.ndarray:
+    """Rows whose label, written as text, equals ``value`` (bool, one per row)."""
+    return np.array([text(v) == str(value) for v in labels], bool)
 
 
 def values(bundle) -> list[str]:

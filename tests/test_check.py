@@ -164,4 +164,4 @@ def test_positive_label_compares_as_text_and_as_numbers(folder, stored, given, n
         bundle = load_bundle(path)
         positive = labels.positive(bundle)
         assert labels.values(bundle)[-1] == positive  # the positive label is listed last
-        assert labels.mask(bundle.labels, given).sum() == N // 2  # and names half of the customers
+        assert labels.mask(bundle.labels, positive).sum() == N // 2  # and names half of the customers
