@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 
@@ -26,6 +27,8 @@ from explain import h5 as legacy
 from explain import safe_load as sl
 from explain import trust
 from explain.bundle import load_bundle
+from explain.cli import main
+from explain.objects import save_bundle
 from explain.inputs import input_layout
 from explain.errors import UnsafeModelError
 from explain.ig import ABSOLUTE_TOLERANCE, DEFAULT_TOLERANCE, integrated_gradients
@@ -440,3 +443,125 @@ def test_unusable_trusted_code_is_refused_with_a_message(tmp_path, name, content
     message = str(excinfo.value)
     assert template_regex(template).fullmatch(message), message
     assert str(path) in message and "To fix:" in message and detail in message
+
+
+# --------------------------------------------------------------------------- bundles, CLI, dashboard
+
+
+def cli(capsys, *args) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def attribute_json(capsys, bundle: Path, ids, *extra, baseline: str = "zero") -> dict:
+    out = bundle.parent / f"{bundle.name}-{len(extra)}.json"
+    args = ["attribute", "--bundle", bundle, *[a for i in ids for a in ("--customer", i)],
+            "--baseline", baseline, "--steps", "256", "--out", out, *extra]
+    code, _, err = cli(capsys, *args)
+    assert code == 0, err
+    return json.loads(out.read_text())
+
+
+def arrays(doc: dict) -> tuple[np.ndarray, np.ndarray]:
+    return (np.array([c["static"]["values"] for c in doc["customers"]]),
+            np.array([c["temporal"]["values"] for c in doc["customers"]]))
+
+
+def assert_doc_complete(doc: dict) -> None:
+    for c in doc["customers"]:
+        total = np.sum(c["static"]["values"]) + np.sum(c["temporal"]["values"])
+        gap = c["prediction"] - c["baseline_prediction"]
+        assert total + c["delta"] == pytest.approx(gap, abs=1e-9)
+        assert abs(c["delta"]) <= max(DEFAULT_TOLERANCE * abs(gap), ABSOLUTE_TOLERANCE), c
+
+
+def test_bundle_with_model_h5_checks_and_explains_like_the_keras_bundle(demo, capsys):
+    folder = demo["folder"] / "h5-bundle"
+    folder.mkdir()
+    for name in ("static.csv", "temporal.csv", "bundle.json"):
+        shutil.copyfile(DEMO / name, folder / name)
+    shutil.copyfile(demo["tf2"], folder / "model.h5")  # TensorFlow 2's layout, no model.keras
+    code, out, _ = cli(capsys, "check", "--bundle", folder)
+    assert code == 0, out
+    ids = ["C00001", "C00017", "C03000"]
+    from_h5 = attribute_json(capsys, folder, ids, baseline="mean")
+    from_keras = attribute_json(capsys, DEMO, ids, baseline="mean")
+    for a, b in zip(arrays(from_h5), arrays(from_keras)):
+        np.testing.assert_allclose(a, b, atol=1e-7)
+    assert_doc_complete(from_h5)
+    bundle = load_bundle(folder)
+    inputs = bundle.inputs_for(ids)
+    static, temporal = (np.asarray(v, np.float64) for v in (bundle.data()["static"], bundle.data()["temporal"]))
+    mean = {"static": static.mean(axis=0, keepdims=True),  # the "mean" baseline: per feature, every period alike
+            "temporal": np.broadcast_to(temporal.mean(axis=(0, 1)), (1, *temporal.shape[1:]))}
+    expected = reference_ig(bundle.model, inputs, mean)
+    np.testing.assert_allclose(arrays(from_h5)[0], expected["static"], atol=5e-4)
+    np.testing.assert_allclose(arrays(from_h5)[1], expected["temporal"], atol=5e-4)
+
+
+@pytest.fixture(scope="module")
+def custom_bundles(attention):
+    """Bundles of the attention model: its tables, and the model as model.keras or as model.h5."""
+    s_in, t_in = keras.Input((4,), name="static"), keras.Input((6, 3), name="temporal")
+    stand_in = keras.Model([s_in, t_in], keras.layers.Dense(1)(keras.layers.Concatenate()(
+        [s_in, keras.layers.Flatten()(t_in)])))  # save_bundle checks the bundle: a built-in model first
+    rng = np.random.default_rng(8)
+    static, temporal = rng.normal(size=(10, 4)).astype("f4"), rng.normal(size=(10, 6, 3)).astype("f4")
+    folders = {}
+    for kind in ("keras", "h5"):
+        folder = save_bundle(attention["folder"] / f"bundle-{kind}", stand_in, static, temporal,
+                             ids=[f"K{i}" for i in range(10)])
+        (folder / "model.keras").unlink()
+        attention["model"].save(folder / f"model.{kind}")
+        folders[kind] = folder
+    return {"folders": folders, "static": static, "temporal": temporal}
+
+
+@pytest.mark.parametrize("kind", ["keras", "h5"])
+def test_custom_layer_bundle_is_refused_without_trust_code_and_exact_with_it(attention, custom_bundles, capsys, kind):
+    folder = custom_bundles["folders"][kind]
+    code, out, _ = cli(capsys, "check", "--bundle", folder)
+    assert code == 1 and "PeriodAttention" in out and "could run code" in out, out
+    code, _, err = cli(capsys, "attribute", "--bundle", folder, "--customer", "K1", "--out", folder.parent / "x.json")
+    assert code == 2 and "PeriodAttention" in err, err
+
+    code, out, err = cli(capsys, "check", "--bundle", folder, "--trust-code", attention["code"])
+    assert code == 0, out
+    assert "trusted code loaded: layers.py" in err
+    ids = ["K0", "K3", "K9"]
+    doc = attribute_json(capsys, folder, ids, "--trust-code", attention["code"])
+    assert_doc_complete(doc)
+    rows = [0, 3, 9]
+    inputs = {"static": custom_bundles["static"][rows], "temporal": custom_bundles["temporal"][rows]}
+    expected = reference_ig(attention["model"], inputs, {"static": np.zeros((1, 4)), "temporal": np.zeros((1, 6, 3))})
+    static, temporal = arrays(doc)
+    np.testing.assert_allclose(static, expected["static"], atol=5e-4)
+    np.testing.assert_allclose(temporal, expected["temporal"], atol=5e-4)
+
+
+def test_dashboard_with_trust_code_shows_the_badge_and_never_trusts_uploads(attention, custom_bundles, monkeypatch):
+    from tests.apptest import app, bundle_files, errors, upload
+
+    folder = custom_bundles["folders"]["keras"]
+    monkeypatch.delenv("EXPLAIN_BUNDLE", raising=False)
+    monkeypatch.setattr(sys, "argv", ["app.py", "--bundle", str(folder), "--trust-code", str(attention["code"])])
+    at = app()
+    badges = [m.value for m in at.sidebar.markdown if "badge[" in m.value]  # st.badge is markdown
+    assert any("trusted code loaded: layers.py" in b for b in badges), badges
+    assert not errors(at), errors(at)
+    assert str(at.session_state["customer"]).startswith("K"), "the custom-layer bundle is not the one open"
+
+    # The same model uploaded is refused: uploads never get the trusted code.
+    at = upload(at.switch_page("pages/data.py").run(), bundle_files(folder))
+    shown = " ".join(errors(at))
+    assert "PeriodAttention" in shown and "could run code" in shown, shown
+
+    # Without --trust-code the same bundle (another copy: the startup cache is per folder) is refused.
+    plain = folder.parent / "bundle-untrusted"
+    shutil.copytree(folder, plain)
+    monkeypatch.setattr(sys, "argv", ["app.py", "--bundle", str(plain)])
+    at = app()
+    assert not [m.value for m in at.sidebar.markdown if "trusted code" in m.value]
+    shown = " ".join(errors(at))
+    assert "PeriodAttention" in shown and "could run code" in shown, shown
