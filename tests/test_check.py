@@ -8,8 +8,6 @@ integer static input, one whose temporal input goes through a ``Masking`` layer.
 from __future__ import annotations
 
 import json
-import re
-import string
 
 import keras
 import numpy as np
@@ -21,17 +19,9 @@ from explain.ig import integrated_gradients
 from explain.bundle import POSITIVE_LABEL_NOTE, load_bundle, validate_bundle
 from explain.cli import main
 from explain.objects import save_bundle
+from tests.test_safe_load import template_regex
 
 N, S, T, F = 12, 3, 5, 2
-
-
-def template_regex(template: str) -> re.Pattern:
-    parts = []
-    for literal, field, _spec, _conv in string.Formatter().parse(template):
-        parts.append(re.escape(literal))
-        if field is not None:
-            parts.append("(?s:.*?)")
-    return re.compile("".join(parts))
 
 
 def data(seed: int = 0):

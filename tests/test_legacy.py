@@ -454,8 +454,8 @@ def cli(capsys, *args) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def attribute_json(capsys, bundle: Path, ids, *extra, baseline: str = "zero") -> dict:
-    out = bundle.parent / f"{bundle.name}-{len(extra)}.json"
+def attribute_json(capsys, bundle: Path, ids, *extra, baseline: str = "zero", out_dir: Path) -> dict:
+    out = out_dir / f"{bundle.name}-{len(extra)}.json"
     args = ["attribute", "--bundle", bundle, *[a for i in ids for a in ("--customer", i)],
             "--baseline", baseline, "--steps", "256", "--out", out, *extra]
     code, _, err = cli(capsys, *args)
@@ -485,8 +485,8 @@ def test_bundle_with_model_h5_checks_and_explains_like_the_keras_bundle(demo, ca
     code, out, _ = cli(capsys, "check", "--bundle", folder)
     assert code == 0, out
     ids = ["C00001", "C00017", "C03000"]
-    from_h5 = attribute_json(capsys, folder, ids, baseline="mean")
-    from_keras = attribute_json(capsys, DEMO, ids, baseline="mean")
+    from_h5 = attribute_json(capsys, folder, ids, baseline="mean", out_dir=demo["folder"])
+    from_keras = attribute_json(capsys, DEMO, ids, baseline="mean", out_dir=demo["folder"])
     for a, b in zip(arrays(from_h5), arrays(from_keras)):
         np.testing.assert_allclose(a, b, atol=1e-7)
     assert_doc_complete(from_h5)
@@ -530,7 +530,7 @@ def test_custom_layer_bundle_is_refused_without_trust_code_and_exact_with_it(att
     assert code == 0, out
     assert "trusted code loaded: layers.py" in err
     ids = ["K0", "K3", "K9"]
-    doc = attribute_json(capsys, folder, ids, "--trust-code", attention["code"])
+    doc = attribute_json(capsys, folder, ids, "--trust-code", attention["code"], out_dir=folder.parent)
     assert_doc_complete(doc)
     rows = [0, 3, 9]
     inputs = {"static": custom_bundles["static"][rows], "temporal": custom_bundles["temporal"][rows]}
