@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="start the dashboard (Streamlit) on a bundle")
     serve.add_argument("--bundle", help="bundle folder (default: the demo bundle)")
+    serve.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP + "; never for uploads")
     serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
     serve.add_argument("--address", default="127.0.0.1",
                        help="interface to listen on (default 127.0.0.1; 0.0.0.0 for every interface)")
@@ -231,7 +232,7 @@ def cmd_faithfulness(args) -> int:
 def cmd_serve(args) -> int:
     from explain.serve import serve
 
-    return serve(args.bundle, args.port, args.address)
+    return serve(args.bundle, args.port, args.address, args.trust_code)
 
 
 def main(argv=None) -> int:

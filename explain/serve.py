@@ -61,27 +61,38 @@ def config_flags(root: Path) -> list[str]:
 
 
 def command(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
-            address: str = DEFAULT_ADDRESS) -> list[str]:
-    """The ``streamlit run`` command line that serves ``bundle`` (default: the app's own default)."""
+            address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None) -> list[str]:
+    """The ``streamlit run`` command line that serves ``bundle`` (default: the app's own default);
+    ``trust_code``: the owner's custom layers for that bundle (``--trust-code``, ``explain.trust``)."""
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise ExplainError(BAD_PORT.format(port=port))
     root = dashboard_dir()
     argv = [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), *config_flags(root),
             f"--server.port={port}", f"--server.address={address}"]
+    extra = []
     if bundle is not None:
         path = Path(bundle).expanduser().resolve()
         if not path.is_dir():
             raise ExplainError(NOT_A_BUNDLE.format(path=bundle))
-        argv += ["--", "--bundle", str(path)]
+        extra += ["--bundle", str(path)]
+    if trust_code is not None:
+        from explain.trust import TRUST_NOT_FOUND, TrustError
+
+        code = Path(trust_code).expanduser().resolve()
+        if not code.is_file():
+            raise TrustError(TRUST_NOT_FOUND.format(path=trust_code))
+        extra += ["--trust-code", str(code)]
+    if extra:
+        argv += ["--", *extra]
     return argv
 
 
 def serve(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
-          address: str = DEFAULT_ADDRESS) -> int:
+          address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None) -> int:
     """Run the dashboard until it is stopped; on POSIX the process becomes Streamlit's."""
     if importlib.util.find_spec("streamlit") is None:
         raise ExplainError(NO_STREAMLIT)
-    argv = command(bundle, port, address)
+    argv = command(bundle, port, address, trust_code)
     print(f"explain: serving {'the demo bundle' if bundle is None else bundle} at http://{address}:{port}",
           file=sys.stderr, flush=True)
     if os.name == "posix":

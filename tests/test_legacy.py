@@ -565,3 +565,19 @@ def test_dashboard_with_trust_code_shows_the_badge_and_never_trusts_uploads(atte
     assert not [m.value for m in at.sidebar.markdown if "trusted code" in m.value]
     shown = " ".join(errors(at))
     assert "PeriodAttention" in shown and "could run code" in shown, shown
+
+
+def test_serve_passes_trust_code_to_the_dashboard_which_reads_it_back(attention, custom_bundles):
+    from explain import serve
+    from ui import startup
+
+    folder = custom_bundles["folders"]["keras"]
+    argv = serve.command(folder, trust_code=attention["code"])
+    app_args = argv[argv.index("--") + 1:]
+    assert startup.bundle_path(app_args) == folder.resolve()
+    assert startup.trusted_code(app_args) is attention["trusted"]  # imported once per process
+    assert startup.trusted_badge(app_args) == "trusted code loaded: layers.py"
+    assert startup.trusted_code(["--bundle", str(folder)]) is None and startup.model_loader([]) is None
+    with pytest.raises(trust.TrustError) as excinfo:
+        serve.command(folder, trust_code=folder / "missing.py")
+    assert template_regex(trust.TRUST_NOT_FOUND).fullmatch(str(excinfo.value))
