@@ -8,6 +8,13 @@ A bundle is a folder (see DESIGN.md)::
                                      exactly T rows per customer
     bundle.json (optional)           column roles, display names, units, output names, label
 
+A model with more inputs (several static-like and temporal-like ones, categorical ids into
+embeddings, padded histories) is described by ``bundle.json``'s ``inputs``: every static
+input's columns come from the one static table, every temporal input has its own long table
+(``temporal.csv`` when there is one temporal input, else ``temporal_<input>.csv`` or the
+table named in ``inputs``). Histories behind a Masking layer (or ``mask_zero`` ids) may have
+fewer than T rows per customer, padded at the start or the end (``temporal_padding``).
+
 ``validate_bundle(path)`` collects every problem it can find (tables are checked even when the
 model cannot be opened, and the reverse) into a ``ValidationReport``; ``load_bundle(path)``
 raises ``BundleError`` with the report's text when there is any problem, else returns a frozen
@@ -54,7 +61,10 @@ BUNDLE_FILES = (MODEL_FILE, *TABLE_FILES["static"], *TABLE_FILES["temporal"], CO
 DEFAULT_ID_COLUMN = "customer_id"
 DEFAULT_PERIOD_COLUMN = "period"
 CONFIG_KEYS = ("id_column", "period_column", "static_features", "temporal_features",
-               "display_names", "units", "output_names", "label_column", "positive_label")
+               "display_names", "units", "output_names", "label_column", "positive_label",
+               "inputs", "temporal_padding", "categories")
+PADDING_SIDES = ("start", "end")
+INPUT_KEYS = ("features", "display_name", "role", "table")
 # Cell texts read as "missing" (reported as missing values, never parsed as numbers).
 MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "#n/a", "nil", "-", "?"})
 EXAMPLES_SHOWN = 5
@@ -109,8 +119,25 @@ FEATURE_COUNT_MISMATCH = ("the model's {role} input expects {symbol}={expected} 
 MODEL_UNREADABLE = ("{file} could not be opened: {reason}. Save the model from Keras 3 with "
                     "model.save('model.keras').")
 MODEL_REFUSED = "{file} was refused before loading: {reason}"
-MODEL_INPUTS = ("the model must take exactly two inputs, one (None, S) and one (None, T, F), "
-                "in either order, with known S, T and F; it takes {found}.")
+MODEL_INPUTS = ("the model must take exactly two inputs, one (None, S) and one (None, T, F), in either "
+                "order, or more of them (every 2-D input static-like, every 3-D input temporal-like, "
+                "category ids into an Embedding), with known S, T and F; it takes {found}.")
+MODEL_INPUT_PROBLEM = "{problem}"
+INPUTS_UNKNOWN = ("'inputs' names {names}, which the model does not have; its inputs are {known}. "
+                  "Use the model's input names (or its dict keys).")
+INPUTS_INCOMPLETE = ("'inputs' must list 'features' for every model input; missing for {names}. "
+                     "List each input's table columns in the model's order.")
+INPUT_WIDTH = ("input {input!r} expects {expected} feature(s) (shape {shape}), but bundle.json "
+               "'inputs' lists {given}: {columns}.")
+NOT_CATEGORY_IDS = ("column '{column}' feeds the Embedding of input {input!r} and must hold whole-number "
+                    "category ids from 0 to {high}, but {count} value(s) are not: {where}. {fix}")
+CATEGORY_IDS_FIX = ("Write the category ids the model was trained with, or put a StringLookup/IntegerLookup "
+                    "in the model to read the categories as text.")
+PERIODS_PADDED_NOTE = ("{file}: {count} customer(s) have fewer than {expected} periods; their histories "
+                       "are padded at the {side} with the mask value of {padded_by}, as the model expects "
+                       "('temporal_padding' in bundle.json), and shown as no data.")
+NO_PAD_TOKEN = ("input {input!r} has customers with fewer than {expected} periods, but its lookup "
+                "layer has no mask token to pad them with. Give each customer {expected} rows.")
 MODEL_OUTPUT = "the model must have one output of shape (None, K); it has {found}."
 INVALID_JSON = ("{file} is not valid JSON: {reason} (line {line}, column {col}). Fix the syntax "
                 "or delete {file} to use the defaults.")
@@ -204,6 +231,17 @@ class Bundle:
     content_hash: str = ""
     notes: list[str] = field(default_factory=list)
     input_roles: tuple[str, ...] = ("static", "temporal")   # roles in model.inputs order
+    # Every model input by the engine's key ("static"/"temporal" for two-input models, else
+    # input names): arrays as the model takes them (floats, ids or texts; padded histories
+    # padded), their columns, display names and periods. Empty for a plain two-input bundle.
+    input_arrays: dict = field(default_factory=dict)
+    layout: Any = None                   # explain.inputs.InputLayout
+    input_features: dict = field(default_factory=dict)
+    input_labels: dict = field(default_factory=dict)
+    input_periods: dict = field(default_factory=dict)
+    temporal_padding: str = "start"
+    categories: dict = field(default_factory=dict)   # column -> {id or text: display text}
+    roles: dict = field(default_factory=dict)        # bundle.json 'inputs' roles, for the engine
     _positions: dict = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -221,6 +259,37 @@ class Bundle:
         if not self.output_names:
             object.__setattr__(self, "output_names", _default_output_names(_output_width(self.model)))
         object.__setattr__(self, "_positions", {str(i): k for k, i in enumerate(self.ids)})
+
+    @property
+    def arrays(self) -> dict:
+        """Every model input's array by the engine's key: ``input_arrays``, or static and
+        temporal for a plain two-input bundle."""
+        return self.input_arrays or {"static": self.static, "temporal": self.temporal}
+
+    @property
+    def plain(self) -> bool:
+        """A model with one numeric static and one numeric temporal input, nothing padded."""
+        return self.layout is None or (set(self.layout.engine_keys) == {"static", "temporal"} and all(
+            spec.kind == "numeric" and spec.padded_by is None for spec in self.layout.specs))
+
+    @property
+    def engine_layout(self):
+        """The layout to build baselines with (None for a plain bundle: the classic builders)."""
+        return None if self.plain else self.layout
+
+    def padding(self, key: str, rows=None) -> np.ndarray | None:
+        """(k, T) True where input ``key``'s history is padding (None if it cannot be padded)."""
+        if self.layout is None:
+            return None
+        spec = self.layout.spec(key)
+        values = self.arrays[key] if rows is None else self.arrays[key][rows]
+        if spec.mask_value is not None:
+            return spec.padding(values)
+        if spec.mask_zero:
+            token = getattr(spec.lookup, "mask_token", None) if spec.lookup is not None else 0
+            pad = values == token
+            return pad if pad.ndim == 2 else pad.all(axis=-1)
+        return None
 
     @classmethod
     def from_arrays(cls, model: "keras.Model", static: np.ndarray, temporal: np.ndarray, *,
@@ -284,14 +353,15 @@ class Bundle:
         if isinstance(ids, (str, bytes, int, np.integer)):
             ids = [ids]
         rows = np.asarray(self._indices(list(ids)), dtype=np.int64)
-        return {"static": self.static[rows], "temporal": self.temporal[rows]}
+        return {key: value[rows] for key, value in self.arrays.items()}
 
     def data(self) -> dict[str, np.ndarray]:
-        return {"static": self.static, "temporal": self.temporal}
+        return dict(self.arrays)
 
     def model_inputs(self, inputs: Mapping[str, np.ndarray]) -> Any:
-        """The structure the model is called with, from {"static": ..., "temporal": ...}."""
-        return input_layout(self.model).feed(inputs)
+        """The structure the model is called with, from arrays keyed like ``data()``."""
+        layout = self.layout if self.layout is not None else input_layout(self.model)
+        return layout.feed(inputs)
 
     def predict(self, inputs: Mapping[str, np.ndarray] | None = None,
                 batch_size: int = 1024, *, should_stop=None) -> np.ndarray:
@@ -391,6 +461,9 @@ class _Config:
     output_names: list[str] | None = None
     label_column: str | None = None
     positive_label: Any = None
+    inputs: dict[str, dict] | None = None
+    temporal_padding: str = "start"
+    categories: dict[str, dict] = field(default_factory=dict)
     raw: bytes = b""
 
 
@@ -410,6 +483,7 @@ class _ModelInfo:
     roles: tuple[str, ...] | None = None
     shapes: dict[str, tuple] | None = None       # role -> input shape
     outputs: int | None = None                    # K
+    layout: Any = None                            # explain.inputs.InputLayout
     raw: bytes = b""
 
 
@@ -422,32 +496,40 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
 
     config = _read_config(folder, report)
     static_table = _read_table(folder, "static", report)
-    temporal_table = _read_table(folder, "temporal", report)
     model_info = _read_model(folder, report, loader)
-    shapes = model_info.shapes if model_info and model_info.shapes else None
+    layout = _model_layout(model_info, config, report)
+    plan = _input_plan(config, layout, report)
+    temporal_tables = {key: _read_table(folder, "temporal", report, names)
+                       for key, names in plan["tables"].items()}
 
-    static = _check_static(static_table, config, shapes, report)
-    temporal = _check_temporal(temporal_table, config, shapes, report)
-    _check_config_columns(config, static_table, temporal_table, report)
-    if static and temporal:
-        _check_same_customers(static, temporal, static_table, temporal_table, config.id_column,
-                              report)
+    static = _check_static(static_table, config, plan, report)
+    temporal = {key: _check_temporal(table, config, plan, key, report)
+                for key, table in temporal_tables.items()}
+    first_temporal = next(iter(temporal_tables.values()), None)
+    _check_config_columns(config, static_table, first_temporal, report,
+                          [t for t in temporal_tables.values() if t is not None])
+    for key, checked in temporal.items():
+        if static and checked:
+            _check_same_customers(static, checked, static_table, temporal_tables[key],
+                                  config.id_column, report)
     if model_info and model_info.outputs is not None and config.output_names is not None:
         if len(config.output_names) != model_info.outputs:
             report.add(CONFIG_FILE, OUTPUT_NAMES_COUNT.format(
                 file=CONFIG_FILE, given=len(config.output_names), expected=model_info.outputs))
 
-    if not report.ok or not (static and temporal and model_info and shapes):
+    complete = static and temporal and all(temporal.values()) and model_info and layout is not None
+    if not report.ok or not complete:
         if report.ok:  # cannot happen, but never hand back a half-checked bundle
             report.add(str(folder), "the bundle could not be checked completely.")
         return report, None
 
-    # temporal rows, ordered like the static table: (n * T, F) -> (n, T, F)
+    arrays = dict(static["values"])
     order = pd.Series(np.arange(len(static["ids"])), index=static["ids"])
-    position = order.loc[temporal["ids"]].to_numpy()
-    sort = np.lexsort((temporal["period_rank"], position))
-    t_len, f_len = shapes["temporal"][1], shapes["temporal"][2]
-    temporal_x = temporal["values"][sort].reshape(len(order), t_len, f_len)
+    for key, checked in temporal.items():
+        arrays[key] = _history_array(checked, layout.spec(key), order, config.temporal_padding,
+                                     temporal_tables[key], report)
+        if arrays[key] is None:
+            return report, None
 
     names = {**config.display_names}
     labels = static["labels"]
@@ -455,32 +537,171 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
         if not label_values.occurs(labels, config.positive_label):  # as text and as numbers
             report.notes.append(POSITIVE_LABEL_NOTE.format(
                 file=CONFIG_FILE, label=config.positive_label, column=config.label_column))
+    static_keys, temporal_keys = layout.keys_of("static"), layout.keys_of("temporal")
+    first = temporal_keys[0]
+    static_x = _side_by_side([arrays[key] for key in static_keys])
+    temporal_x = arrays[first] if arrays[first].ndim == 3 else arrays[first][..., None]
+    features = {key: list(plan["features"][key]) for key in layout.engine_keys}
+    all_columns = [c for key in layout.engine_keys for c in features[key]]
+    plain = set(layout.engine_keys) == {"static", "temporal"} and all(
+        spec.kind == "numeric" and spec.padded_by is None for spec in layout.specs)
     bundle = Bundle(
         path=folder,
         model=model_info.model,
         ids=np.asarray(static["ids"], dtype=object),
-        static=static["values"].astype(np.float32),
-        temporal=temporal_x.astype(np.float32),
-        static_features=list(static["features"]),
-        temporal_features=list(temporal["features"]),
-        static_labels=[names.get(c, c) for c in static["features"]],
-        temporal_labels=[names.get(c, c) for c in temporal["features"]],
-        units={c: u for c, u in config.units.items()
-               if c in static["features"] or c in temporal["features"]},
-        periods=list(temporal["periods"]),
+        static=static_x,
+        temporal=temporal_x if temporal_x.dtype.kind != "f" else temporal_x,
+        static_features=[c for key in static_keys for c in features[key]],
+        temporal_features=list(features[first]),
+        static_labels=[names.get(c, c) for key in static_keys for c in features[key]],
+        temporal_labels=[names.get(c, c) for c in features[first]],
+        units={c: u for c, u in config.units.items() if c in all_columns},
+        periods=list(temporal[first]["periods"]),
         output_names=list(config.output_names or _default_output_names(model_info.outputs)),
         labels=labels,
         label_name=config.label_column if labels is not None else None,
         positive_label=config.positive_label,
-        content_hash=_content_hash(model_info.raw, static_table.raw, temporal_table.raw,
-                                   config.raw),
+        content_hash=_content_hash(model_info.raw, static_table.raw,
+                                   *[t.raw for t in temporal_tables.values()], config.raw),
         notes=list(report.notes),
-        input_roles=model_info.roles,
+        input_roles=tuple(spec.role for spec in layout.specs),
+        input_arrays={} if plain else arrays,
+        layout=layout,
+        input_features=features,
+        input_labels={key: plan["labels"][key] for key in layout.engine_keys},
+        input_periods={key: list(temporal[key]["periods"]) for key in temporal_keys},
+        temporal_padding=config.temporal_padding,
+        categories={c: dict(m) for c, m in config.categories.items() if c in all_columns},
+        roles={key: spec["role"] for key, spec in (config.inputs or {}).items() if "role" in spec},
     )
     report.summary = (f"{bundle.n_customers} customers, {bundle.n_static} static features, "
                       f"{bundle.n_periods} periods x {bundle.n_temporal} temporal features, "
                       f"{len(bundle.output_names)} output(s)")
+    if not plain:
+        parts = [f"{len(layout.specs)} inputs"]
+        categorical = [key for key in layout.engine_keys if layout.spec(key).kind == "categorical"]
+        if categorical:
+            parts.append(f"categorical: {', '.join(categorical)}")
+        if len(temporal_keys) > 1:
+            parts.append("histories: " + ", ".join(
+                f"{key} {arrays[key].shape[1]} periods" for key in temporal_keys))
+        padded = [key for key in temporal_keys if layout.spec(key).padded_by]
+        if padded:
+            parts.append(f"padded at the {config.temporal_padding}: {', '.join(padded)}")
+        report.summary += " (" + "; ".join(parts) + ")"
     return report, bundle
+
+
+def _side_by_side(parts: list[np.ndarray]) -> np.ndarray:
+    """(n, S_total) of every static input: float32 (float64 stays), or object when texts occur."""
+    flat = [p.reshape(len(p), -1) for p in parts]
+    if all(p.dtype.kind == "f" for p in flat):
+        return np.concatenate(flat, axis=1) if len(flat) > 1 else flat[0]
+    if all(p.dtype.kind in "fiub" for p in flat):
+        return np.concatenate([p.astype(np.float64) for p in flat], axis=1).astype(np.float32)
+    return np.concatenate([p.astype(object) for p in flat], axis=1)
+
+
+def _model_layout(model_info: _ModelInfo | None, config: _Config, report: ValidationReport):
+    """The model's input layout with the roles of bundle.json 'inputs' (None if unusable)."""
+    if model_info is None or model_info.roles is None:
+        return None
+    from explain.inputs import input_layout
+
+    roles = {key: spec["role"] for key, spec in (config.inputs or {}).items() if "role" in spec}
+    layout = input_layout(model_info.model, roles)
+    if layout.problem is not None or layout.roles is None:
+        report.add(MODEL_FILE, layout.problem if layout.problem != "roles" else MODEL_INPUTS.format(
+            found=" and ".join(str(s) for s in layout.shapes)))
+        return None
+    if config.inputs is not None:
+        known = set(layout.engine_keys) | set(layout.names) | set(layout.keys or ())
+        unknown = [key for key in config.inputs if key not in known]
+        if unknown:
+            report.add(CONFIG_FILE, INPUTS_UNKNOWN.format(
+                names=_examples(unknown), known=_examples(layout.engine_keys)), column="inputs")
+            return None
+    return layout
+
+
+def _input_config(config: _Config, layout, spec) -> dict:
+    """bundle.json 'inputs' entry of ``spec`` (by engine key, input name or dict key)."""
+    entries = config.inputs or {}
+    keys = [spec.key, spec.name] + ([layout.keys[spec.position]] if layout.keys is not None else [])
+    for key in keys:
+        if key is not None and str(key) in entries:
+            return entries[str(key)]
+    return {}
+
+
+def _input_plan(config: _Config, layout, report: ValidationReport) -> dict:
+    """Which columns feed which input and which table each history comes from.
+
+    {"listed": {key: columns or None}, "tables": {key: (csv name, parquet name)},
+     "labels": {key: display name}, "specs": {key: InputSpec}, "features": filled in by the checks}.
+    """
+    plan = {"listed": {}, "tables": {}, "labels": {}, "specs": {}, "features": {}}
+    if layout is None:  # no usable model: check the tables as a plain two-input bundle
+        plan["listed"] = {"static": config.static_features, "temporal": config.temporal_features}
+        plan["tables"] = {"temporal": TABLE_FILES["temporal"]}
+        return plan
+    temporal_specs = [spec for spec in layout.specs if spec.role == "temporal"]
+    missing = []
+    for spec in layout.specs:
+        entry = _input_config(config, layout, spec)
+        plan["specs"][spec.key] = spec
+        plan["labels"][spec.key] = entry.get("display_name", spec.key)
+        listed = entry.get("features")
+        if listed is None and spec.role == "static" and len(layout.keys_of("static")) == 1:
+            listed = config.static_features
+        if listed is None and spec.role == "temporal" and len(temporal_specs) == 1:
+            listed = config.temporal_features
+        if listed is None and config.inputs is not None:
+            missing.append(spec.key)
+        plan["listed"][spec.key] = listed
+        if spec.role == "temporal":
+            table = entry.get("table")
+            if table:
+                stem = table.rsplit(".", 1)[0] if table.lower().endswith((".csv", ".parquet")) else table
+                plan["tables"][spec.key] = (f"{stem}.csv", f"{stem}.parquet")
+            elif len(temporal_specs) == 1:
+                plan["tables"][spec.key] = TABLE_FILES["temporal"]
+            else:
+                plan["tables"][spec.key] = (f"temporal_{spec.key}.csv", f"temporal_{spec.key}.parquet")
+    if missing:
+        report.add(CONFIG_FILE, INPUTS_INCOMPLETE.format(names=_examples(missing)), column="inputs")
+    return plan
+
+
+def _history_array(checked: dict, spec, order: pd.Series, side: str, table: _Table,
+                   report: ValidationReport) -> np.ndarray | None:
+    """Long rows -> (n, T, F) (or (n, T) for ids), customers in static-table order, short
+    histories padded at ``side`` with the mask value."""
+    n, t_len = len(order), spec.shape[0]
+    values = checked["values"]
+    position = order.loc[checked["ids"]].to_numpy()
+    sort = np.lexsort((checked["period_rank"], position))
+    position, values = position[sort], values[sort]
+    counts = np.bincount(position, minlength=n)
+    index = np.arange(len(position)) - np.repeat(np.cumsum(counts) - counts, counts)  # row within customer
+    slot = index + (t_len - counts[position]) if side == "start" else index
+    if spec.kind == "categorical":
+        pad = 0
+        if spec.lookup is not None:
+            pad = getattr(spec.lookup, "mask_token", None)
+            if pad is None and (counts < t_len).any():
+                report.add(table.file, NO_PAD_TOKEN.format(input=spec.key, expected=t_len))
+                return None
+        out = np.full((n, t_len, values.shape[1]), pad, dtype=values.dtype)
+    else:
+        dtype = np.float64 if spec.dtype == "float64" else np.float32
+        out = np.full((n, t_len, values.shape[1]), spec.mask_value or 0.0, dtype=dtype)
+    out[position, slot] = values
+    if (counts < t_len).any():
+        report.notes.append(PERIODS_PADDED_NOTE.format(
+            file=table.file, count=int((counts < t_len).sum()), expected=t_len, side=side,
+            padded_by=spec.padded_by))
+    return out if len(spec.shape) > 1 else out[..., 0]
 
 
 def _read_config(folder: Path, report: ValidationReport) -> _Config:
@@ -543,6 +764,22 @@ def _read_config(folder: Path, report: ValidationReport) -> _Config:
     config.units = dict(take("units", "an object {column: text}", is_str_map) or {})
     config.output_names = take("output_names", "a non-empty list of names", is_str_list)
     config.label_column = take("label_column", "a column name (text) or null", is_str)
+
+    def is_inputs(v):
+        return isinstance(v, dict) and v and all(
+            isinstance(spec, dict) and set(spec) <= set(INPUT_KEYS)
+            and is_str_list(spec.get("features", ["x"]))
+            and all(is_str(spec[k]) for k in ("display_name", "role", "table") if k in spec)
+            and spec.get("role", "static") in ("static", "temporal") for spec in v.values())
+
+    inputs = take("inputs", "an object {input name: {\"features\": [columns], \"display_name\": text, "
+                  "\"role\": \"static\" or \"temporal\", \"table\": file name}}", is_inputs)
+    config.inputs = {str(k): dict(v) for k, v in inputs.items()} if inputs else None
+    config.temporal_padding = take("temporal_padding", "\"start\" or \"end\"",
+                                   lambda v: v in PADDING_SIDES) or "start"
+    categories = take("categories", "an object {column: {id or text: display text}}",
+                      lambda v: isinstance(v, dict) and all(is_str_map(m) for m in v.values()))
+    config.categories = {str(c): dict(m) for c, m in (categories or {}).items()}
     positive = data.get("positive_label")
     if positive is not None and not isinstance(positive, (str, int, float, bool)):
         report.add(CONFIG_FILE, JSON_BAD_TYPE.format(
@@ -553,8 +790,9 @@ def _read_config(folder: Path, report: ValidationReport) -> _Config:
     return config
 
 
-def _read_table(folder: Path, kind: str, report: ValidationReport) -> _Table | None:
-    csv_name, parquet_name = TABLE_FILES[kind]
+def _read_table(folder: Path, kind: str, report: ValidationReport,
+                names: tuple[str, str] | None = None) -> _Table | None:
+    csv_name, parquet_name = names or TABLE_FILES[kind]
     present = [name for name in (csv_name, parquet_name) if (folder / name).is_file()]
     what = ("one row per customer" if kind == "static"
             else "one row per customer and period")
@@ -740,18 +978,29 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
     return info
 
 
-def _input_roles(model) -> tuple[tuple[str, ...] | None, dict | None, str | None]:
-    """(roles in model.inputs order, {role: shape}, problem text or None), by input rank."""
-    layout = input_layout(model)
+def _model_layout_roles(model, roles=None):
+    """(roles in model.inputs order, {role: first input shape}, problem text or None)."""
+    layout = input_layout(model, roles)
     if not layout.count:
         return None, None, MODEL_INPUTS.format(found="no symbolic inputs (a subclassed model?)")
     found = " and ".join(str(s) for s in layout.shapes)
-    if layout.roles is None or any(d is None for s in layout.shapes for d in s[1:]):
+    problems = [spec.problem for spec in layout.specs if spec.problem]
+    if layout.count < 2 or (layout.roles is None and not problems):
         return None, None, MODEL_INPUTS.format(found=f"{layout.count} input(s): {found}")
-    return layout.roles, {role: layout.shape(role) for role in layout.roles}, None
+    if problems:
+        return None, None, " ".join(problems)
+    shapes: dict = {}
+    for spec, shape in zip(layout.specs, layout.shapes):
+        shapes.setdefault(spec.role, shape)
+    return layout.roles, shapes, None
 
 
-def _check_static(table: _Table | None, config: _Config, shapes: dict | None,
+def _input_roles(model) -> tuple[tuple[str, ...] | None, dict | None, str | None]:
+    """(roles in model.inputs order, {role: shape of its first input}, problem text or None)."""
+    return _model_layout_roles(model)
+
+
+def _check_static(table: _Table | None, config: _Config, plan: dict,
                   report: ValidationReport) -> dict | None:
     if table is None:
         return None
@@ -766,17 +1015,38 @@ def _check_static(table: _Table | None, config: _Config, shapes: dict | None,
         _missing_column(table, label_col, "the label column ('label_column' in bundle.json)",
                         config, report)
         label_col = None
-    features = _features(table, "static", config.static_features,
+    specs = [spec for spec in plan["specs"].values() if spec.role == "static"]
+    listed = [plan["listed"].get(spec.key) for spec in specs] if specs else [plan["listed"].get("static")]
+    listed_all = None if all(x is None for x in listed) else [c for x in listed for c in (x or [])]
+    features = _features(table, "static", listed_all,
                          {id_col, config.period_column, config.label_column}, config, report)
     if features is None:
         return None
-    values = _numeric_block(table, features, report, None)
-    ok = ok and values is not None
-
-    if shapes is not None and len(features) != shapes["static"][1]:
-        _count_mismatch(table, "static", "S", shapes["static"][1], features,
-                        config.static_features is not None, report)
-        ok = False
+    values: dict = {}
+    if not specs:  # the model could not be checked: every column as a number
+        block = _numeric_block(table, features, report, None)
+        ok = ok and block is not None
+        values["static"] = block
+        plan["features"]["static"] = features
+    else:
+        widths = [int(np.prod(spec.shape)) for spec in specs]
+        if len(features) != sum(widths):
+            _count_mismatch(table, "static", "S", sum(widths), features, listed_all is not None, report)
+            ok = False
+        else:
+            start = 0
+            for spec, width, own in zip(specs, widths, listed):
+                part = features[start:start + width]
+                start += width
+                if own is not None and len(own) != width:
+                    report.add(CONFIG_FILE, INPUT_WIDTH.format(
+                        input=spec.key, expected=width, shape=(None, *spec.shape), given=len(own),
+                        columns=_examples(own)), column="inputs")
+                    ok = False
+                plan["features"][spec.key] = part
+                block = _input_block(table, part, spec, report, None)
+                ok = ok and block is not None
+                values[spec.key] = block
     if id_col not in columns:
         return None
     ids = _text(table, id_col).to_numpy(dtype=object)
@@ -800,10 +1070,59 @@ def _check_static(table: _Table | None, config: _Config, shapes: dict | None,
     return {"ids": ids, "values": values if ok else None, "features": features, "labels": labels}
 
 
-def _check_temporal(table: _Table | None, config: _Config, shapes: dict | None,
+def _input_block(table: _Table, features: list[str], spec, report: ValidationReport, keys) -> np.ndarray | None:
+    """(rows, features) as the model input takes them: floats of its dtype, ids or texts."""
+    if spec is None or spec.kind == "numeric":
+        block = _numeric_block(table, features, report, keys)
+        if block is None:
+            return None
+        return block if spec is not None and spec.dtype == "float64" else block.astype(np.float32)
+    labels = None
+    if keys is not None:
+        def labels(k: int) -> str:
+            return f"{_cell_text(table.frame[keys[0]].iat[k])}, {_cell_text(table.frame[keys[1]].iat[k])}"
+    high = int(spec.embedding.input_dim) - 1
+    columns, ok = [], True
+    for column in features:
+        if spec.dtype == "string":
+            text = _text(table, column).astype(str)
+            missing = text.str.lower().isin(MISSING_TOKENS).to_numpy() if spec.mask_zero is False else np.zeros(len(text), bool)
+            if missing.any():
+                idx = np.flatnonzero(missing)
+                report.add(table.file, MISSING_VALUES.format(
+                    column=column, count=idx.size, where=_where(table.file, table.is_csv, table.rows[idx])),
+                    column=column, rows=table.rows[idx])
+                ok = False
+            columns.append(text.to_numpy(dtype=object).astype(str))
+            continue
+        values, ok_column = _numeric_column(table, column, report, labels)
+        ok = ok and ok_column
+        if not ok_column:
+            continue
+        bad = values != np.round(values)
+        if spec.lookup is None:
+            bad |= (values < 0) | (values > high)
+        if bad.any():
+            idx = np.flatnonzero(bad)
+            shown = [repr(v) for v in values[idx[:EXAMPLES_SHOWN]]]
+            report.add(table.file, NOT_CATEGORY_IDS.format(
+                column=column, input=spec.key, high=high, count=idx.size, fix=CATEGORY_IDS_FIX,
+                where=_where(table.file, table.is_csv, table.rows[idx], shown)), column=column, rows=table.rows[idx])
+            ok = False
+            continue
+        columns.append(values.astype(np.int64 if spec.dtype == "int64" else np.int32))
+    if not ok:
+        return None
+    return np.stack(columns, axis=1)
+
+
+def _check_temporal(table: _Table | None, config: _Config, plan: dict, key: str,
                     report: ValidationReport) -> dict | None:
     if table is None:
         return None
+    spec = plan["specs"].get(key)
+    listed = plan["listed"].get(key)
+    width = None if spec is None else (spec.shape[1] if len(spec.shape) > 1 else 1)
     ok = True
     columns = list(table.frame.columns)
     id_col, period_col = config.id_column, config.period_column
@@ -811,16 +1130,15 @@ def _check_temporal(table: _Table | None, config: _Config, shapes: dict | None,
         if key_col not in columns:
             _missing_column(table, key_col, role, config, report)
             ok = False
-    features = _features(table, "temporal", config.temporal_features,
+    features = _features(table, "temporal", listed,
                          {id_col, period_col, config.label_column}, config, report)
     if features is None:
         return None
-    values = _numeric_block(table, features, report,
-                            (id_col, period_col) if ok else None)
+    plan["features"][key] = features
+    values = _input_block(table, features, spec, report, (id_col, period_col) if ok else None)
     ok = ok and values is not None
-    if shapes is not None and len(features) != shapes["temporal"][2]:
-        _count_mismatch(table, "temporal", "F", shapes["temporal"][2], features,
-                        config.temporal_features is not None, report)
+    if width is not None and len(features) != width:
+        _count_mismatch(table, "temporal", "F", width, features, listed is not None, report)
         ok = False
     if id_col not in columns or period_col not in columns:
         return None
@@ -850,13 +1168,16 @@ def _check_temporal(table: _Table | None, config: _Config, shapes: dict | None,
     rank = _period_ranks(periods)
     pairs["rank"] = rank
     per_customer = pairs.groupby("id", sort=False)["period"].nunique()
-    if shapes is not None:
-        expected, why = shapes["temporal"][1], "the model's temporal input has T=" + str(
-            shapes["temporal"][1])
+    if spec is not None:
+        expected, why = spec.shape[0], f"the model's temporal input {spec.key!r} has T={spec.shape[0]}"
     else:
         expected = int(per_customer.mode().iloc[0]) if len(per_customer) else 0
         why = "the most common count; the model could not be checked"
-    wrong = per_customer[per_customer != expected]
+    if spec is not None and spec.padded_by:  # a masked history may be shorter: padded to T
+        wrong = per_customer[(per_customer > expected) | (per_customer < 1)]
+        why += f"; shorter histories are padded ({spec.padded_by}), longer ones are not allowed"
+    else:
+        wrong = per_customer[per_customer != expected]
     if len(wrong):
         examples = [f"{i!r} has {k}" for i, k in list(wrong.items())[:EXAMPLES_SHOWN]]
         bad_rows = table.rows[pairs["id"].isin(wrong.index).to_numpy()]
@@ -879,8 +1200,17 @@ def _check_temporal(table: _Table | None, config: _Config, shapes: dict | None,
     # one label sequence per customer, in period order; the most common one names the periods
     ordered = pairs.sort_values(["id", "rank"], kind="stable")
     sequences = ordered.groupby("id", sort=False)["period"].agg(tuple)
-    common = Counter(sequences.tolist()).most_common(1)[0][0] if len(sequences) else ()
-    others = sequences[sequences.map(lambda s: s != common)]
+    full = sequences[sequences.map(len) == expected] if spec is not None else sequences
+    if len(full) == 0 and len(sequences):  # every history is short: name the periods by position
+        full = pd.Series([tuple(f"t{i + 1}" for i in range(expected))])
+    common = Counter(full.tolist()).most_common(1)[0][0] if len(full) else ()
+
+    def aligned(seq):  # the part of the common labels a (padded) history occupies
+        if len(seq) == len(common):
+            return common
+        return common[len(common) - len(seq):] if config.temporal_padding == "start" else common[:len(seq)]
+
+    others = sequences[sequences.map(lambda s: s != aligned(s))]
     if len(others):
         report.notes.append(MIXED_PERIODS_NOTE.format(
             file=table.file, count=len(others), first=common[0], last=common[-1],
@@ -904,10 +1234,13 @@ def _check_same_customers(static: dict, temporal: dict, static_table: _Table,
 
 
 def _check_config_columns(config: _Config, static_table: _Table | None,
-                          temporal_table: _Table | None, report: ValidationReport) -> None:
+                          temporal_table: _Table | None, report: ValidationReport,
+                          more_tables: Sequence[_Table] = ()) -> None:
     if not config.present or static_table is None or temporal_table is None:
         return
     known = set(static_table.frame.columns) | set(temporal_table.frame.columns)
+    for table in more_tables:
+        known |= set(table.frame.columns)
     for key in ("display_names", "units"):
         unknown = [c for c in getattr(config, key) if c not in known]
         if unknown:

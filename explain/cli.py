@@ -48,6 +48,9 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE),
                         help=f"with --steps auto: largest |delta| as a fraction of |f(x) - f(b)| (default {DEFAULT_TOLERANCE})")
     parser.add_argument("--seed", default="0", help="seed of sample:K baselines")
+    parser.add_argument("--categorical", default="mode",
+                        help="baseline of categorical inputs (ids into an Embedding): mode | mean-embedding | "
+                             "category:FEATURE=VALUE;... (default: mode, the most frequent category)")
 
 
 def build_parser() -> argparse.ArgumentParser:

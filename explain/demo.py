@@ -185,8 +185,8 @@ def build_demo(out_dir: str | os.PathLike | None = None, *, n_customers: int = 3
     try:
         (staging / "static.csv").write_bytes(static_csv)
         (staging / "temporal.csv").write_bytes(temporal_csv)
-        (staging / "bundle.json").write_bytes(_json_bytes(bundle_json))
-        (staging / "demo_metrics.json").write_bytes(_json_bytes(metrics))
+        (staging / "bundle.json").write_bytes(json_bytes(bundle_json))
+        (staging / "demo_metrics.json").write_bytes(json_bytes(metrics))
         model.save(staging / "model.keras")
         for name in ("model.keras", "static.csv", "temporal.csv", "bundle.json",
                      "demo_metrics.json"):
@@ -321,5 +321,5 @@ def _csv_bytes(frame: pd.DataFrame, columns: dict, label: str | None = None) -> 
     return out.to_csv(index=False, lineterminator="\n").encode("utf-8")
 
 
-def _json_bytes(obj) -> bytes:
+def json_bytes(obj) -> bytes:
     return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")

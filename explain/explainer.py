@@ -6,6 +6,8 @@ import dataclasses
 import threading
 from collections import OrderedDict
 
+import numpy as np
+
 from explain import baselines as baseline_builders
 from explain.engine import StopCheck
 from explain.ig import Attribution, integrated_gradients
@@ -20,19 +22,27 @@ _CACHE_SIZE = 32
 _CACHE_LOCK = threading.Lock()
 
 
-def baseline_for(bundle, inputs: dict, spec: Baseline | str, seed: int = 0) -> dict:
-    """The baseline arrays named by ``spec`` for these customers' ``inputs`` (read-only)."""
+def baseline_for(bundle, inputs: dict, spec: Baseline | str, seed: int = 0, categorical: str = "mode") -> dict:
+    """The baseline arrays named by ``spec`` for these customers' ``inputs`` (read-only).
+
+    A bundle whose model has categorical, padded or more than two inputs builds them for every
+    input (``explain.baselines`` with its layout), categorical ones by the ``categorical`` rule."""
     spec = Baseline.parse(spec)
+    layout = getattr(bundle, "engine_layout", None)
+    build = {"layout": layout, "categorical": categorical} if layout is not None else {}
     if not spec.data_wide or not bundle.content_hash:  # in-memory bundles have no hash
-        return baseline_builders.from_spec(spec, bundle.data(), inputs, ids=bundle.ids, labels=bundle.labels, seed=seed)
-    key = (bundle.content_hash, str(spec), seed if spec.kind == "sample" else 0)
+        return baseline_builders.from_spec(spec, bundle.data(), inputs, ids=bundle.ids, labels=bundle.labels,
+                                           seed=seed, **build)
+    key = (bundle.content_hash, str(spec), seed if spec.kind == "sample" else 0, categorical)
     with _CACHE_LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    arrays = baseline_builders.from_spec(spec, bundle.data(), inputs, ids=bundle.ids, labels=bundle.labels, seed=seed)
+    arrays = baseline_builders.from_spec(spec, bundle.data(), inputs, ids=bundle.ids, labels=bundle.labels,
+                                         seed=seed, **build)
     for array in arrays.values():
-        array.flags.writeable = False
+        if isinstance(array, np.ndarray):  # a MeanEmbedding is frozen already
+            array.flags.writeable = False
     with _CACHE_LOCK:
         _CACHE[key] = arrays
         while len(_CACHE) > _CACHE_SIZE:
@@ -54,11 +64,11 @@ def explain_customers(bundle, ids, settings: Settings = Settings(), *, batch_siz
     ids = [str(i) for i in ids]
     inputs = bundle.inputs_for(ids)
     if baseline is None:
-        baseline = baseline_for(bundle, inputs, settings.baseline, settings.seed)
+        baseline = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical)
     attribution = integrated_gradients(
         bundle.model, inputs, baseline,
         steps=settings.steps, method=settings.method, target=settings.target, space=settings.space,
         path=settings.path, batch_size=batch_size, tolerance=settings.tolerance, ids=ids,
-        output_names=bundle.output_names, should_stop=should_stop,
+        output_names=bundle.output_names, should_stop=should_stop, roles=getattr(bundle, "roles", None) or None,
     )
     return dataclasses.replace(attribution, settings=settings)

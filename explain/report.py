@@ -31,11 +31,17 @@ def settings_dict(attribution, request=None) -> dict:
 
 
 def to_json_dict(attribution, bundle, ids, request=None) -> dict:
-    """The JSON of shared/DESIGN.md: settings, then one entry per customer."""
+    """The JSON of shared/DESIGN.md: settings, then one entry per customer.
+
+    A bundle with more inputs (categorical, padded or several histories) also gets
+    ``inputs``: every model input by key with its features, periods, attributions and values
+    (null at padded periods); ``static`` holds every static-like feature side by side and
+    ``temporal`` the one history (left out when there are several)."""
     settings = settings_dict(attribution, request)
     settings["space_used"] = attribution.space_used
     settings["target_name"] = bundle.output_names[attribution.settings.target]
     inputs = bundle.inputs_for(ids)
+    plain = getattr(bundle, "plain", True)
     customers = []
     for i, cid in enumerate(ids):
         entry = {
@@ -44,51 +50,135 @@ def to_json_dict(attribution, bundle, ids, request=None) -> dict:
             "baseline_prediction": float(attribution.baseline_prediction[i]),
             "delta": float(attribution.delta[i]),
             "steps": int(attribution.steps[i]),
-            "static": {"features": list(bundle.static_features),
-                       "values": attribution.static[i].tolist(),
-                       "inputs": inputs["static"][i].astype(float).tolist()},
-            "temporal": {"periods": list(bundle.periods), "features": list(bundle.temporal_features),
-                         "values": attribution.temporal[i].tolist(),
-                         "inputs": inputs["temporal"][i].astype(float).tolist()},
         }
+        if plain:
+            entry["static"] = {"features": list(bundle.static_features), "values": attribution.static[i].tolist(),
+                               "inputs": inputs["static"][i].astype(float).tolist()}
+            entry["temporal"] = {"periods": list(bundle.periods), "features": list(bundle.temporal_features),
+                                 "values": attribution.temporal[i].tolist(),
+                                 "inputs": inputs["temporal"][i].astype(float).tolist()}
+        else:
+            entry["static"] = {"features": list(bundle.static_features), "values": attribution.static[i].tolist()}
+            if attribution.temporal is not None:
+                entry["temporal"] = {"periods": list(bundle.periods), "features": list(bundle.temporal_features),
+                                     "values": _padded_none(attribution.temporal[i], attribution.padding.get(
+                                         _first_temporal(bundle), None), i)}
+            entry["inputs"] = {view.key: _input_entry(view, attribution, inputs, i) for view in input_views(bundle)}
         if attribution.per_input is not None:
             entry["per_input"] = {
-                role: {"reference_prediction": float(v["reference_prediction"][i]), "delta": float(v["delta"][i])}
+                role: {"reference_prediction": float(v["reference_prediction"][i]), "delta": float(v["delta"][i]),
+                       **({"steps": int(v["steps"][i])} if "steps" in v else {})}
                 for role, v in attribution.per_input.items()
             }
         customers.append(entry)
     return {"settings": settings, "customers": customers}
 
 
+class InputView:
+    """One model input of a bundle as the reports show it."""
+
+    def __init__(self, key, role, label, features, periods):
+        self.key, self.role, self.label, self.features, self.periods = key, role, label, features, periods
+
+
+def input_views(bundle) -> list[InputView]:
+    """The bundle's inputs in model order: static and temporal for a plain bundle, else every
+    input with its display name, columns and (histories) periods."""
+    if getattr(bundle, "plain", True):
+        return [InputView("static", "static", "Static features", list(bundle.static_features), None),
+                InputView("temporal", "temporal", "Monthly features", list(bundle.temporal_features),
+                          list(bundle.periods))]
+    return [InputView(spec.key, spec.role, bundle.input_labels.get(spec.key, spec.key),
+                      list(bundle.input_features[spec.key]),
+                      list(bundle.input_periods[spec.key]) if spec.role == "temporal" else None)
+            for spec in bundle.layout.specs]
+
+
+def _first_temporal(bundle):
+    return next((spec.key for spec in bundle.layout.specs if spec.role == "temporal"), None)
+
+
+def _cell(value):
+    if isinstance(value, (str, np.str_)):
+        return str(value)
+    return float(value)
+
+
+def _padded_none(values, padding, i):
+    """values (T, ...) as lists, None at padded periods."""
+    rows = np.asarray(values)
+    pad = None if padding is None else np.asarray(padding[i], bool)
+    out = []
+    for t in range(rows.shape[0]):
+        if pad is not None and pad[t]:
+            out.append(None if rows.ndim == 1 else [None] * int(np.prod(rows.shape[1:])))
+        else:
+            out.append(_cell(rows[t]) if rows.ndim == 1 else [_cell(v) for v in np.ravel(rows[t])])
+    return out
+
+
+def _input_entry(view, attribution, inputs, i) -> dict:
+    entry = {"role": view.role, "display_name": view.label, "features": view.features}
+    attr, value = attribution.inputs[view.key][i], inputs[view.key][i]
+    if view.role == "temporal":
+        entry["periods"] = view.periods
+        pad = attribution.padding.get(view.key)
+        entry["values"] = _padded_none(attr, pad, i)
+        entry["inputs"] = _padded_none(value, pad, i)
+    else:
+        entry["values"] = [float(v) for v in np.ravel(attr)]
+        entry["inputs"] = [_cell(v) for v in np.ravel(value)]
+    return entry
+
+
 def long_layout(bundle) -> dict[str, np.ndarray]:
     """The rows of one customer in the long format: ``input``, ``period`` and ``feature`` of
-    each, the S static features first, then the T x F temporal cells period by period."""
-    s, t, f = bundle.n_static, bundle.n_periods, bundle.n_temporal
-    return {
-        "input": np.array(["static"] * s + ["temporal"] * (t * f), dtype=object),
-        "period": np.array([""] * s + [str(p) for p in bundle.periods for _ in range(f)], dtype=object),
-        "feature": np.array([str(x) for x in bundle.static_features]
-                            + [str(x) for _ in range(t) for x in bundle.temporal_features], dtype=object),
-    }
+    each: every input in model order (a plain bundle: the S static features first, then the
+    T x F temporal cells period by period)."""
+    inputs, periods, features = [], [], []
+    for view in input_views(bundle):
+        if view.role == "static":
+            inputs += [view.key] * len(view.features)
+            periods += [""] * len(view.features)
+            features += [str(x) for x in view.features]
+        else:
+            cells = [(str(p), str(x)) for p in view.periods for x in view.features]
+            inputs += [view.key] * len(cells)
+            periods += [p for p, _ in cells]
+            features += [x for _, x in cells]
+    return {name: np.array(values, dtype=object) for name, values in
+            (("input", inputs), ("period", periods), ("feature", features))}
 
 
 def long_frame(attribution, bundle, ids) -> pd.DataFrame:
-    """customer_id, input (static|temporal), period (empty for static), feature, value, attribution."""
+    """customer_id, input (static|temporal, or the input's key), period (empty for static),
+    feature, value, attribution; padded periods of a history are empty (no data)."""
     ids = np.asarray([str(i) for i in ids], dtype=object)
     inputs = bundle.inputs_for(list(ids))
     n = len(ids)
     layout = long_layout(bundle)
     per = len(layout["input"])
-
-    def flat(static, temporal) -> np.ndarray:  # (n, S) and (n, T, F) -> rows in layout order
-        return np.concatenate([np.asarray(static, np.float64).reshape(n, -1),
-                               np.asarray(temporal, np.float64).reshape(n, -1)], axis=1).reshape(-1)
-
+    values, attributions = [], []
+    for view in input_views(bundle):
+        value = np.asarray(inputs[view.key]).reshape(n, -1)
+        attr = np.asarray(attribution.inputs[view.key], np.float64).reshape(n, -1)
+        value = value.astype(np.float64) if value.dtype.kind in "fiub" else value.astype(object)
+        pad = attribution.padding.get(view.key) if view.role == "temporal" else None
+        if pad is not None and np.any(pad):
+            cells = np.repeat(np.asarray(pad, bool), attr.shape[1] // pad.shape[1], axis=1)
+            attr = np.where(cells, np.nan, attr)
+            value = np.where(cells, np.nan, value.astype(object) if value.dtype == object else value)
+        values.append(value)
+        attributions.append(attr)
+    value = np.concatenate(values, axis=1).reshape(-1)
+    if value.dtype == object:  # text categories: the column as text ("" where there is no data)
+        value = np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in value],
+                         dtype=object)
     return pd.DataFrame({
         "customer_id": np.repeat(ids, per),
         **{name: np.tile(values, n) for name, values in layout.items()},
-        "value": flat(inputs["static"], inputs["temporal"]),
-        "attribution": flat(attribution.static, attribution.temporal),
+        "value": value,
+        "attribution": np.concatenate(attributions, axis=1).reshape(-1),
     })[LONG_COLUMNS]
 
 

@@ -58,6 +58,12 @@ TARGET_OUT_OF_RANGE = (
 )
 UNKNOWN_TARGET_NAME = "target={target!r} is not an output name; the output names are {names}."
 UNKNOWN_FIELD = "Unknown setting(s) {names}; the settings are {fields}."
+BAD_CATEGORICAL = (
+    "Unknown categorical baseline {rule!r}. Expected mode (the most frequent category), mean-embedding "
+    "(the frequency-weighted mean embedding) or category:FEATURE=VALUE;... (chosen categories)."
+)
+CATEGORICAL_RULES = ("mode", "mean-embedding", "category")
+DEFAULT_CATEGORICAL = "mode"
 
 
 # --------------------------------------------------------------------------- baseline
@@ -198,9 +204,27 @@ def parse_seed(text) -> int:
         raise AttributionError(BAD_SEED.format(value=text)) from None
 
 
+def parse_categorical(text) -> str:
+    """The baseline rule of categorical inputs: 'mode', 'mean-embedding' or
+    'category:FEATURE=VALUE;...' (its features are checked against the model by
+    ``explain.baselines.parse_categorical``)."""
+    value = str(text).strip()
+    kind, colon, arg = value.partition(":")
+    kind = kind.strip().lower()
+    if kind not in CATEGORICAL_RULES or (kind == "category") != bool(arg.strip()):
+        raise AttributionError(BAD_CATEGORICAL.format(rule=text))
+    if kind == "category":
+        items = [part.strip() for part in arg.split(";") if part.strip()]
+        if not items or any(not item.partition("=")[1] or not item.partition("=")[0].strip() for item in items):
+            raise AttributionError(BAD_CATEGORICAL.format(rule=text))
+        return "category:" + ";".join(items)
+    return kind
+
+
 PARSERS: dict[str, Callable[[str], object]] = {
     "baseline": parse_baseline, "steps": parse_steps, "method": parse_method, "target": parse_target,
     "space": parse_space, "path": parse_path, "tolerance": parse_tolerance, "seed": parse_seed,
+    "categorical": parse_categorical,
 }
 
 
@@ -255,6 +279,7 @@ class Settings:
     path: str = "joint"
     tolerance: float = DEFAULT_TOLERANCE
     seed: int = 0  # of sample:K
+    categorical: str = DEFAULT_CATEGORICAL  # categorical inputs: mode | mean-embedding | category:F=V;...
 
     def __post_init__(self) -> None:
         def put(name, value):
@@ -278,6 +303,7 @@ class Settings:
         if not _is_int(seed):
             raise AttributionError(BAD_SEED.format(value=seed))
         put("seed", int(seed))
+        put("categorical", parse_categorical(self.categorical))
 
     # -- building ----------------------------------------------------------
 
@@ -309,13 +335,15 @@ class Settings:
         """Every setting's string form; ``from_strings`` reads it back to equal settings."""
         return {"baseline": str(self.baseline), "steps": str(self.steps), "method": self.method,
                 "target": str(self.target), "space": self.space, "path": self.path,
-                "tolerance": repr(self.tolerance), "seed": str(self.seed)}
+                "tolerance": repr(self.tolerance), "seed": str(self.seed), "categorical": self.categorical}
 
     def as_dict(self) -> dict:
         """The settings of DESIGN.md's JSON: baseline (spec), steps, method, target, space, path."""
         out = {"baseline": str(self.baseline)} if self.baseline is not None else {}
         out.update({"steps": self.steps, "method": self.method, "target": self.target,
                     "space": self.space, "path": self.path})
+        if self.categorical != DEFAULT_CATEGORICAL:  # left out by default: earlier runs' settings stay equal
+            out["categorical"] = self.categorical
         return out
 
     def identity(self) -> dict:
