@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from explain import bundle as bundle_io
+from explain import bundle_checks
 from explain.errors import BundleError, ExplainError
 
 ID_COLUMN = bundle_io.DEFAULT_ID_COLUMN
@@ -257,7 +258,7 @@ def _from_long(frame: pd.DataFrame, ids: list[str], temporal_features, periods,
         problems.add("temporal", LONG_DUPLICATE_ROWS.format(
             count=len(pairs), examples=", ".join(f"({i!r}, {p!r})" for i, p in pairs[:SHOWN])))
     labels = list(pd.unique(keys["period"]))
-    order = np.argsort(bundle_io._period_ranks(np.asarray(labels, dtype=object)), kind="stable")
+    order = np.argsort(bundle_checks.period_ranks(np.asarray(labels, dtype=object)), kind="stable")
     labels = [labels[k] for k in order]
     per_customer = keys.groupby("id", sort=False)["period"].agg(frozenset)
     others = [i for i, found in per_customer.items() if found != frozenset(labels) and i in known]
@@ -331,7 +332,7 @@ def _text_map(argument: str, value, features: list[str], problems: _Problems) ->
 
 
 def _model_shapes(model, problems: _Problems) -> tuple[tuple | None, dict | None, int | None]:
-    roles, shapes, problem = bundle_io._input_roles(model)
+    roles, shapes, problem = bundle_io.input_roles(model)
     if problem:
         problems.add("model", problem)
     try:
@@ -412,7 +413,7 @@ def _gather(model, static, temporal, *, ids=None, periods=None, static_features=
         else:
             t_periods = _names("periods", periods, xt.shape[1], "t", "period labels", problems,
                                other="temporal (its second axis)")
-            ranks = bundle_io._period_ranks(np.asarray(t_periods, dtype=object))
+            ranks = bundle_checks.period_ranks(np.asarray(t_periods, dtype=object))
             if np.any(np.diff(ranks) < 0) and len(set(t_periods)) == len(t_periods):
                 problems.add("periods", UNORDERED_PERIODS.format(
                     given=_examples(t_periods, 12),
@@ -473,7 +474,7 @@ def _gather(model, static, temporal, *, ids=None, periods=None, static_features=
         temporal=xt.astype(np.float32), static_features=list(s_features), temporal_features=list(t_features),
         static_labels=[names_map.get(c, c) for c in s_features],
         temporal_labels=[names_map.get(c, c) for c in t_features],
-        units=units_map, periods=list(t_periods), output_names=outputs or bundle_io._default_output_names(k),
+        units=units_map, periods=list(t_periods), output_names=outputs or bundle_io.default_output_names(k),
         labels=label_values, label_name=label_name if label_values is not None else None,
         display_names=names_map, input_roles=roles,
     )
