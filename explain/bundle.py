@@ -107,6 +107,7 @@ class Bundle:
     layout: Any = None                   # explain.inputs.InputLayout
     input_features: dict = field(default_factory=dict)
     input_labels: dict = field(default_factory=dict)
+    feature_labels: dict = field(default_factory=dict)   # column -> display name, every input
     input_periods: dict = field(default_factory=dict)
     temporal_padding: str = "start"
     categories: dict = field(default_factory=dict)   # column -> {id or text: display text}
@@ -139,7 +140,7 @@ class Bundle:
     def plain(self) -> bool:
         """A model with one numeric static and one numeric temporal input, nothing padded."""
         return self.layout is None or (set(self.layout.engine_keys) == {"static", "temporal"} and all(
-            spec.kind == "numeric" and spec.padded_by is None for spec in self.layout.specs))
+            spec.embedding is None and spec.padded_by is None for spec in self.layout.specs))
 
     @property
     def engine_layout(self):
@@ -387,7 +388,7 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
     features = {key: list(plan["features"][key]) for key in layout.engine_keys}
     all_columns = [c for key in layout.engine_keys for c in features[key]]
     plain = set(layout.engine_keys) == {"static", "temporal"} and all(
-        spec.kind == "numeric" and spec.padded_by is None for spec in layout.specs)
+        spec.embedding is None and spec.padded_by is None for spec in layout.specs)
     bundle = Bundle(
         path=folder,
         model=model_info.model,
@@ -412,6 +413,7 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
         layout=layout,
         input_features=features,
         input_labels={key: plan["labels"][key] for key in layout.engine_keys},
+        feature_labels={c: names.get(c, c) for c in all_columns},
         input_periods={key: list(temporal[key]["periods"]) for key in temporal_keys},
         temporal_padding=config.temporal_padding,
         categories={c: dict(m) for c, m in config.categories.items() if c in all_columns},
@@ -451,8 +453,6 @@ def _model_layout(model_info: _ModelInfo | None, config: Config, report: Validat
     """The model's input layout with the roles of bundle.json 'inputs' (None if unusable)."""
     if model_info is None or model_info.roles is None:
         return None
-    from explain.inputs import input_layout
-
     roles = {key: spec["role"] for key, spec in (config.inputs or {}).items() if "role" in spec}
     layout = input_layout(model_info.model, roles)
     if layout.problem is not None or layout.roles is None:
@@ -512,16 +512,19 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
 
 
 def _model_layout_roles(model, roles=None):
-    """(roles in model.inputs order, {role: first input shape}, problem text or None)."""
+    """(roles in model.inputs order, {role: first input shape}, problem text or None).
+
+    An input the engine cannot attribute (an integer input without an Embedding) does not stop
+    the bundle from opening: ``check`` and ``attribute`` report it in the engine's words."""
     layout = input_layout(model, roles)
     if not layout.count:
         return None, None, MODEL_INPUTS.format(found="no symbolic inputs (a subclassed model?)")
     found = " and ".join(str(s) for s in layout.shapes)
-    problems = [spec.problem for spec in layout.specs if spec.problem]
-    if layout.count < 2 or (layout.roles is None and not problems):
+    if layout.count < 2 or layout.roles is None:
+        problems = [spec.problem for spec in layout.specs if spec.problem]
+        if problems and layout.count >= 2:
+            return None, None, " ".join(problems)
         return None, None, MODEL_INPUTS.format(found=f"{layout.count} input(s): {found}")
-    if problems:
-        return None, None, " ".join(problems)
     shapes: dict = {}
     for spec, shape in zip(layout.specs, layout.shapes):
         shapes.setdefault(spec.role, shape)

@@ -68,7 +68,7 @@ def history_array(checked: dict, spec, order: pd.Series, side: str, table: Table
     counts = np.bincount(position, minlength=n)
     index = np.arange(len(position)) - np.repeat(np.cumsum(counts) - counts, counts)  # row within customer
     slot = index + (t_len - counts[position]) if side == "start" else index
-    if spec.kind == "categorical":
+    if spec.embedding is not None:  # category ids (an integer input without one is read as numbers)
         pad = 0
         if spec.lookup is not None:
             pad = getattr(spec.lookup, "mask_token", None)
@@ -159,7 +159,8 @@ def check_static(table: Table | None, config: Config, plan: dict,
 
 def _input_block(table: Table, features: list[str], spec, report: ValidationReport, keys) -> np.ndarray | None:
     """(rows, features) as the model input takes them: floats of its dtype, ids or texts."""
-    if spec is None or spec.kind == "numeric":
+    if spec is None or spec.embedding is None:  # numbers (an integer input without an Embedding too:
+        # the engine refuses it with its own words, and check says so up front)
         block = _numeric_block(table, features, report, keys)
         if block is None:
             return None

@@ -167,15 +167,15 @@ def cmd_check(args) -> int:
 
 
 def model_problems(bundle) -> list[str]:
-    """``ig.model_problems`` (or ``explain.checks``' until it exists) on a few customers, with the
-    zero and mean baselines."""
-    from explain import baselines, checks, ig
+    """``ig.model_problems`` on a few customers, with the zero and mean baselines built as
+    ``attribute`` builds them (``explainer.baseline_for``)."""
+    from explain import ig
+    from explain.explainer import baseline_for
 
-    check = getattr(ig, "model_problems", None) or checks.model_problems
     data = bundle.data()
-    inputs = {role: values[:CHECK_CUSTOMERS] for role, values in data.items()}
-    return check(bundle.model, inputs=inputs, baselines={"zero": baselines.zero(data), "mean": baselines.mean(data)},
-                 roles=bundle.input_roles)
+    inputs = {key: values[:CHECK_CUSTOMERS] for key, values in data.items()}
+    named = {spec: baseline_for(bundle, inputs, spec) for spec in ("zero", "mean")}
+    return ig.model_problems(bundle.model, inputs=inputs, baselines=named, roles=bundle.roles or None)
 
 
 def cmd_attribute(args) -> int:

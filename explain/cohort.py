@@ -28,7 +28,8 @@ EMPTY_COHORT = "No customer has the label {value!r}."
 def scores(bundle, should_stop=None, chunk: int = PREDICT_CHUNK) -> np.ndarray:
     """Every customer's model output (n, K) float64, ``chunk`` customers per compiled call;
     ``should_stop`` is asked before each call (see :func:`explain.engine.check_stop`)."""
-    return engine_for(bundle.model).forward(bundle.static, bundle.temporal, "output", chunk, should_stop)
+    return engine_for(bundle.model, getattr(bundle, "roles", None) or None).outputs(  # any inputs (issue 11)
+        bundle.data(), "output", chunk, should_stop)
 
 
 def sample_ids(bundle, size: str, seed: int = SEED) -> list[str]:

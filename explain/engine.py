@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from explain.errors import AttributionError, Stopped
-from explain.inputs import input_layout
+from explain.inputs import NON_FLOAT_INPUT, input_layout  # noqa: F401  (engine.NON_FLOAT_INPUT: its old home)
 
 # Message templates (tests match them).
 NOT_TWO_INPUTS = (

@@ -27,6 +27,9 @@ from explain.figure_style import layout as _layout
 from explain.figure_style import signed_colours as _signed_colours
 from explain.figure_style import units_for as _units_for
 
+NO_DATA = "#d4d4d4"  # padded periods of a history: drawn grey, "no data"
+NO_DATA_TEXT = "no data (padding)"
+
 
 # ----------------------------------------------------------------------------- customer
 
@@ -39,15 +42,16 @@ def static_bars(labels, attributions, values, *, units=None, baseline=None, titl
     The tick of each bar shows the customer's raw value; hover adds the baseline value.
     """
     attributions = np.asarray(attributions, np.float64)
-    values = np.asarray(values, np.float64)
-    base = np.full_like(values, np.nan) if baseline is None else np.asarray(baseline, np.float64)
+    values = [v if isinstance(v, str) else float(v) for v in values]  # a category may be text
+    base = np.full(len(values), np.nan) if baseline is None else np.asarray(baseline, np.float64)
     units = _units_for(labels, units)
     order = np.argsort(attributions, kind="stable")  # ascending: plotly draws the first at the bottom
     ticks, hover = [], []
     for j in order:
         name = esc(labels[j])
-        ticks.append(f"{name} = {fmt(values[j], units[j])}")
-        hover.append(f"<b>{name}</b><br>customer: {fmt(values[j], units[j])}"
+        shown = esc(values[j]) if isinstance(values[j], str) else fmt(values[j], units[j])
+        ticks.append(f"{name} = {shown}")
+        hover.append(f"<b>{name}</b><br>customer: {shown}"
                      f"<br>baseline: {fmt(base[j], units[j])}<br>attribution: {attributions[j]:+.4g}")
     fig = go.Figure(go.Bar(
         x=attributions[order], y=ticks, orientation="h", marker_color=_signed_colours(attributions[order]),
@@ -63,14 +67,18 @@ def static_bars(labels, attributions, values, *, units=None, baseline=None, titl
     return fig
 
 
-def _cell_text(periods, features, attributions, values, baseline, units):
-    """(F, T) hover text per cell: period, feature, value (unit), baseline value, attribution."""
+def _cell_text(periods, features, attributions, values, baseline, units, padding=None):
+    """(F, T) hover text per cell: period, feature, value (unit), baseline value, attribution
+    ("no data" at padded periods)."""
     t, f = attributions.shape
     text = []
     for j in range(f):
         row = []
         for i in range(t):
             parts = [f"period: {esc(periods[i])}", f"feature: <b>{esc(features[j])}</b>"]
+            if padding is not None and padding[i]:
+                row.append("<br>".join(parts + [NO_DATA_TEXT]))
+                continue
             if values is not None:
                 parts.append(f"value: {fmt(values[i, j], units[j])}")
             if baseline is not None:
@@ -83,13 +91,16 @@ def _cell_text(periods, features, attributions, values, baseline, units):
 
 def heatmap_trace(periods, features, attributions, *, values=None, baseline=None, units=None,
                   zmax: float | None = None, colorbar_title: str = ATTRIBUTION_TITLE,
-                  colorscale: str = DIVERGING, zmin: float | None = None, colorbar: dict | None = None) -> go.Heatmap:
+                  colorscale: str = DIVERGING, zmin: float | None = None, colorbar: dict | None = None,
+                  padding=None) -> go.Heatmap:
     """A period x feature heatmap trace (periods on x, features on y) of ``attributions`` (T, F).
 
     Diverging (the default): centred on zero, limits [-zmax, zmax] (zmax defaults to the
-    largest |attribution|; pass one zmax to every figure that is compared).
+    largest |attribution|; pass one zmax to every figure that is compared). ``padding`` (T,)
+    bool: padded periods are left empty here (``no_data_trace`` draws them grey).
     """
     attributions = np.asarray(attributions, np.float64)
+    padding = None if padding is None or not np.any(padding) else np.asarray(padding, bool)
     values = None if values is None else np.asarray(values, np.float64)
     baseline = None if baseline is None else np.asarray(baseline, np.float64)
     units = _units_for(features, units)
@@ -98,19 +109,35 @@ def heatmap_trace(periods, features, attributions, *, values=None, baseline=None
     bar = dict(title=dict(text=colorbar_title, side="top"), thickness=14, len=0.9)
     bar.update(colorbar or {})
     scale = dict(zmin=low, zmax=m, zmid=0.0) if colorscale == DIVERGING else dict(zmin=low, zmax=m)
+    z = attributions.T if padding is None else np.where(padding[None, :], np.nan, attributions.T)
     return go.Heatmap(
-        z=attributions.T, x=esc_all(periods), y=esc_all(features), colorscale=colorscale, **scale,
-        text=_cell_text(periods, features, attributions, values, baseline, units),
-        hovertemplate="%{text}<extra></extra>", colorbar=bar, xgap=1, ygap=1,
+        z=z, x=esc_all(periods), y=esc_all(features), colorscale=colorscale, **scale,
+        text=_cell_text(periods, features, attributions, values, baseline, units, padding),
+        hovertemplate="%{text}<extra></extra>", colorbar=bar, xgap=1, ygap=1, hoverongaps=False,
     )
+
+
+def no_data_trace(periods, features, padding) -> go.Heatmap | None:
+    """Grey cells at the padded periods (T,) bool of a history, drawn under its heatmap; None
+    when nothing is padded."""
+    if padding is None or not np.any(padding):
+        return None
+    pad = np.asarray(padding, bool)
+    z = np.where(np.broadcast_to(pad[None, :], (len(features), len(pad))), 1.0, np.nan)
+    return go.Heatmap(z=z, x=esc_all(periods), y=esc_all(features), zmin=0.0, zmax=1.0, showscale=False,
+                      colorscale=[[0.0, NO_DATA], [1.0, NO_DATA]], name="no data", xgap=1, ygap=1,
+                      hovertemplate=f"period: %{{x}}<br>%{{y}}<br>{NO_DATA_TEXT}<extra></extra>", hoverongaps=False)
 
 
 def temporal_heatmap(periods, features, attributions, *, values=None, baseline=None, units=None,
                      zmax: float | None = None, title: str | None = None,
-                     colorbar_title: str = ATTRIBUTION_TITLE, height: int | None = None) -> go.Figure:
-    """One heatmap of ``attributions`` (T, F): periods on x, features on y (first at the top)."""
-    fig = go.Figure(heatmap_trace(periods, features, attributions, values=values, baseline=baseline,
-                                  units=units, zmax=zmax, colorbar_title=colorbar_title))
+                     colorbar_title: str = ATTRIBUTION_TITLE, height: int | None = None, padding=None) -> go.Figure:
+    """One heatmap of ``attributions`` (T, F): periods on x, features on y (first at the top);
+    padded periods (``padding`` (T,) bool) grey, "no data"."""
+    grey = no_data_trace(periods, features, padding)
+    fig = go.Figure([grey] if grey is not None else [])
+    fig.add_trace(heatmap_trace(periods, features, attributions, values=values, baseline=baseline,
+                                units=units, zmax=zmax, colorbar_title=colorbar_title, padding=padding))
     fig.update_yaxes(autorange="reversed", automargin=True)
     fig.update_xaxes(title="period", type="category")
     return _layout(fig, title, height=height or max(280, 40 * len(features) + 130))
@@ -128,18 +155,23 @@ def magnitude_heatmap(periods, features, magnitudes, *, title: str | None = None
 
 
 def temporal_panel(periods, features, attributions, *, values=None, baseline=None, units=None,
-                   zmax: float | None = None, title: str | None = None) -> go.Figure:
+                   zmax: float | None = None, title: str | None = None, padding=None) -> go.Figure:
     """The heatmap with its totals beside it: per period above, per feature on the right.
 
     The totals are sums of the signed attributions (same colours: red raises, blue lowers).
+    Padded periods (``padding`` (T,) bool) are grey, "no data".
     """
     attributions = np.asarray(attributions, np.float64)
     px, fy = esc_all(periods), esc_all(features)
     fig = make_subplots(rows=2, cols=2, column_widths=[0.8, 0.2], row_heights=[0.24, 0.76],
                         shared_xaxes=True, shared_yaxes=True, horizontal_spacing=0.015, vertical_spacing=0.03,
                         subplot_titles=("total per period", "", "", "total per feature"))
+    grey = no_data_trace(periods, features, padding)
+    if grey is not None:
+        fig.add_trace(grey, row=2, col=1)
     fig.add_trace(heatmap_trace(periods, features, attributions, values=values, baseline=baseline, units=units,
-                                zmax=zmax, colorbar=dict(x=1.02, y=0.38, len=0.76, yanchor="middle")), row=2, col=1)
+                                zmax=zmax, colorbar=dict(x=1.02, y=0.38, len=0.76, yanchor="middle"),
+                                padding=padding), row=2, col=1)
     per_period = attributions.sum(axis=1)
     per_feature = attributions.sum(axis=0)
     fig.add_trace(go.Bar(x=px, y=per_period, marker_color=_signed_colours(per_period),
@@ -372,6 +404,55 @@ def heatmap(a, bundle, customer=0, *, ids=None, baseline=None,
                           values=bundle.inputs_for([cid])["temporal"][0],
                           baseline=None if base is None else base["temporal"],
                           units=_units(bundle, bundle.temporal_features), title=title)
+
+
+def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None) -> list[tuple[str, go.Figure]]:
+    """(title, heatmap panel) of every temporal input of the customer, padded periods grey
+    ("no data"): one for a plain bundle (``heatmap``), one per history for more inputs."""
+    row, cid = customer_row(a, bundle, customer, ids)
+    if getattr(bundle, "plain", True):
+        title = "Monthly features: effect of each feature in each period"
+        return [(title, heatmap(a, bundle, row, ids=ids, baseline=baseline, title=title))]
+    values = bundle.inputs_for([cid])
+    out = []
+    for spec in bundle.layout.specs:
+        if spec.role != "temporal":
+            continue
+        columns = bundle.input_features[spec.key]
+        attr = np.asarray(a.inputs[spec.key][row], np.float64).reshape(len(bundle.input_periods[spec.key]), -1)
+        own = np.asarray(values[spec.key][0])
+        own = own.reshape(attr.shape).astype(np.float64) if own.dtype.kind in "fiub" else None
+        title = f"{bundle.input_labels.get(spec.key, spec.key)}: effect of each feature in each period"
+        if spec.kind == "categorical":
+            title += " (category ids, summed over the embedding)"
+        out.append((title, temporal_panel(
+            bundle.input_periods[spec.key], [bundle.feature_labels.get(c, c) for c in columns], attr, values=own,
+            units=_units(bundle, columns), title=title,
+            padding=a.padding[spec.key][row] if spec.key in a.padding else None)))
+    return out
+
+
+def static_all(a, bundle, customer=0, *, ids=None, baseline=None,
+               title: str | None = "Static features (label: the customer's value)") -> go.Figure:
+    """Every static feature together (numeric and categorical inputs side by side), categories
+    by their display text."""
+    if getattr(bundle, "plain", True):
+        return static(a, bundle, customer, ids=ids, baseline=baseline, title=title)
+    row, cid = customer_row(a, bundle, customer, ids)
+    values = bundle.inputs_for([cid])
+    shown = []
+    for spec in bundle.layout.specs:
+        if spec.role != "static":
+            continue
+        for column, value in zip(bundle.input_features[spec.key], np.ravel(values[spec.key][0])):
+            names = bundle.categories.get(column, {})
+            if spec.kind == "categorical":
+                key = str(int(value)) if not isinstance(value, str) else value
+                shown.append(str(names.get(key, key)))
+            else:
+                shown.append(float(value))
+    return static_bars(bundle.static_labels, a.static[row], shown, units=_units(bundle, bundle.static_features),
+                       title=title)
 
 
 def static(a, bundle, customer=0, *, ids=None, baseline=None,

@@ -21,7 +21,7 @@ import numpy as np
 from explain.engine import (AMBIGUOUS_ROLES, DISCONNECTED_INPUT, MULTI_OUTPUT, NOT_TWO_INPUTS, StopCheck,
                             check_stop, engine_for)
 from explain.errors import AttributionError
-from explain.inputs import NO_EMBEDDING, ROLES, MeanEmbedding, input_layout
+from explain.inputs import NON_FLOAT_INPUT, ROLES, MeanEmbedding, input_layout  # noqa: F401
 from explain.quadrature import alphas_and_weights
 from explain.settings import AUTO, DEFAULT_TOLERANCE, PATHS, SPACES, Settings, parse_space, resolve_target
 
@@ -36,7 +36,6 @@ AUTO_MAX_STEPS = 1024
 ABSOLUTE_TOLERANCE = 1e-4  # floor, for customers whose f(x) is close to f(b)
 
 # Message templates (tests import them).
-NON_FLOAT_INPUT = NO_EMBEDDING
 NOT_CATEGORY_IDS = (
     "The model's {role} input {name!r} has dtype {dtype}; Integrated Gradients needs a float input or category "
     "ids for its Embedding {embedding!r} (attributed at the embedding's output), but {what} {key} holds {example!r}. "
@@ -545,17 +544,20 @@ def describe_model(model, roles: dict | None = None) -> dict:
 
 
 def model_problems(model, inputs: dict | None = None, baselines: dict | None = None,
-                   roles: dict | None = None) -> list[str]:
+                   roles=None) -> list[str]:
     """Every problem the engine would raise for ``model`` before or at its first gradient pass,
     in the words of ``integrated_gradients``: inputs it cannot attribute (an integer input
     without an Embedding, a 4-D input, roles it cannot tell), inputs the output does not
-    depend on, and (with ``inputs`` and ``baselines``) a baseline period equal to the mask value."""
-    try:
-        layout = input_layout(model, roles)
-    except (AttributeError, TypeError):
-        return [NOT_TWO_INPUTS.format(count=0, shapes="(no symbolic inputs: a subclassed model?)")]
+    depend on, and (with ``inputs`` and ``baselines``) a baseline period equal to the mask value.
+
+    ``baselines``: one baseline (arrays by input key) or several by name (``{"zero": {...},
+    "mean": {...}}``). ``roles``: {input name: role} as ``integrated_gradients`` takes it (a
+    sequence of roles in model order, such as ``Bundle.input_roles``, is the default and ignored).
+    """
+    roles = dict(roles) if isinstance(roles, dict) and roles else None
+    layout = input_layout(model, roles)
     if layout.count < 2:
-        return [NOT_TWO_INPUTS.format(count=layout.count, shapes=list(layout.shapes))]
+        return [NOT_TWO_INPUTS.format(count=layout.count, shapes=list(layout.shapes) or "(no symbolic inputs)")]
     problems = [spec.problem for spec in layout.specs if spec.problem]
     if layout.roles is None and not problems:
         problems.append(AMBIGUOUS_ROLES.format(shapes=list(layout.shapes)) if layout.problem == "roles" else layout.problem)
@@ -567,10 +569,13 @@ def model_problems(model, inputs: dict | None = None, baselines: dict | None = N
     except AttributionError as error:
         return [str(error)]
     problems += engine.disconnected_problems("output", 0)
-    if inputs is not None and baselines is not None and not problems:
+    if inputs is None or baselines is None or problems:
+        return problems
+    named = baselines if baselines and all(isinstance(v, dict) for v in baselines.values()) else {"": baselines}
+    for name, baseline in named.items():
         try:
             x, raw, padding, n = _check_inputs(engine, inputs, None)
-            _check_baselines(engine, baselines, n, None, x, padding)
+            _check_baselines(engine, baseline, n, None, x, padding)
         except AttributionError as error:
-            problems.append(str(error))
+            problems.append(f"{name} baseline: {error}" if name else str(error))
     return problems

@@ -28,11 +28,15 @@ KINDS = ("numeric", "categorical")
 LOOKUP_CLASSES = ("StringLookup", "IntegerLookup")
 
 # Problems of single inputs (the engine raises them; ``check`` lists them).
-NO_EMBEDDING = (
-    "The model's {role} input {name!r} has dtype {dtype}; Integrated Gradients needs a float input, because it "
-    "differentiates the output with respect to it (gradients of integer or boolean inputs are None), or category "
-    "ids that feed an Embedding layer (directly or through an IntegerLookup/StringLookup), which are attributed at "
-    "the embedding's output. {found} Feed floats, or pass the ids to an Embedding."
+NON_FLOAT_INPUT = (
+    "The model's {role} input {name!r} has dtype {dtype}; Integrated Gradients needs a float "
+    "input, because it differentiates the output with respect to it (gradients of integer or "
+    "boolean inputs are None). Feed floats, or attribute at the embedding layer's output "
+    "instead of the ids."
+)
+NO_EMBEDDING = NON_FLOAT_INPUT + (
+    " {found} Category ids that feed an Embedding layer (directly or through an IntegerLookup/StringLookup) "
+    "are attributed at the embedding's output: pass the ids to an Embedding."
 )
 SHARED_EMBEDDING = "the Embedding layer {layer!r} is used by more than one input or call; give each categorical input its own Embedding."
 BAD_RANK = "input {name!r} has shape {shape}; expected a 2-D (None, S) or a 3-D (None, T, F) input."

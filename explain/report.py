@@ -231,17 +231,23 @@ def contributions(attribution, bundle, i: int, recent: int = 3, static_values=No
     labels = list(bundle.static_labels)
     if static_values is not None:
         units = [bundle.units.get(c, "") for c in bundle.static_features]
-        labels = [f"{label} = {float(v):g}" + (f" {u}" if u and u != "0/1" else "")
+        labels = [f"{label} = {v}" if isinstance(v, str) else
+                  f"{label} = {float(v):g}" + (f" {u}" if u and u != "0/1" else "")
                   for label, v, u in zip(labels, static_values, units)]
     items = [(labels[j], float(attribution.static[i, j])) for j in range(attribution.static.shape[1])]
-    periods = list(bundle.periods)
-    recent = min(recent, len(periods))
-    for j, label in enumerate(bundle.temporal_labels):
-        column = attribution.temporal[i, :, j]
-        last = f"in the last {recent} periods ({periods[-recent]} to {periods[-1]})"
-        items.append((f"{label} {last}", float(column[-recent:].sum())))
-        if len(periods) > recent:
-            items.append((f"{label} before {periods[-recent]}", float(column[:-recent].sum())))
+    for view in input_views(bundle):  # every history (one for a plain bundle)
+        if view.role != "temporal":
+            continue
+        names = (bundle.temporal_labels if getattr(bundle, "plain", True)
+                 else [bundle.feature_labels.get(c, c) for c in view.features])
+        attr = np.asarray(attribution.inputs[view.key][i], np.float64).reshape(len(view.periods), -1)
+        periods, last_n = view.periods, min(recent, len(view.periods))
+        for j, label in enumerate(names):
+            column = attr[:, j]
+            last = f"in the last {last_n} periods ({periods[-last_n]} to {periods[-1]})"
+            items.append((f"{label} {last}", float(column[-last_n:].sum())))
+            if len(periods) > last_n:
+                items.append((f"{label} before {periods[-last_n]}", float(column[:-last_n].sum())))
     return sorted(items, key=lambda item: -abs(item[1]))
 
 
@@ -253,7 +259,10 @@ def summary_text(attribution, bundle, i: int, top: int = 3, customer_id=None) ->
     unit = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}[attribution.space_used]
     fx, fb = float(attribution.prediction[i]), float(attribution.baseline_prediction[i])
     lines = [f"Predicted {name} {fx:.2f}{unit} against {fb:.2f} for the baseline ({fx - fb:+.2f})."]
-    values = bundle.inputs_for([customer_id])["static"][0] if customer_id is not None else None
+    values = None
+    if customer_id is not None:  # every static feature side by side (categories as they are written)
+        values = (bundle.inputs_for([customer_id])["static"][0] if getattr(bundle, "plain", True)
+                  else bundle.static[bundle.index_of(customer_id)])
     items = [item for item in contributions(attribution, bundle, i, static_values=values) if abs(item[1]) > 0][:top]
     if items:
         effects = "; ".join(f"{value:+.2f} from {phrase}" for phrase, value in items)

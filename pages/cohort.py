@@ -5,11 +5,12 @@ import numpy as np
 import streamlit as st
 
 from explain import cohort, figures
-from ui import frame, jobs, pickers, show, state
+from ui import frame, inputs as more_inputs, jobs, pickers, show, state
 
 
 def cohort_page():
     bundle, choice = frame.page()
+    more_inputs.one_history_only(bundle, "Cohort", needs="one history")
     settings = choice.settings
     st.title("Cohort")
     st.caption(show.md(f"Baseline {settings.baseline} · {settings.steps} steps · {settings.method}."))

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from explain import figures, report
-from ui import frame, pickers, show, state
+from ui import frame, inputs as more_inputs, pickers, show, state
 
 
 def second(bundle, other, settings) -> dict:
@@ -23,6 +23,7 @@ def second(bundle, other, settings) -> dict:
 
 def compare_page():
     bundle, choice = frame.page()
+    more_inputs.one_history_only(bundle, "Compare")
     cid, settings = choice.customer, choice.settings
     st.title("Compare")
     other = pickers.compare_ui(bundle)

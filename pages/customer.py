@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from explain import baselines, figures, report
-from ui import frame, show, state
+from ui import frame, inputs as more_inputs, show, state
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
 LEGEND = ("Each bar and cell is a share of the difference between this customer's score and the "
@@ -41,12 +41,11 @@ def customer_page():
     cid, settings = choice.customer, choice.settings
     attribution = state.attributions(bundle, [cid], settings)
     inputs = bundle.inputs_for([cid])
-    base = state.baseline_arrays(bundle, cid, settings)
     target, unit = bundle.output_names[attribution.settings.target], SPACE_UNITS[attribution.space_used]
     fx, fb, delta = (float(attribution.prediction[0]), float(attribution.baseline_prediction[0]),
                      float(attribution.delta[0]))
     status, advice = report.delta_status(delta, fx, fb)
-    described = show.md(baselines.describe(settings.baseline))
+    described = show.md(more_inputs.baseline_words(bundle, settings))
 
     st.title(f"Customer {show.md(cid)}")
     st.caption(show.md(f"Explaining {target}{unit} · baseline: {settings.baseline} · {attribution.steps[0]} steps "
@@ -64,7 +63,12 @@ def customer_page():
     st.info(show.md(report.summary_text(attribution, bundle, 0)), icon=":material/summarize:")
     st.markdown(LEGEND)
     how_to_read(settings.baseline, advice)
+    if not bundle.plain:  # categorical, padded or several histories: one heatmap per history
+        shown = more_inputs.customer_figures(attribution, bundle, cid)
+        st.subheader("Download")
+        return downloads(attribution, bundle, cid, settings, shown)
 
+    base = state.baseline_arrays(bundle, cid, settings)
     units_s, units_t = show.units(bundle, bundle.static_features), show.units(bundle, bundle.temporal_features)
     fig_panel = figures.temporal_panel(bundle.periods, bundle.temporal_labels, attribution.temporal[0],
                                        values=inputs["temporal"][0], baseline=base["temporal"], units=units_t,

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from ui import frame, show, state, uploads
+from ui import frame, inputs as more_inputs, show, state, uploads
 
 
 def demo_note(bundle) -> None:
@@ -43,6 +43,7 @@ def bundle_overview(bundle) -> None:
     with right:
         st.markdown(f"**Monthly table** (customer {show.md(bundle.ids[0])})")
         st.dataframe(pd.DataFrame(bundle.temporal[0], index=bundle.periods, columns=bundle.temporal_labels))
+    more_inputs.overview(bundle)
     st.markdown("**Model summary**")
     show.model_summary(*state.model_layers(bundle))
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from explain import baselines, figures, report, whatif
-from ui import frame, show, state
+from ui import frame, inputs as more_inputs, show, state
 from ui import whatif as ui
 
 INTRO = ("Change this customer's values and see what the model would say. Left: the customer as they are; "
@@ -69,6 +69,7 @@ def search_section(bundle, cid, settings) -> None:
 
 def whatif_page():
     bundle, choice = frame.page()
+    more_inputs.one_history_only(bundle, "What-if")
     cid, settings = choice.customer, choice.settings
     st.title(f"What if… customer {show.md(cid)}")
     st.markdown(INTRO)

@@ -93,6 +93,7 @@ def test_embedding_input_matches_layer_ig_reference(lookup):
     x = categorical_data(4, lookup)
     b_plan = np.array([["plus"]], dtype=object) if lookup else np.array([[2]], "int32")
     b = {"plan": b_plan, "num": np.full((1, 2), 0.2), "hist": np.full((1, T, F), -0.3)}
+    assert ig.model_problems(model, x, b) == []  # what check runs: nothing to report
     a = explain.integrated_gradients(model, x, b, steps=64)
     assert set(a.inputs) == {"plan", "num", "hist"}
     for i in range(4):
@@ -203,6 +204,7 @@ def test_three_inputs_joint_and_per_input_match_reference():
     def fn(points):
         return model({key: tf.convert_to_tensor(p, tf.float32) for key, p in zip(keys, points)})
 
+    assert ig.model_problems(model, x, b) == []
     joint = explain.integrated_gradients(model, x, b, steps=48)
     per = explain.integrated_gradients(model, x, b, steps="auto", path="per-input")
     for i in range(2):
@@ -266,6 +268,7 @@ def test_masked_lstm_completeness_and_reference(where, spec):
     layout = input_layout(model)
     assert layout.specs[1].mask_value == 0.0
     b = baselines.from_spec(spec, data, data, labels=labels, layout=layout)
+    assert ig.model_problems(model, data, b) == []  # no real baseline month at the mask value
     a = explain.integrated_gradients(model, data, b, steps=64)
     assert np.all(np.abs(a.delta) <= tolerance(a)), (spec, a.delta)
     for i in range(len(LENGTHS)):
@@ -453,3 +456,36 @@ def test_float64_model_input_stays_float64(tmp_path):
                                      steps=2)
     w = model.layers[-1].kernel.numpy()[:, 0]
     np.testing.assert_allclose(a.static[0], bundle.arrays["static"][0] * w[:2], rtol=1e-12)
+
+
+def test_cli_check_and_per_input_auto_steps_on_the_embedding_demo(tmp_path, capsys):
+    import json
+    from pathlib import Path
+
+    from explain.bundle import load_bundle
+    from explain.cli import main
+
+    folder = Path(__file__).resolve().parent.parent / "bundles" / "demo-embedding"
+    assert main(["check", "--bundle", str(folder)]) == 0, capsys.readouterr().out
+    bundle = load_bundle(folder)
+    padded = [str(cid) for cid, pad in zip(bundle.ids, bundle.padding("history")) if pad.any()][:2]
+    out = tmp_path / "a.json"
+    assert main(["attribute", "--bundle", str(folder), "--customer", *padded, "--steps", "auto", "--path", "per-input",
+                 "--categorical", "mean-embedding", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["settings"]["categorical"] == "mean-embedding"
+    for entry in data["customers"]:
+        assert set(entry["per_input"]) == {"customer", "contract", "plan", "history"}
+        steps = {key: v["steps"] for key, v in entry["per_input"].items()}
+        assert all(s >= ig.AUTO_START_STEPS for s in steps.values()) and entry["steps"] == max(steps.values())
+        history = entry["inputs"]["history"]
+        assert history["values"][0] is None and history["inputs"][0] is None  # padded month: no data
+        assert isinstance(entry["inputs"]["plan"]["inputs"][0], str)  # a category written as text
+    long = tmp_path / "a.csv"
+    assert main(["attribute", "--bundle", str(folder), "--customer", padded[0], "--out", str(long)]) == 0
+    import pandas as pd
+
+    frame = pd.read_csv(long)
+    assert set(frame["input"]) == {"customer", "contract", "plan", "history"}
+    first = frame[(frame["input"] == "history") & (frame["period"] == bundle.input_periods["history"][0])]
+    assert first["attribution"].isna().all() and first["value"].isna().all()  # padded month: empty cells
