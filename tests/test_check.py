@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import pytest
 
-from explain import checks, engine, ig, labels
+from explain import engine, ig, labels
 from explain.errors import AttributionError
 from explain.ig import integrated_gradients
 from explain.bundle import POSITIVE_LABEL_NOTE, load_bundle, validate_bundle
@@ -103,8 +103,8 @@ def test_check_reports_a_baseline_that_is_all_mask_value(folder, capsys):
         integrated_gradients(model, inputs, raw_zero, steps=8)
     assert problems == [f"zero baseline: {excinfo.value}"] and "mask value 0.0" in problems[0]
     # the same model and data with a mask value no period takes: nothing to report
-    problems = checks.model_problems(model, inputs={"static": static, "temporal": temporal},
-                                     baselines={"zero": {"static": 0 * static, "temporal": 0 * temporal + 7}})
+    problems = ig.model_problems(model, inputs={"static": static, "temporal": temporal},
+                                 baselines={"zero": {"static": 0 * static, "temporal": 0 * temporal + 7}})
     assert problems == []
 
 
@@ -127,7 +127,7 @@ def test_model_problems_agrees_with_the_engine_on_a_stop_gradient():
     model = keras.Model([s_in, t_in], keras.layers.Add()([keras.layers.Dense(1)(s_in), t]))
     static, temporal = data()
     inputs = {"static": static[:2], "temporal": temporal[:2]}
-    problems = checks.model_problems(model, inputs=inputs)
+    problems = ig.model_problems(model, inputs=inputs)
     assert problems == [engine.DISCONNECTED_INPUT.format(target="column 0", role="temporal", name="temporal")]
     with pytest.raises(AttributionError) as excinfo:
         integrated_gradients(model, inputs, {"static": 0 * static[:1], "temporal": 0 * temporal[:1]}, steps=8)
