@@ -24,7 +24,7 @@ from explain.inputs import input_layout
 
 BASELINE_IS_MASK = (
     "The model's {role} input {name!r} goes through a Masking layer ({layer!r}, mask_value={value:g}) and "
-    "every period of the {baseline} baseline equals that value, so the whole baseline history is padding: "
+    "every period of the baseline equals that value, so the whole baseline history is padding: "
     "the path jumps at its start, and the attributions explain the jump, not the customer's history. "
     "Choose a baseline with real periods (for example mean, or cohort:LABEL), or a mask value that no "
     "real period takes."
@@ -36,12 +36,12 @@ def model_problems(model, inputs: Mapping | None = None, baselines: Mapping | No
     """Every problem of ``model`` that ``attribute`` would meet, as messages (``[]``: none).
 
     ``inputs``: ``{role: array}`` of a few customers (default: zeros); the output's dependence
-    on each input is tested there, column by column. ``baselines``: ``{name: {role: array}}``
-    (default: ``{"zero": zeros}``), each checked against the model's mask values. ``roles``:
-    the role of each input in ``model.inputs`` order (default: by rank, ``explain.inputs``).
+    on each input is tested there, column by column. ``baselines``: one baseline ``{role: array}``,
+    checked against the model's mask values (with ``inputs`` only, as ``ig.model_problems``).
+    ``roles`` is accepted for ``ig.model_problems``' signature; here the roles are by rank.
     """
     layout = input_layout(model)
-    roles = tuple(roles) if roles is not None else layout.roles
+    roles = layout.roles
     if not roles:
         return []  # the bundle's own checks already say the inputs are not as expected
     problems = []
@@ -55,9 +55,8 @@ def model_problems(model, inputs: Mapping | None = None, baselines: Mapping | No
     floats = [role for role in roles if np.issubdtype(dtypes[role], np.floating)]
     if floats and len(floats) == len(roles):
         problems += _disconnected(model, layout, roles, inputs, names)
-    if baselines is None:
-        baselines = {"zero": {role: np.zeros_like(np.asarray(inputs[role])) for role in roles}}
-    problems += _masked_baselines(model, roles, names, baselines)
+    if baselines is not None and not problems:
+        problems += _masked_baselines(model, roles, names, baselines)
     return problems
 
 
@@ -111,14 +110,12 @@ def _masking_layers(model, roles) -> dict[str, list]:
     return found
 
 
-def _masked_baselines(model, roles, names, baselines) -> list[str]:
+def _masked_baselines(model, roles, names, baseline) -> list[str]:
     problems = []
     for role, layers in _masking_layers(model, roles).items():
-        for name, baseline in baselines.items():
-            periods = np.asarray(baseline[role], np.float64)
-            for layer in layers:
-                value = float(layer.mask_value)
-                if periods.size and np.all(periods == value):
-                    problems.append(BASELINE_IS_MASK.format(role=role, name=names[role], layer=layer.name,
-                                                            value=value, baseline=name))
+        periods = np.asarray(baseline[role], np.float64)
+        for layer in layers:
+            value = float(layer.mask_value)
+            if periods.size and np.all(periods == value):
+                problems.append(BASELINE_IS_MASK.format(role=role, name=names[role], layer=layer.name, value=value))
     return problems

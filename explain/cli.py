@@ -24,6 +24,7 @@ CUSTOMERS_FILE_UNREADABLE = "The customers file {path} cannot be read as UTF-8 t
 TRUST_LOCAL_ONLY = ("--trust-code works with --engine local only (Ray workers do not import it). To fix: drop "
                     "--engine ray, or convert the custom layers to built-in Keras layers.")
 CHECK_CUSTOMERS = 8  # customers the model checks run on (the first ones of the static table)
+BASELINE_PROBLEM = "With --baseline {baseline}: {problem}"
 TRUST_HELP = ("a Python file defining your own custom Keras layers (it is imported and runs): for your own "
               "model on your own machine only")
 
@@ -167,15 +168,21 @@ def cmd_check(args) -> int:
 
 
 def model_problems(bundle) -> list[str]:
-    """``ig.model_problems`` (or ``explain.checks``' until it exists) on a few customers, with the
-    zero and mean baselines."""
+    """``ig.model_problems`` (or ``explain.checks``' until it exists) on the first customers, then
+    with the zero and the mean baseline (a problem of one baseline only says which)."""
     from explain import baselines, checks, ig
 
     check = getattr(ig, "model_problems", None) or checks.model_problems
     data = bundle.data()
     inputs = {role: values[:CHECK_CUSTOMERS] for role, values in data.items()}
-    return check(bundle.model, inputs=inputs, baselines={"zero": baselines.zero(data), "mean": baselines.mean(data)},
-                 roles=bundle.input_roles)
+    roles = getattr(bundle, "roles", None) or None
+    problems = check(bundle.model, inputs=inputs, roles=roles)
+    if problems:
+        return problems
+    for name, baseline in (("zero", baselines.zero(data)), ("mean", baselines.mean(data))):
+        problems += [BASELINE_PROBLEM.format(baseline=name, problem=problem)
+                     for problem in check(bundle.model, inputs=inputs, baselines=baseline, roles=roles)]
+    return problems
 
 
 def cmd_attribute(args) -> int:

@@ -17,7 +17,7 @@ from explain import checks, engine, labels
 from explain.errors import AttributionError
 from explain.ig import integrated_gradients
 from explain.bundle import POSITIVE_LABEL_NOTE, load_bundle, validate_bundle
-from explain.cli import main
+from explain.cli import BASELINE_PROBLEM, main
 from explain.objects import save_bundle
 from tests.test_safe_load import template_regex
 
@@ -39,6 +39,14 @@ def cli(capsys, *args) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
+def assert_same_words_as_attribute(capsys, bundle, check_out: str, tmp_path) -> None:
+    """``attribute`` fails, and its message is one of the problems ``check`` listed."""
+    code, _, err = cli(capsys, "attribute", "--bundle", str(bundle), "--customer", "0", "--out", str(tmp_path / "x.json"))
+    message = " ".join(err.split()).removeprefix("error: ")
+    assert code == 2 and message, err
+    assert message in " ".join(check_out.split()), (message, check_out)
+
+
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     return tmp_path_factory.mktemp("check")
@@ -58,12 +66,11 @@ def test_check_reports_an_input_the_output_does_not_depend_on_in_the_words_of_at
         ignores_temporal, capsys, tmp_path):
     code, out, _ = cli(capsys, "check", "--bundle", str(ignores_temporal))
     assert code == 1, out
-    expected = engine.DISCONNECTED_INPUT.format(target="column 0", role="temporal", name="temporal")
-    assert expected in out, out
     assert validate_bundle(ignores_temporal).ok  # the tables and shapes alone are fine
-    code, _, err = cli(capsys, "attribute", "--bundle", str(ignores_temporal), "--customer", "0",
-                       "--out", str(tmp_path / "x.json"))
-    assert code == 2 and expected in " ".join(err.split()), err
+    assert_same_words_as_attribute(capsys, ignores_temporal, out, tmp_path)
+    model = load_bundle(ignores_temporal).model
+    assert checks.model_problems(model) == [
+        engine.DISCONNECTED_INPUT.format(target="column 0", role="temporal", name="temporal")]
 
 
 def test_check_reports_an_integer_input_in_the_words_of_attribute(folder, capsys, tmp_path):
@@ -75,11 +82,9 @@ def test_check_reports_an_integer_input_in_the_words_of_attribute(folder, capsys
     static, temporal = data()
     path = save_bundle(folder / "integer", model, np.round(static), temporal)
     code, out, _ = cli(capsys, "check", "--bundle", str(path))
-    expected = engine.NON_FLOAT_INPUT.format(role="static", name="static", dtype="int32")
-    assert code == 1 and expected in out, out
-    code, _, err = cli(capsys, "attribute", "--bundle", str(path), "--customer", "0",
-                       "--out", str(tmp_path / "x.json"))
-    assert code == 2 and expected in " ".join(err.split()), err
+    assert code == 1, out
+    assert_same_words_as_attribute(capsys, path, out, tmp_path)
+    assert checks.model_problems(model) == [engine.NON_FLOAT_INPUT.format(role="static", name="static", dtype="int32")]
 
 
 def test_check_reports_a_baseline_that_is_all_mask_value(folder, capsys):
@@ -94,13 +99,15 @@ def test_check_reports_a_baseline_that_is_all_mask_value(folder, capsys):
     code, out, _ = cli(capsys, "check", "--bundle", str(path))
     assert code == 1, out
     text = " ".join(out.split())
-    zero = checks.BASELINE_IS_MASK.format(role="temporal", name="temporal", layer="pad", value=0.0, baseline="zero")
-    assert zero in text, out
-    assert "the mean baseline" not in text  # the mean history has real periods
-    # the same model and data with a mask value no period takes: nothing to report
-    problems = checks.model_problems(model, inputs={"static": static, "temporal": temporal},
-                                     baselines={"zero": {"static": 0 * static, "temporal": 0 * temporal + 7}})
-    assert problems == []
+    assert BASELINE_PROBLEM.format(baseline="zero", problem="") in text, out
+    assert "With --baseline mean" not in text  # the mean history has real periods
+    masked = checks.BASELINE_IS_MASK.format(role="temporal", name="temporal", layer="pad", value=0.0)
+    # the same model and data with a baseline whose periods are not the mask value: nothing to report
+    inputs = {"static": static, "temporal": temporal}
+    assert checks.model_problems(model, inputs=inputs, baselines={"static": 0 * static[:1],
+                                                                  "temporal": 0 * temporal[:1] + 7}) == []
+    assert checks.model_problems(model, inputs=inputs, baselines={"static": 0 * static[:1],
+                                                                  "temporal": 0 * temporal[:1]}) == [masked]
 
 
 def test_check_finds_nothing_in_a_connected_float_model(folder, capsys):
