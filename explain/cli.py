@@ -168,11 +168,11 @@ def cmd_check(args) -> int:
 
 
 def model_problems(bundle) -> list[str]:
-    """``ig.model_problems`` (or ``explain.checks``' until it exists) on the first customers, then
-    with the zero and the mean baseline (a problem of one baseline only says which)."""
-    from explain import baselines, checks, ig
+    """``ig.model_problems`` on the first customers, then with the zero and the mean baseline (a
+    problem of one baseline only says which)."""
+    from explain import baselines, ig
 
-    check = getattr(ig, "model_problems", None) or checks.model_problems
+    check = ig.model_problems
     data = bundle.data()
     inputs = {role: values[:CHECK_CUSTOMERS] for role, values in data.items()}
     roles = getattr(bundle, "roles", None) or None

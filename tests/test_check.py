@@ -2,7 +2,7 @@
 with the words ``attribute`` uses; label values compare as text and as numbers.
 
 Models unlike the demo are built here: one whose output ignores its temporal input, one with an
-integer static input, one whose temporal input goes through a ``Masking`` layer.
+integer static input that feeds no Embedding, one whose temporal input goes through a ``Masking`` layer.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import keras
 import numpy as np
 import pytest
 
-from explain import checks, engine, labels
+from explain import engine, ig, labels
+from explain.inputs import NO_EMBEDDING
 from explain.errors import AttributionError
 from explain.ig import integrated_gradients
 from explain.bundle import POSITIVE_LABEL_NOTE, load_bundle, validate_bundle
@@ -69,7 +70,7 @@ def test_check_reports_an_input_the_output_does_not_depend_on_in_the_words_of_at
     assert validate_bundle(ignores_temporal).ok  # the tables and shapes alone are fine
     assert_same_words_as_attribute(capsys, ignores_temporal, out, tmp_path)
     model = load_bundle(ignores_temporal).model
-    assert checks.model_problems(model) == [
+    assert ig.model_problems(model) == [
         engine.DISCONNECTED_INPUT.format(target="column 0", role="temporal", name="temporal")]
 
 
@@ -80,11 +81,16 @@ def test_check_reports_an_integer_input_in_the_words_of_attribute(folder, capsys
                                     keras.layers.LSTM(2)(t_in)])
     model = keras.Model([s_in, t_in], keras.layers.Dense(1, activation="sigmoid")(z))
     static, temporal = data()
-    path = save_bundle(folder / "integer", model, np.round(static), temporal)
+    s_f, t_f = two_inputs()  # save_bundle checks the bundle: a float model first, then the integer one
+    stand_in = keras.Model([s_f, t_f], keras.layers.Dense(1)(keras.layers.Concatenate()([s_f, keras.layers.Flatten()(t_f)])))
+    path = save_bundle(folder / "integer", stand_in, np.round(static), temporal)
+    model.save(path / "model.keras")
+    problems = ig.model_problems(model)
+    assert len(problems) == 1 and template_regex(NO_EMBEDDING).search(problems[0]), problems
     code, out, _ = cli(capsys, "check", "--bundle", str(path))
-    assert code == 1, out
-    assert_same_words_as_attribute(capsys, path, out, tmp_path)
-    assert checks.model_problems(model) == [engine.NON_FLOAT_INPUT.format(role="static", name="static", dtype="int32")]
+    assert code == 1 and problems[0] in " ".join(out.split()), out
+    code, _, err = cli(capsys, "attribute", "--bundle", str(path), "--customer", "0", "--out", str(tmp_path / "x.json"))
+    assert code == 2 and problems[0] in " ".join(err.split()), err
 
 
 def test_check_reports_a_baseline_that_is_all_mask_value(folder, capsys):
@@ -101,13 +107,14 @@ def test_check_reports_a_baseline_that_is_all_mask_value(folder, capsys):
     text = " ".join(out.split())
     assert BASELINE_PROBLEM.format(baseline="zero", problem="") in text, out
     assert "With --baseline mean" not in text  # the mean history has real periods
-    masked = checks.BASELINE_IS_MASK.format(role="temporal", name="temporal", layer="pad", value=0.0)
+
     # the same model and data with a baseline whose periods are not the mask value: nothing to report
-    inputs = {"static": static, "temporal": temporal}
-    assert checks.model_problems(model, inputs=inputs, baselines={"static": 0 * static[:1],
-                                                                  "temporal": 0 * temporal[:1] + 7}) == []
-    assert checks.model_problems(model, inputs=inputs, baselines={"static": 0 * static[:1],
-                                                                  "temporal": 0 * temporal[:1]}) == [masked]
+    given = {"static": static, "temporal": temporal}
+    assert ig.model_problems(model, inputs=given, baselines={"static": 0 * static[:1],
+                                                             "temporal": 0 * temporal[:1] + 7}) == []
+    masked = ig.model_problems(model, inputs=given, baselines={"static": 0 * static[:1], "temporal": 0 * temporal[:1]})
+    assert len(masked) == 1 and template_regex(ig.BASELINE_EQUALS_MASK).fullmatch(masked[0]), masked
+    assert BASELINE_PROBLEM.format(baseline="zero", problem=masked[0]) in text
 
 
 def test_check_finds_nothing_in_a_connected_float_model(folder, capsys):
@@ -129,7 +136,7 @@ def test_model_problems_agrees_with_the_engine_on_a_stop_gradient():
     model = keras.Model([s_in, t_in], keras.layers.Add()([keras.layers.Dense(1)(s_in), t]))
     static, temporal = data()
     inputs = {"static": static[:2], "temporal": temporal[:2]}
-    problems = checks.model_problems(model, inputs=inputs)
+    problems = ig.model_problems(model, inputs=inputs)
     assert problems == [engine.DISCONNECTED_INPUT.format(target="column 0", role="temporal", name="temporal")]
     with pytest.raises(AttributionError) as excinfo:
         integrated_gradients(model, inputs, {"static": 0 * static[:1], "temporal": 0 * temporal[:1]}, steps=8)
