@@ -156,6 +156,8 @@ def main():
     parser.add_argument("--json", help="also write the figures to this JSON file")
     parser.add_argument("--engine", choices=("local", "ray"), default="local",
                         help="ray: for each size, the local job and --engine ray with 1 and 2 workers, in one run")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2],
+                        help="with --engine ray: the --workers counts to run (default 1 2)")
     args = parser.parse_args()
     if args.engine == "ray":
         return compare_ray(args)
@@ -212,7 +214,8 @@ def main():
 
 
 def compare_ray(args) -> None:
-    """The local job and ``--engine ray --workers 1`` and ``2`` on the same generated bundles."""
+    """The local job and ``--engine ray --workers N`` (``--workers``, default 1 and 2) on the same
+    generated bundles; the driver's RSS at the first and the last chunk shows whether it stays flat."""
     import ray
 
     work = Path(tempfile.mkdtemp(prefix="explain-scale-ray-"))
@@ -227,8 +230,9 @@ def compare_ray(args) -> None:
         for n in sorted(args.sizes):
             bundle = generate_bundle(work / f"bundle-{n}", n, seed=n)
             local_rate = None
-            for name, engine in (("local", ()), ("ray, 1 worker", ("--engine", "ray", "--workers", "1")),
-                                 ("ray, 2 workers", ("--engine", "ray", "--workers", "2"))):
+            runs = [("local", ())] + [(f"ray, {w} worker{'s' if w > 1 else ''}", ("--engine", "ray", "--workers", str(w)))
+                                      for w in args.workers]
+            for name, engine in runs:
                 out = work / f"out-{n}-{len(rows)}.parquet"
                 figures = run_batch(bundle, out, args.steps, args.chunk, args.baseline, engine)
                 rate = n / figures["job_s"]
