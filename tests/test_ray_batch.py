@@ -1,5 +1,7 @@
 """The batch job on Ray (``--engine ray``): the local job's store, row for row, through an actor
-killed mid-run and a driver killed mid-run; refusals as the local job's.
+killed mid-run and a driver killed mid-run, from CSV and from shuffled Parquet tables read with Ray
+Data; refusals as the local job's; the regrouping of the tables into chunks equals the loader's
+arrays (that part needs no Ray).
 
 Runs on a local Ray instance with 2 CPUs (``ray`` is an optional extra: these tests are skipped
 where it is not installed; scripts/test.sh installs it, so CI runs them).
