@@ -9,11 +9,11 @@ list, the local job's chunks). Then, on the cluster:
 1. ``ray.data.read_csv`` (every column as text, as the loader reads CSV) or
    ``ray.data.read_parquet`` of ``static`` and of the long ``temporal`` table;
 2. each block normalised (``map_batches``): the id and the period as the loader reads them
-   (``bundle.column_text``), the features as float64 in the model's order, and a bucket (a
-   hash of the id) so that every row of a customer lands in the same group;
+   (``column_text``, as ``bundle_report.column_texts``), the features as float64 in the model's
+   order, and a bucket (a hash of the id) so that every row of a customer lands in the same group;
 3. ``union`` with the key rows, ``groupby(bucket).map_groups``: the long table grouped per
    customer, vectorised within a bucket: one row per customer of the run with its static
-   values and its T x F temporal values in period order (``bundle.period_ranks``, the
+   values and its T x F temporal values in period order (``bundle_checks.period_ranks``, the
    loader's order), its chunk and slot; customers not in the run are dropped here;
 4. ``groupby(chunk).map_groups``: one row per chunk, customers in slot order, values as the
    loader's float32;
