@@ -4,6 +4,7 @@
     python bench/scale.py --sizes 1000 5000    # a quicker look
     python bench/scale.py --steps 64 --keep    # keep the generated bundles and outputs
     python bench/scale.py --engine ray --sizes 10000 100000   # local job vs Ray with 1 and 2 workers
+    python bench/scale.py --engine ray --sizes 100000 --workers 2   # the local job vs Ray with 2 workers only
 
 Not a test. For each size it writes a generated bundle of the demo's shape to a temporary
 folder: the demo's model (not retrained), and demo customers drawn with replacement, their
@@ -46,6 +47,17 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "bundles" / "demo"
 BUDGET_S = 15 * 60
+
+
+def cpu_model() -> str:
+    """The CPU's name (``/proc/cpuinfo``), or the platform's processor string."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
 
 
 def generate_bundle(folder: Path, n: int, seed: int = 0) -> Path:
@@ -133,11 +145,12 @@ def run_batch(bundle: Path, out: Path, steps: int, chunk: int, baseline: str = "
     first = next((rss for p, rss in samples if p >= 1), float("nan"))
     last = max((rss for p, rss in samples if chunks and p >= max(chunks)), default=float("nan"))
     size = sum(f.stat().st_size for f in out.rglob("*.parquet")) / 2**20
-    # steady rate: from the first chunk file to the last one (their modification times)
+    # steady rate: from the first chunk file written to the last one (their modification times)
     parts = sorted(out.glob("part-*.parquet"))
     steady = float("nan")
     if len(parts) > 1:
-        span = parts[-1].stat().st_mtime - parts[0].stat().st_mtime
+        times = [p.stat().st_mtime for p in parts]  # the Ray engine writes chunks out of order
+        span = max(times) - min(times)
         customers = json.loads((out / "_manifest.json").read_text())["customers"]["count"]
         first_chunk = min(customers, chunk)
         steady = (customers - first_chunk) / span if span > 0 else float("nan")
@@ -156,6 +169,8 @@ def main():
     parser.add_argument("--json", help="also write the figures to this JSON file")
     parser.add_argument("--engine", choices=("local", "ray"), default="local",
                         help="ray: for each size, the local job and --engine ray with 1 and 2 workers, in one run")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2],
+                        help="with --engine ray: the --workers counts to run (default 1 2)")
     args = parser.parse_args()
     if args.engine == "ray":
         return compare_ray(args)
@@ -164,7 +179,7 @@ def main():
     steps = args.steps
     sizes = sorted(args.sizes)
     rows = []
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
+    print(f"machine: {cpu_model()}, {platform.machine()}, {os.cpu_count()} cores, "
           f"{psutil.virtual_memory().total / 2**30:.0f} GiB, Python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.1f}; baseline {args.baseline}; demo-shaped bundles (9 static, 12 periods x 6 temporal), chunks of {args.chunk}, work dir {work}")
     header = (f"{'customers':>9} {'steps':>5} {'chunks':>6} {'load+import s':>13} {'job s':>7} "
@@ -212,11 +227,12 @@ def main():
 
 
 def compare_ray(args) -> None:
-    """The local job and ``--engine ray --workers 1`` and ``2`` on the same generated bundles."""
+    """The local job and ``--engine ray --workers N`` (``--workers``, default 1 and 2) on the same
+    generated bundles; the driver's RSS at the first and the last chunk shows whether it stays flat."""
     import ray
 
     work = Path(tempfile.mkdtemp(prefix="explain-scale-ray-"))
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
+    print(f"machine: {cpu_model()}, {platform.machine()}, {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
           f"Python {platform.python_version()}, ray {ray.__version__}, load average {os.getloadavg()[0]:.1f} at the "
           f"start; baseline {args.baseline}, {args.steps} steps, chunks of {args.chunk}; each Ray run starts its own "
           f"local Ray ({os.cpu_count()} CPUs); RSS 1st/last chunk: the driver's, sampled every 0.1 s; *max RSS: ru_maxrss of the command, the largest of it and the processes it reaped")
@@ -227,8 +243,9 @@ def compare_ray(args) -> None:
         for n in sorted(args.sizes):
             bundle = generate_bundle(work / f"bundle-{n}", n, seed=n)
             local_rate = None
-            for name, engine in (("local", ()), ("ray, 1 worker", ("--engine", "ray", "--workers", "1")),
-                                 ("ray, 2 workers", ("--engine", "ray", "--workers", "2"))):
+            runs = [("local", ())] + [(f"ray, {w} worker{'s' if w > 1 else ''}", ("--engine", "ray", "--workers", str(w)))
+                                      for w in args.workers]
+            for name, engine in runs:
                 out = work / f"out-{n}-{len(rows)}.parquet"
                 figures = run_batch(bundle, out, args.steps, args.chunk, args.baseline, engine)
                 rate = n / figures["job_s"]

@@ -197,12 +197,16 @@ def cmd_attribute(args) -> int:
 def cmd_batch(args) -> int:
     from explain.batch import check_ids, run_batch_job
     from explain.bundle import load_bundle
-    from explain.ray_batch import ONLY_WITH_RAY, run_ray_batch
+    from explain.ray_batch import ONLY_WITH_RAY, run_ray_batch_job
 
     if args.engine == "ray":
         if args.trust_code:
             raise ExplainError(TRUST_LOCAL_ONLY)
-        return run_ray_batch(args)
+        ids = read_customers_file(args.customers_file) if args.customers_file else None
+        result = run_ray_batch_job(args.bundle, args.out, settings_from_args(args), chunk_size=args.batch_size,
+                                   ids=ids, workers=args.workers, address=args.address, progress=True)
+        print(result.describe())
+        return 0
     for option, value in (("--address", args.address), ("--workers", args.workers)):
         if value is not None:
             raise ExplainError(ONLY_WITH_RAY.format(option=option))

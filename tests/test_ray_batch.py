@@ -1,5 +1,7 @@
 """The batch job on Ray (``--engine ray``): the local job's store, row for row, through an actor
-killed mid-run and a driver killed mid-run; refusals as the local job's.
+killed mid-run and a driver killed mid-run, from CSV and from shuffled Parquet tables read with Ray
+Data; refusals as the local job's; the regrouping of the tables into chunks equals the loader's
+arrays (that part needs no Ray).
 
 Runs on a local Ray instance with 2 CPUs (``ray`` is an optional extra: these tests are skipped
 where it is not installed; scripts/test.sh installs it, so CI runs them).
@@ -17,18 +19,21 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import psutil
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
-from explain import ray_batch
+from explain import ray_batch, ray_tables
 from explain.batch import run_batch_job
-from explain.store import find_store, open_store, read_store
-from explain.store_format import MANIFEST, StoreError
 from explain.bundle import load_bundle
 from explain.cli import main
 from explain.errors import ExplainError
 from explain.settings import Settings as Request
+from explain.store import find_store, open_store, read_store
+from explain.store_format import MANIFEST, StoreError
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUEST = Request(steps=8)
@@ -51,6 +56,81 @@ def local(tmp_path_factory, bundle_dir, ids):
     out = tmp_path_factory.mktemp("local") / "local.parquet"
     run_batch_job(load_bundle(bundle_dir), out, REQUEST, chunk_size=CHUNK, ids=ids, progress=False)
     return (out, *read_store(out))
+
+
+@pytest.fixture(scope="module")
+def parquet_dir(tmp_path_factory, bundle_dir):
+    """The demo as a Parquet bundle whose rows are in another order than the loader's: static rows
+    shuffled (so the customers' order changes too), temporal rows shuffled across customers and
+    periods, so regrouping per customer and ordering by period are both needed."""
+    folder = tmp_path_factory.mktemp("parquet") / "shuffled"
+    folder.mkdir()
+    for name in ("model.keras", "bundle.json"):
+        shutil.copy2(bundle_dir / name, folder / name)
+    rng = np.random.default_rng(7)
+    static = pd.read_csv(bundle_dir / "static.csv", dtype={"customer_id": str})
+    temporal = pd.read_csv(bundle_dir / "temporal.csv", dtype={"customer_id": str, "period": str})
+    static.iloc[rng.permutation(len(static))].to_parquet(folder / "static.parquet", index=False)
+    temporal.iloc[rng.permutation(len(temporal))].to_parquet(folder / "temporal.parquet", index=False)
+    return folder
+
+
+def _regrouped(folder: Path, ids: list[str], chunk_size: int, n_buckets: int, block_rows: int) -> dict:
+    """ray_tables' steps 2-4 run here without Ray, on blocks of ``block_rows`` rows and
+    ``n_buckets`` buckets, as Ray Data would run them: {chunk: (ids, static, temporal)}."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    bundle = load_bundle(folder)
+    layout = ray_tables.table_layout(folder, bundle)
+    parts = []
+    for kind, name in ((ray_tables.STATIC, "static"), (ray_tables.TEMPORAL, "temporal")):
+        info = layout["files"][name]
+        table = (pacsv.read_csv(info["path"], convert_options=ray_tables.csv_text_options(info)) if info["csv"]
+                 else pq.read_table(info["path"]))
+        for start in range(0, table.num_rows, block_rows):
+            parts.append(ray_tables.normalised_rows(table.slice(start, block_rows), kind=kind, layout=layout,
+                                                    n_buckets=n_buckets))
+    position = np.arange(len(ids))
+    keys = pa.table({"customer_id": ids, "chunk": position // chunk_size, "slot": position % chunk_size})
+    rows = pa.concat_tables([ray_tables.key_rows(keys, n_buckets=n_buckets), *parts])
+    customers = pa.concat_tables([ray_tables.customers_of_bucket(rows.filter(pc.equal(rows["bucket"], b)), layout=layout)
+                                  for b in range(n_buckets)])
+    out = {}
+    for chunk in sorted(set(customers["chunk"].to_pylist())):
+        row = ray_tables.chunk_row(customers.filter(pc.equal(customers["chunk"], chunk))).to_pylist()[0]
+        out[chunk] = ray_tables.chunk_arrays(row, layout)
+    return out
+
+
+@pytest.mark.parametrize("which", ["csv", "parquet"])
+def test_the_tables_regrouped_per_chunk_are_the_loaders_arrays(which, bundle_dir, parquet_dir):
+    """What the actors get from Ray Data is, chunk by chunk, bit for bit what ``load_bundle``
+    gives the local job: same customers in the same order, same float32 values, periods in the
+    loader's order. (No Ray needed: the steps are plain Arrow functions.)"""
+    folder = bundle_dir if which == "csv" else parquet_dir
+    bundle = load_bundle(folder)
+    ids = [str(i) for i in bundle.ids[::7]][::-1]  # a subset, in another order than the file's
+    chunk_size = 50
+    chunks = _regrouped(folder, ids, chunk_size, n_buckets=3, block_rows=4000)
+    assert sorted(chunks) == list(range(-(-len(ids) // chunk_size)))
+    for chunk, (chunk_ids, static, temporal) in chunks.items():
+        assert chunk_ids == ids[chunk * chunk_size:(chunk + 1) * chunk_size]
+        expected = bundle.inputs_for(chunk_ids)
+        assert static.dtype == expected["static"].dtype and temporal.dtype == expected["temporal"].dtype
+        np.testing.assert_array_equal(static, expected["static"])
+        np.testing.assert_array_equal(temporal, expected["temporal"])
+
+
+def test_a_customer_missing_from_the_tables_is_named(bundle_dir, tmp_path):
+    """A table that changed after the bundle was checked: the regrouping names the customer."""
+    bundle = load_bundle(bundle_dir)
+    layout = ray_tables.table_layout(bundle_dir, bundle)
+    keys = pa.table({"customer_id": ["C00001", "NOT-THERE"], "chunk": [0, 0], "slot": [0, 1]})
+    rows = ray_tables.key_rows(keys, n_buckets=1)
+    with pytest.raises(ExplainError, match=r"static.csv does not match what was checked .*customer 'C00001' has 0 "
+                                           r"row\(s\), expected 1"):
+        ray_tables.customers_of_bucket(rows, layout=layout)
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +241,18 @@ def test_resume_after_the_driver_is_killed_gives_the_same_store(ray_cluster, bun
     assert store.complete
     _same_store(out, local)
     assert not list(out.rglob("*.part"))
+
+
+@needs_ray
+def test_every_customer_of_a_shuffled_parquet_bundle_same_as_local(ray_cluster, parquet_dir, tmp_path):
+    """Ray Data's read_parquet path, the whole bundle (no customers file) and a data-wide
+    baseline computed once by the planning task: the local engine's store, bit for bit."""
+    request = Request(steps=8, baseline="median")
+    local_out, ray_out = tmp_path / "local", tmp_path / "ray"
+    run_batch_job(load_bundle(parquet_dir), local_out, request, chunk_size=500, progress=False)
+    result = ray_batch.run_ray_batch_job(parquet_dir, ray_out, request, chunk_size=500, workers=2, progress=False)
+    assert result.complete and result.n_customers == 3000 and result.computed_chunks == 6
+    _same_store(ray_out, (local_out, *read_store(local_out)))
 
 
 @needs_ray
