@@ -218,19 +218,22 @@ def pick(session: Session, label: str, text: str, nth: int = 0, option: bool = F
     page = session.page
     before = heatmap_now(page)
     box = page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").filter(has_text=label).nth(nth)
-    box.click()
+    control = box.get_by_role("combobox")
+    (control if control.count() else box).first.click()
     if not option:  # type the id and press Enter, as a user searching by id
         page.keyboard.type(text)
         return session.act(lambda: page.keyboard.press("Enter"), lambda: _wait_heatmap(page, before))
+    page.keyboard.type(text)
     choice = page.get_by_role("option", name=text, exact=True)
-    choice.wait_for()
+    choice.wait_for(timeout=15_000)
     return session.act(choice.click, lambda: _wait_heatmap(page, before))
 
 
 def steps_key(session: Session, key: str) -> dict:
     page = session.page
     before = heatmap_now(page)
-    page.locator("[data-testid=stSidebar] [data-testid=stSlider] [role=slider]").first.focus()
+    slider = page.locator("[data-testid=stSidebar] [data-testid=stSlider]").first
+    slider.locator("[role=slider], [aria-valuenow], [tabindex='0']").first.focus()
     return session.act(lambda: page.keyboard.press(key), lambda: _wait_heatmap(page, before))
 
 

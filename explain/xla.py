@@ -49,6 +49,7 @@ class XlaPath:
         self.compiles = 0  # how many buckets were compiled (tests and bench read it)
         self.calls = 0  # chunks computed on the compiled path
         self._jit: dict[str, object] = {}
+        self._building: dict[tuple, threading.Event] = {}
         self._lock = threading.Lock()
 
     def bucket(self, rows: int) -> int | None:
@@ -62,14 +63,36 @@ class XlaPath:
         return self._jit[space]
 
     def compile(self, space: str, bucket: int, alphas: int) -> None:
-        """Compile one bucket now (in this thread): a call on zeros of its shapes."""
+        """Compile one bucket now (in this thread; or wait for the thread compiling it): a call
+        on zeros of its shapes."""
         key = (space, bucket, alphas)
         with self._lock:
             if key in self.ready:
                 return
-        engine = self.engine_ref()
-        if engine is None:
+            building = self._building.get(key)
+            if building is None:
+                building = self._building[key] = threading.Event()
+                mine = True
+            else:
+                mine = False
+        if not mine:
+            building.wait()
             return
+        try:
+            self.ready[key] = self._compiled(space, bucket, alphas)
+            with self._lock:
+                self.compiles += 1
+        except Exception:  # a model XLA cannot compile: this bucket stays on the graph path
+            self.ready[key] = None
+            raise
+        finally:
+            with self._lock:
+                self.pending.discard(key)
+                self._building.pop(key, None)
+            building.set()
+
+    def _compiled(self, space: str, bucket: int, alphas: int):
+        engine = self.engine_ref()
         s, t = engine.shapes["static"], engine.shapes["temporal"]
         zs = tf.zeros((bucket, *s), engine.dtypes["static"])
         zt = tf.zeros((bucket, *t), engine.dtypes["temporal"])
@@ -77,10 +100,7 @@ class XlaPath:
         with engine.lock:  # tracing calls the model's Python code: one thread at a time
             fn = self._function(space).get_concrete_function(zs, zt, zs, zt, a, a, tf.constant(0, tf.int32))
         fn(zs, zt, zs, zt, a, a, tf.constant(0, tf.int32))  # the XLA compile, outside the model's lock
-        with self._lock:
-            self.ready[key] = fn
-            self.pending.discard(key)
-            self.compiles += 1
+        return fn
 
     def _compile_later(self, key) -> None:
         with self._lock:
@@ -91,10 +111,8 @@ class XlaPath:
         def run():
             try:
                 self.compile(*key)
-            except Exception:  # noqa: BLE001 - a model XLA cannot compile: stay on the graph path
-                with self._lock:
-                    self.pending.discard(key)
-                    self.ready[key] = None
+            except Exception:  # noqa: BLE001 - compile() left this bucket on the graph path
+                pass
 
         threading.Thread(target=run, name=f"explain-xla-{key}", daemon=True).start()
 
@@ -168,8 +186,8 @@ def warm_up(engine, *, steps=(65,), spaces=("output",), rows=(1,), background: b
         for job in jobs:
             try:
                 state.compile(*job)
-            except Exception:  # noqa: BLE001 - stay on the graph path for that bucket
-                state.ready[job] = None
+            except Exception:  # noqa: BLE001 - compile() left that bucket on the graph path
+                pass
 
     if not background:
         run()
