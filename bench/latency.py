@@ -52,7 +52,7 @@ VIEWPORT = {"width": 1400, "height": 1000}
 VARIANTS = {"new": {}, "old": {"EXPLAIN_SPEED": "off"}}
 TIMING_LINE = re.compile(r"explain-timing run=(\S+) seconds=([0-9.]+)")
 VERBOSE = False
-TIMEOUT_MS = 90_000
+TIMEOUT_MS = 240_000
 CUSTOMERS = ["C00002", "C00017", "C00031", "C00044", "C00058", "C00063", "C00077", "C00089", "C00091", "C00105",
              "C00118", "C00123", "C00136", "C00149", "C00150", "C00162"]
 

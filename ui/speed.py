@@ -10,6 +10,8 @@
   and drops the subplot kinds it has none of (polar, geo, 3-D, ...); float64 arrays are sent
   as float32 (colours and bar lengths; every hover number is formatted text or 4 significant
   digits). The look is unchanged.
+* :func:`ranking`: the customer box's options and labels and the highest-risk list, made once
+  per bundle instead of on every rerun.
 * :func:`warm_up_xla`: with ``EXPLAIN_XLA=1`` the startup bundle's model answers small requests
   on the XLA-compiled path (``explain.xla``), compiled in the background when it opens. Off by
   default: on 2 cores each bucket's compile takes seconds of CPU that the first visitors'
@@ -92,6 +94,21 @@ def figures(bundle, page: str, customer: str, settings, build) -> tuple[tuple, t
         built = tuple(build())
         return built, built
     return _figures(bundle.content_hash, page, str(customer), settings.key(), build)
+
+
+@st.cache_resource(max_entries=16, ttl=TTL, show_spinner=False)
+def _ranking(content_hash: str, output: str, top_n: int, _ids, _scores):
+    ids = [str(i) for i in _ids.tolist()]
+    scores = np.asarray(_scores, np.float64)
+    label = {i: f"{i}  ·  {output} {s:.2f}" for i, s in zip(ids, scores.tolist())}
+    top = [ids[k] for k in np.argsort(-scores, kind="stable")[:top_n]]
+    return ids, top, label
+
+
+def ranking(bundle, scores, top_n: int) -> tuple[list, list, dict]:
+    """(every id, the ``top_n`` highest scores' ids, {id: "ID · output 0.42"}) of ``bundle``,
+    from its first output's ``scores``; built once per bundle content."""
+    return _ranking(bundle.content_hash, bundle.output_names[0], int(top_n), bundle.ids, scores)
 
 
 def warm_up_xla(bundle) -> None:
