@@ -95,13 +95,13 @@ class XlaPath:
 
     def _compiled(self, space: str, bucket: int, alphas: int):
         engine = self.engine_ref()
-        s, t = engine.shapes["static"], engine.shapes["temporal"]
-        zs = tf.zeros((bucket, *s), engine.dtypes["static"])
-        zt = tf.zeros((bucket, *t), engine.dtypes["temporal"])
+        xs = [tf.zeros((bucket, *engine.point_shapes[k]), engine.point_dtypes[k]) for k in engine.keys]
+        raws = [tf.zeros((bucket, *engine.shapes[k]), engine.raw_dtypes[k]) for k in engine.categorical]
         a = tf.constant(np.linspace(0.0, 1.0, alphas), tf.float64)
+        args = (xs, xs, raws, a, a, tf.constant(0, tf.int32))
         with engine.lock:  # tracing calls the model's Python code: one thread at a time
-            fn = self._function(space).get_concrete_function(zs, zt, zs, zt, a, a, tf.constant(0, tf.int32))
-        fn(zs, zt, zs, zt, a, a, tf.constant(0, tf.int32))  # the XLA compile, outside the model's lock
+            fn = self._function(space).get_concrete_function(*args)
+        fn(*args)  # the XLA compile, outside the model's lock
         return fn
 
     def _compile_later(self, key) -> None:
@@ -142,13 +142,18 @@ class _Padded:
     def __init__(self, owner: XlaPath, fn, bucket: int):
         self.owner, self.fn, self.bucket = owner, fn, bucket
 
-    def __call__(self, xs, xt, bs, bt, alphas, weights, target):
-        rows = int(xs.shape[0])
+    def __call__(self, xs, bs, raws, alphas, weights, target):
+        """The engine's path call: lists of per-customer tensors (points x, baselines b, raw ids),
+        alphas, weights, target; returns (sums per input, finite, f(x), f(b)) of the real rows."""
+        rows = int(xs[0].shape[0])
         pad = self.bucket - rows
-        if pad:
-            xs, xt, bs, bt = (tf.concat([a, tf.repeat(a[-1:], pad, axis=0)], 0) for a in (xs, xt, bs, bt))
+
+        def padded(parts):
+            return [tf.concat([p, tf.repeat(p[-1:], pad, axis=0)], 0) for p in parts] if pad else list(parts)
+
         self.owner.calls += 1
-        return tuple(out[:rows] for out in self.fn(xs, xt, bs, bt, alphas, weights, target))
+        sums, finite, fx, fb = self.fn(padded(xs), padded(bs), padded(raws), alphas, weights, target)
+        return [part[:rows] for part in sums], finite[:rows], fx[:rows], fb[:rows]
 
 
 def enable(engine, *, buckets=BUCKETS, max_points: int = MAX_POINTS, background: bool = True) -> XlaPath:
