@@ -23,17 +23,18 @@ PAGES = [
 ]
 page = st.navigation(PAGES)
 
-bundle, choice, problem = None, None, None
-try:
-    bundle = state.active_bundle()
-except Exception as exc:  # a broken bundle: the pages say so; the Data & model page still works
-    problem = exc
-if bundle is not None:
-    with show.guard():
-        choice = pickers.sidebar_ui(bundle)
-frame.publish(bundle, choice, problem)
-if badge := startup.trusted_badge():
-    st.sidebar.badge(badge, icon=":material/warning:", color="orange")
+with frame.timed(page.url_path or "customer"):
+    bundle, choice, problem = None, None, None
+    try:
+        bundle = state.active_bundle()
+    except Exception as exc:  # a broken bundle: the pages say so; the Data & model page still works
+        problem = exc
+    if bundle is not None:
+        with show.guard():
+            choice = pickers.sidebar_ui(bundle)
+    frame.publish(bundle, choice, problem)
+    if badge := startup.trusted_badge():
+        st.sidebar.badge(badge, icon=":material/warning:", color="orange")
 
-with show.guard():
-    page.run()
+    with show.guard():
+        page.run()

@@ -26,6 +26,7 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
+from explain import xla
 from explain.errors import AttributionError, Stopped
 from explain.inputs import NON_FLOAT_INPUT, input_layout  # noqa: F401  (engine.NON_FLOAT_INPUT: its old home)
 
@@ -177,7 +178,9 @@ class Engine:
             ends = tf.cast(tf.gather(self._call(ends_points, ends_raw, space), target, axis=1), tf.float64)
             return sums, finite, ends[:c], ends[c:]
 
-        return path_gradients.get_concrete_function()  # called directly: less overhead per call
+        concrete = path_gradients.get_concrete_function()  # called directly: less overhead per call
+        concrete.python_function = path_gradients.python_function  # explain.xla compiles the same body
+        return concrete
 
     def _build_forward(self, space):
         @tf.function(input_signature=[self._point_specs(), self._raw_specs()])
@@ -290,6 +293,7 @@ class Engine:
         alpha_block = min(k, batch_size)  # alphas per call (< k only when k > batch_size)
         blocks = [(tf.constant(alphas[a0:a0 + alpha_block]), tf.constant(weights[a0:a0 + alpha_block]))
                   for a0 in range(0, k, alpha_block)]
+        fn = xla.for_chunks(self, space, fn, min(n, per_call), k if alpha_block == k else 0)  # small: XLA
         for start in range(0, n, per_call):
             rows = slice(start, min(n, start + per_call))
             xs, raws = self._points_args(x, raw, rows)

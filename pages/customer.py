@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from explain import baselines, figures, report
-from ui import frame, inputs as more_inputs, show, state
+from ui import frame, inputs as more_inputs, show, speed, state
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
 LEGEND = ("Each bar and cell is a share of the difference between this customer's score and the "
@@ -70,21 +70,21 @@ def customer_page():
 
     base = state.baseline_arrays(bundle, cid, settings)
     units_s, units_t = show.units(bundle, bundle.static_features), show.units(bundle, bundle.temporal_features)
-    fig_panel = figures.temporal_panel(bundle.periods, bundle.temporal_labels, attribution.temporal[0],
-                                       values=inputs["temporal"][0], baseline=base["temporal"], units=units_t,
-                                       title="Monthly features: effect of each feature in each period")
-    fig_static = figures.static_bars(bundle.static_labels, attribution.static[0], inputs["static"][0],
-                                     units=units_s, baseline=base["static"],
-                                     title="Static features (label: the customer's value)")
-    fig_history = figures.history_figure(bundle.periods, bundle.temporal_labels, inputs["temporal"][0],
-                                         baseline=base["temporal"], units=units_t, columns=2,
-                                         title="The customer's monthly history (dashed: the baseline)")
-    show.plot(fig_panel, key="temporal_heatmap")
+    (fig_panel, fig_static, fig_history), shown = speed.figures(bundle, "customer", cid, settings, lambda: (
+        figures.temporal_panel(bundle.periods, bundle.temporal_labels, attribution.temporal[0],
+                               values=inputs["temporal"][0], baseline=base["temporal"], units=units_t,
+                               title="Monthly features: effect of each feature in each period"),
+        figures.static_bars(bundle.static_labels, attribution.static[0], inputs["static"][0],
+                            units=units_s, baseline=base["static"], title="Static features (label: the customer's value)"),
+        figures.history_figure(bundle.periods, bundle.temporal_labels, inputs["temporal"][0],
+                               baseline=base["temporal"], units=units_t, columns=2,
+                               title="The customer's monthly history (dashed: the baseline)")))
+    show.plot(shown[0], key="temporal_heatmap")
     left, right = st.columns(2)
     with left:
-        show.plot(fig_static, key="static_bars")
+        show.plot(shown[1], key="static_bars")
     with right:
-        show.plot(fig_history, key="history")
+        show.plot(shown[2], key="history")
     with st.expander("History as a table"):
         st.dataframe(pd.DataFrame(inputs["temporal"][0], index=bundle.periods, columns=bundle.temporal_labels))
 

@@ -6,11 +6,17 @@ app.py opens the bundle, runs the sidebar and calls :func:`publish`; each page c
 
 from __future__ import annotations
 
+import os
+import sys
+import time
+from contextlib import contextmanager
+
 import streamlit as st
 
 from ui import runtime, show
 
 _KEY = "_frame"
+TIMING_ENV = "EXPLAIN_TIMING"  # =1: one line per script run on stderr (bench/latency.py reads them)
 
 
 def publish(bundle, choice, problem: Exception | None) -> None:
@@ -43,3 +49,15 @@ def page(required: bool = True):
         st.page_link("pages/data.py", label="Data & model", icon=":material/upload_file:")
         st.stop()
     return bundle, choice
+
+
+@contextmanager
+def timed(what: str):
+    """Time a script run (or a fragment's run); with ``EXPLAIN_TIMING=1`` print
+    ``explain-timing run=WHAT seconds=S`` on stderr (the server log)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        if os.environ.get(TIMING_ENV) == "1":
+            print(f"explain-timing run={what} seconds={time.perf_counter() - start:.4f}", file=sys.stderr, flush=True)

@@ -17,7 +17,7 @@ import streamlit as st
 
 from explain import labels
 from explain.settings import DEFAULT_BLUR_WIDTH, DEFAULT_SAMPLES, Baseline, Settings
-from ui import options, show, state, url
+from ui import options, show, speed, state, url
 
 
 @dataclass(frozen=True)
@@ -97,14 +97,10 @@ def _random_churner(bundle) -> None:
 
 def customer_ui(bundle) -> str:
     """Customer: search by id, or pick one of the highest-risk customers, or a random churner."""
-    scores = state.predictions(bundle)
-    score_of = dict(zip(bundle.ids.tolist(), scores.tolist()))
-    name = bundle.output_names[0]
-    st.selectbox("Customer (type to search by id)", bundle.ids.tolist(), key="customer",
-                 format_func=lambda i: f"{i}  ·  {name} {score_of.get(i, float('nan')):.2f}")
-    top = [str(i) for i in bundle.ids[np.argsort(-scores, kind="stable")[:options.TOP_RISK]]]
+    ids, top, label = speed.ranking(bundle, state.predictions(bundle), options.TOP_RISK)
+    st.selectbox("Customer (type to search by id)", ids, key="customer", format_func=lambda i: label.get(i, str(i)))
     st.selectbox(f"…or one of the {options.TOP_RISK} highest-risk customers", top, index=None, key="_top_pick",
-                 placeholder="highest scores first", format_func=lambda i: f"{i}  ·  {name} {score_of[i]:.2f}",
+                 placeholder="highest scores first", format_func=label.get,
                  on_change=_copy, args=("_top_pick", "customer"))
     st.button("…or a random churner" if bundle.labels is not None else "…or a random high-risk customer",
               key="_random", on_click=_random_churner, args=(bundle,), width="stretch", icon=":material/casino:")

@@ -37,7 +37,7 @@ from explain.explainer import explain_customers
 from explain.settings import Settings, resolve_target
 from explain.store import STORES_DIR, find_store, open_store
 from explain.store_format import SUMMARY_DIR
-from ui import runtime, startup, uploads
+from ui import runtime, speed, startup, uploads
 
 LOG = logging.getLogger("explain.app")
 
@@ -106,6 +106,7 @@ def _open_bundle(path: str, fingerprint: tuple):
         # the full paths stay here, in the server log; the page shows them relative (ui.show.plain)
         LOG.error("the bundle %s could not be opened: %s", path, error)
         return None, str(error)
+    speed.warm_up_xla(bundle)
     return bundle, None
 
 

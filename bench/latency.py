@@ -1,0 +1,354 @@
+"""Latency of the real dashboard in a real browser, as one run's medians and ratios (not a timed test).
+
+    flock /tmp/team/browser.lock python3 bench/latency.py            # 5 repetitions of every action
+    flock /tmp/team/browser.lock python3 bench/latency.py --reps 2   # a quick look
+    ... --variants new,old                                           # also the old behaviour, interleaved
+
+For each variant it starts ``streamlit run app.py`` (headless, the demo bundle; the variant's
+environment), drives Debian's Chromium (/usr/bin/chromium, 1400x1000) with Playwright and
+times, from the user's action to the new figures drawn *and* the script run finished (the
+page idle):
+
+- ``server start``: from ``streamlit run`` to the first heatmap of the first visitor;
+- ``fresh session``: a new browser context opens ``/`` (warm server);
+- ``customer (sidebar)``: Enter pressed in the customer box -> the new customer's heatmap;
+- ``customer (deep link)``: the page opened at ``/?customer=ID`` (a new session);
+- ``baseline``, ``steps``: the sidebar's baseline box (mean <-> median), the steps slider (one key);
+- ``Compare page``, ``Cohort page``, ``Customer page``: a click on the page in the sidebar.
+
+Each action also reports where the time went: ``server`` is the script run time from the
+server's own timing (the app prints one line per run when ``EXPLAIN_TIMING=1``, see
+``ui/frame.py``), ``figures KB`` the size of the Plotly figures in the websocket messages the
+browser received for the action (all messages: ``ws KB``), and ``draw`` the time from the last
+message before the figures were drawn to the drawing done (the browser's share).
+
+Variants run in the same process, interleaved action by action, so the ratios ``new/old``
+compare like with like: ``new`` is the app as it is, ``old`` the app with ``EXPLAIN_SPEED=off``
+(the per-rerun figure cache, fragments and compact figures switched off; see ``ui/speed.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+VIEWPORT = {"width": 1400, "height": 1000}
+VARIANTS = {"new": {}, "old": {"EXPLAIN_SPEED": "off"}}
+TIMING_LINE = re.compile(r"explain-timing run=(\S+) seconds=([0-9.]+)")
+VERBOSE = False
+TIMEOUT_MS = 240_000
+CUSTOMERS = ["C00002", "C00017", "C00031", "C00044", "C00058", "C00063", "C00077", "C00089", "C00091", "C00105",
+             "C00118", "C00123", "C00136", "C00149", "C00150", "C00162"]
+
+# JS: a fingerprint of the first heatmap trace drawn on the page (null while none is drawn).
+HEATMAP = """() => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const trace = (gd._fullData || []).find(t => t.type === 'heatmap');
+    if (trace && trace.z) return JSON.stringify(Array.from(trace.z, row => Array.from(row)));
+  }
+  return null;
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``streamlit run app.py`` with the variant's environment; the log collects the timing lines."""
+
+    def __init__(self, name: str, env: dict, log_dir: Path):
+        self.name, self.port = name, _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_dir / f"server-{name}.log"
+        env = {**{k: v for k, v in os.environ.items() if k != "EXPLAIN_BUNDLE"}, "EXPLAIN_TIMING": "1",
+               "TF_CPP_MIN_LOG_LEVEL": "2", **env}
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
+             "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
+             "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=self.log_path.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_healthy(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as response:
+                    if response.read().strip() == b"ok":
+                        return
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError(f"streamlit ({self.name}) did not start; see {self.log_path}")
+
+    def timings(self) -> list[tuple[str, float]]:
+        return [(m[1], float(m[2])) for m in TIMING_LINE.finditer(self.log_path.read_text())]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+class Wire:
+    """The websocket messages a page receives: (time, bytes, type, figure bytes), decoded."""
+
+    def __init__(self, page):
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        self.messages: list[tuple[float, int, str, int]] = []
+        self._decode = ForwardMsg.FromString
+
+        def on_socket(ws):
+            ws.on("framereceived", self._received)
+
+        page.on("websocket", on_socket)
+
+    def _received(self, payload) -> None:
+        now = time.perf_counter()
+        data = payload if isinstance(payload, bytes) else payload.encode()
+        try:
+            msg = self._decode(data)
+        except Exception:  # noqa: BLE001 - not a ForwardMsg
+            self.messages.append((now, len(data), "?", 0))
+            return
+        kind = msg.WhichOneof("type") or "?"
+        figure = 0
+        if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            element = msg.delta.new_element
+            if element.WhichOneof("type") == "plotly_chart":
+                figure = len(data)
+        self.messages.append((now, len(data), kind, figure))
+
+    def mark(self) -> int:
+        return len(self.messages)
+
+    def finished_since(self, mark: int) -> bool:
+        return any(kind == "script_finished" for _, _, kind, _ in self.messages[mark:])
+
+    def since(self, mark: int) -> list:
+        return self.messages[mark:]
+
+
+def _idle(page, wire: Wire, mark: int, timeout: float = 120.0) -> float:
+    """Wait until a script run that started after ``mark`` has finished; its finish time."""
+    deadline = time.perf_counter() + timeout
+    while not wire.finished_since(mark):
+        if time.perf_counter() > deadline:
+            raise TimeoutError("the script run did not finish")
+        page.wait_for_timeout(5)
+    return next(t for t, _, kind, _ in wire.since(mark) if kind == "script_finished")
+
+
+def _wait_heatmap(page, before) -> float:
+    page.wait_for_function(f"() => {{ const z = ({HEATMAP})(); return z && z !== {json.dumps(before)}; }}",
+                           polling="raf", timeout=TIMEOUT_MS)
+    return time.perf_counter()
+
+
+class Session:
+    """One browser page on one server, with its websocket wire and results."""
+
+    def __init__(self, browser, server: Server):
+        self.server = server
+        self.context = browser.new_context(viewport=VIEWPORT)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(120_000)
+        self.wire = Wire(self.page)
+
+    def close(self):
+        self.context.close()
+
+    def act(self, action, ready) -> dict:
+        """Run ``action()``; time until ``ready(t0)`` returns the drawn time and the run has finished."""
+        mark, runs_before = self.wire.mark(), len(self.server.timings())
+        t0 = time.perf_counter()
+        action()
+        try:
+            drawn = ready()
+        except Exception:
+            shot = self.server.log_path.with_suffix(".png")
+            self.page.screenshot(path=str(shot))
+            print(f"timed out after {time.perf_counter() - t0:.1f} s; screenshot {shot}", flush=True)
+            raise
+        finished = _idle(self.page, self.wire, mark)
+        end = max(drawn, finished)
+        messages = [m for m in self.wire.since(mark) if m[0] <= end]
+        last_before_drawn = max([m[0] for m in messages if m[0] <= drawn] or [t0])
+        time.sleep(0.05)  # the timing line is written right after the run
+        server = sum(s for _, s in self.server.timings()[runs_before:])
+        return {"total": end - t0, "server": server, "draw": max(0.0, drawn - last_before_drawn),
+                "ws KB": sum(m[1] for m in messages) / 1024, "figures KB": sum(m[3] for m in messages) / 1024}
+
+
+def heatmap_now(page):
+    return page.evaluate(HEATMAP)
+
+
+def open_url(session: Session, url: str) -> dict:
+    return session.act(lambda: session.page.goto(url), lambda: _wait_heatmap(session.page, None))
+
+
+def pick(session: Session, label: str, text: str, nth: int = 0, option: bool = False) -> dict:
+    page = session.page
+    before = heatmap_now(page)
+    box = page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").filter(has_text=label).nth(nth)
+    control = box.get_by_role("combobox")
+    (control if control.count() else box).first.click()
+    if not option:  # type the id and press Enter, as a user searching by id
+        page.keyboard.type(text)
+        return session.act(lambda: page.keyboard.press("Enter"), lambda: _wait_heatmap(page, before))
+    page.keyboard.type(text)
+    choice = page.get_by_role("option", name=text, exact=True)
+    choice.wait_for(timeout=15_000)
+    return session.act(choice.click, lambda: _wait_heatmap(page, before))
+
+
+def steps_key(session: Session, key: str) -> dict:
+    page = session.page
+    before = heatmap_now(page)
+    slider = page.locator("[data-testid=stSidebar] [data-testid=stSlider]").first
+    slider.locator("[role=slider], [aria-valuenow], [tabindex='0']").first.focus()
+    return session.act(lambda: page.keyboard.press(key), lambda: _wait_heatmap(page, before))
+
+
+def go_page(session: Session, title: str, ready: str) -> dict:
+    page = session.page
+    link = page.locator("[data-testid=stSidebarNav] a").filter(has_text=title).first
+
+    def drawn():
+        page.wait_for_selector(ready, timeout=TIMEOUT_MS)
+        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length > 0 && "
+                               "[...document.querySelectorAll('.js-plotly-plot')].every(g => g._fullData)",
+                               polling="raf", timeout=TIMEOUT_MS)
+        return time.perf_counter()
+
+    return session.act(link.click, drawn)
+
+
+def repetition(browser, server: Server, rep: int, results: dict) -> None:
+    """Every action once on ``server``; adds to ``results[action]``."""
+    def add(name, row):
+        results.setdefault(name, []).append(row)
+        if VERBOSE:
+            print(f"  {server.name} {name}: {row['total']:.3f} s (server {row['server']:.3f})", flush=True)
+
+    fresh = Session(browser, server)
+    try:
+        add("fresh session", open_url(fresh, f"{server.url}/"))
+        page = fresh.page
+        page.wait_for_timeout(300)
+        for k in range(2):
+            add("customer (sidebar)", pick(fresh, "Customer (type", CUSTOMERS[(2 * rep + k) % len(CUSTOMERS)]))
+        add("baseline", pick(fresh, "Baseline (what", "median customer", option=True))
+        add("baseline", pick(fresh, "Baseline (what", "mean customer", option=True))
+        add("steps", steps_key(fresh, "ArrowRight"))
+        add("steps", steps_key(fresh, "ArrowLeft"))
+        add("Compare page", go_page(fresh, "Compare", "text=Compare with"))
+        add("Customer page", go_page(fresh, "Customer", "text=How to read this"))
+        add("Cohort page", go_page(fresh, "Cohort", "text=customers explained"))
+        add("customer (deep link)", open_url(fresh, f"{server.url}/?customer={CUSTOMERS[-1 - rep % 8]}"))
+    finally:
+        fresh.close()
+
+
+def summary(rows: list[dict], key: str) -> tuple[float, float, float]:
+    values = sorted(r[key] for r in rows)
+    p95 = values[min(len(values) - 1, max(0, int(round(0.95 * (len(values) - 1)))))]
+    return statistics.median(values), p95, values[-1]
+
+
+def machine() -> str:
+    cpu = "?"
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.system()}, headless Chromium 1400x1000"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5, help="repetitions of every action (default 5)")
+    parser.add_argument("--variants", default="new", help="comma-separated: new, old (default new)")
+    parser.add_argument("--verbose", action="store_true", help="print every action's time")
+    args = parser.parse_args(argv)
+    global VERBOSE
+    VERBOSE = args.verbose
+    names = [v.strip() for v in args.variants.split(",") if v.strip()]
+    from playwright.sync_api import sync_playwright
+
+    log_dir = Path(tempfile.mkdtemp(prefix="latency-"))
+    results = {name: {} for name in names}
+    servers = {}
+    print(f"machine: {machine()}; logs in {log_dir}", flush=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for name in names:  # server start to first heatmap, one server at a time
+                server = servers[name] = Server(name, VARIANTS[name], log_dir)
+                session = Session(browser, server)
+                server.wait_healthy()
+                row = session.act(lambda: session.page.goto(f"{server.url}/"),
+                                  lambda: _wait_heatmap(session.page, None))
+                row["total"] = time.perf_counter() - server.started
+                results[name]["server start"] = [row]
+                session.close()
+                print(f"{name}: server start to first heatmap {row['total']:.2f} s", flush=True)
+            for rep in range(args.reps):
+                for name in (names if rep % 2 == 0 else names[::-1]):
+                    repetition(browser, servers[name], rep, results[name])
+                print(f"repetition {rep + 1}/{args.reps} done", flush=True)
+        finally:
+            browser.close()
+            for server in servers.values():
+                server.stop()
+
+    actions = list(results[names[0]])
+    for name in names:
+        print(f"\n{name}: seconds (p50 / p95 / max over the repetitions), server = script run time")
+        print(f"{'action':22s} {'n':>3s} {'p50':>7s} {'p95':>7s} {'max':>7s} {'server':>7s} {'draw':>7s} "
+              f"{'figures KB':>10s} {'ws KB':>7s}")
+        for action in actions:
+            rows = results[name][action]
+            p50, p95, top = summary(rows, "total")
+            print(f"{action:22s} {len(rows):3d} {p50:7.3f} {p95:7.3f} {top:7.3f} {summary(rows, 'server')[0]:7.3f} "
+                  f"{summary(rows, 'draw')[0]:7.3f} {summary(rows, 'figures KB')[0]:10.1f} "
+                  f"{summary(rows, 'ws KB')[0]:7.1f}")
+    if "new" in names and "old" in names:
+        print("\nratios new/old (p50 of the total, server time, figure bytes)")
+        for action in actions:
+            new, old = results["new"][action], results["old"][action]
+            ratio = [summary(new, k)[0] / max(summary(old, k)[0], 1e-9) for k in ("total", "server", "figures KB")]
+            print(f"{action:22s} total {ratio[0]:5.2f}  server {ratio[1]:5.2f}  figures {ratio[2]:5.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

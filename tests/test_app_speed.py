@@ -1,0 +1,80 @@
+"""The figure cache and the compact figures (ui/speed.py): never a stale figure, same look."""
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from explain import bundle as bundle_io
+from explain import figures
+from explain.explainer import explain_customers
+from explain.settings import Baseline, Settings
+from tests.apptest import DEMO, app, array, charts, heatmap
+from ui import speed
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return bundle_io.load_bundle(DEMO)
+
+
+def expected_z(bundle, customer, kind, steps):
+    settings = Settings(baseline=Baseline(kind), steps=steps).resolved(bundle.output_names)
+    return explain_customers(bundle, [customer], settings).temporal[0].T  # (F, T), as the heatmap draws it
+
+
+def test_the_heatmap_follows_every_change_of_customer_and_settings_back_and_forth(demo):
+    at = app()
+    first = at.session_state["customer"]
+    other = "C00002" if first != "C00002" else "C00003"
+    # each view twice, out of order: the second visit is served from the cache and must still match
+    views = [(first, "mean", "64"), (other, "mean", "64"), (other, "median", "64"), (first, "median", "64"),
+             (first, "median", "16"), (first, "mean", "64"), (other, "median", "64"), (other, "median", "16")]
+    for customer, kind, steps in views:
+        at.selectbox(key="customer").set_value(customer)
+        at.selectbox(key="baseline_kind").set_value(kind)
+        at.select_slider(key="steps").set_value(steps).run()
+        assert not at.exception
+        assert customer in at.title[0].value
+        z = heatmap(charts(at)["temporal_heatmap"])["z"]
+        np.testing.assert_allclose(z, expected_z(demo, customer, kind, int(steps)), rtol=1e-6, atol=1e-7,
+                                   err_msg=f"the heatmap of {customer}, {kind}, {steps} steps")
+
+
+def test_compact_spec_keeps_the_figure_and_only_the_template_it_uses():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(5, 3))
+    fig = figures.temporal_panel(["p1", "p2", "p3", "p4", "p5"], ["x", "y", "z"], a, title="t")
+    full, compact = fig.to_dict(), speed.spec(fig)
+    sent = json.loads(pio.to_json(speed.Spec(compact).to_dict(), validate=False))
+    kinds = {t["type"] for t in full["data"]}
+    assert kinds == {"heatmap", "bar"}
+    assert set(sent["layout"]["template"]["data"]) == kinds & set(full["layout"]["template"]["data"])
+    assert not {"polar", "geo", "scene", "ternary"} & set(sent["layout"]["template"]["layout"])
+    assert len(pio.to_json(compact, validate=False)) < len(pio.to_json(full, validate=False))
+    assert len(json.dumps(sent["layout"]["template"])) < len(json.dumps(full["layout"]["template"]))
+    for mine, theirs in zip(sent["data"], json.loads(pio.to_json(full, validate=False))["data"]):
+        assert set(mine) == set(theirs)  # every property still there
+    np.testing.assert_allclose(heatmap(sent)["z"], a.T, rtol=1e-6)  # float32: within float32 rounding
+    bars = [t for t in sent["data"] if t["type"] == "bar"]
+    per_period = [array(b["y"]) for b in bars if isinstance(b["y"], dict)]  # numbers: a typed array
+    assert len(per_period) == 1 and np.allclose(per_period[0], a.sum(axis=1), rtol=1e-6)
+    again = go.Figure(compact)  # a valid Plotly figure: the browser gets nothing Plotly would refuse
+    assert again.data[0].type == "heatmap"
+
+
+def test_speed_off_builds_every_time(monkeypatch, demo):
+    monkeypatch.setenv(speed.SPEED_ENV, "off")
+    calls = []
+
+    def build():
+        calls.append(1)
+        return (go.Figure(),)
+
+    settings = Settings().resolved(demo.output_names)
+    for _ in range(2):
+        built, shown = speed.figures(demo, "test", "C00001", settings, build)
+        assert shown == built
+    assert len(calls) == 2

@@ -1,0 +1,126 @@
+"""What keeps a rerun short: figures built once per (bundle, customer, settings) and sent compact.
+
+* :func:`figures`: a page's figures for one customer and one set of IG settings, built by the
+  page's own builder on the first run that needs them and then served from a process-wide
+  cache (``st.cache_resource``, bounded), keyed by the bundle's content hash, the page, the
+  customer and ``Settings.key()``: every input of the figures is in the key, so a changed
+  customer, setting or bundle is a different entry and never gets another's figures.
+* :func:`spec`: a figure as the dict the browser gets, smaller and without its data twice:
+  Plotly's default template (about 7 KB a figure) keeps only the trace types the figure draws
+  and drops the subplot kinds it has none of (polar, geo, 3-D, ...); float64 arrays are sent
+  as float32 (colours and bar lengths; every hover number is formatted text or 4 significant
+  digits). The look is unchanged.
+* :func:`ranking`: the customer box's options and labels and the highest-risk list, made once
+  per bundle instead of on every rerun.
+* :func:`warm_up_xla`: with ``EXPLAIN_XLA=1`` the startup bundle's model answers small requests
+  on the XLA-compiled path (``explain.xla``), compiled in the background when it opens. Off by
+  default: on 2 cores each bucket's compile takes seconds of CPU that the first visitors'
+  reruns would share, to save about a millisecond per customer.
+* ``EXPLAIN_SPEED=off`` in the server's environment switches both off (figures rebuilt on every
+  rerun and sent as Plotly makes them): ``bench/latency.py`` measures the two side by side.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from explain import quadrature, xla
+from explain.engine import engine_for
+from explain.settings import Settings
+
+SPEED_ENV = "EXPLAIN_SPEED"
+XLA_ENV = "EXPLAIN_XLA"
+TTL = 3600  # seconds
+UNUSED_SUBPLOTS = ("polar", "ternary", "scene", "geo", "mapbox", "map", "smith")
+
+
+def enabled() -> bool:
+    """False when the server runs with ``EXPLAIN_SPEED=off`` (the old behaviour, for the benchmark)."""
+    return os.environ.get(SPEED_ENV, "on").strip().lower() != "off"
+
+
+def _compact(value):
+    if isinstance(value, np.ndarray) and value.dtype == np.float64:
+        return value.astype(np.float32)
+    if isinstance(value, dict):
+        return {k: _compact(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], (dict, np.ndarray)):
+        return [_compact(v) for v in value]
+    return value
+
+
+def spec(fig: go.Figure) -> dict:
+    """``fig`` as a compact figure dict (see the module text)."""
+    out = fig.to_dict()
+    layout = out.get("layout", {})
+    template = layout.get("template")
+    if isinstance(template, dict):
+        kinds = {trace.get("type", "scatter") for trace in out.get("data", [])}
+        layout["template"] = {
+            "data": {k: v for k, v in template.get("data", {}).items() if k in kinds},
+            "layout": {k: v for k, v in template.get("layout", {}).items() if k not in UNUSED_SUBPLOTS},
+        }
+    out["data"] = [_compact(trace) for trace in out.get("data", [])]
+    return out
+
+
+class Spec(go.Figure):
+    """A ready figure dict that ``st.plotly_chart`` takes as a figure: Streamlit asks a Plotly
+    figure only for ``to_dict()`` (a plain dict it would validate again, trace by trace)."""
+
+    def __init__(self, figure_dict: dict):  # no go.Figure.__init__: nothing is rebuilt or validated
+        self._ready = figure_dict
+
+    def to_dict(self) -> dict:
+        return self._ready
+
+
+@st.cache_resource(max_entries=256, ttl=TTL, show_spinner=False)
+def _figures(content_hash: str, page: str, customer: str, key: tuple, _build):
+    built = tuple(_build())
+    return built, tuple(Spec(spec(f)) for f in built)
+
+
+def figures(bundle, page: str, customer: str, settings, build) -> tuple[tuple, tuple]:
+    """(figures, what to plot) of ``page`` for ``customer`` under ``settings``: ``build()`` returns
+    the figures; it runs once per (bundle content, page, customer, settings) while cached.
+    Plot the second tuple's items with ``ui.show.plot``; the first are Plotly figures (downloads)."""
+    if not enabled():
+        built = tuple(build())
+        return built, built
+    return _figures(bundle.content_hash, page, str(customer), settings.key(), build)
+
+
+@st.cache_resource(max_entries=16, ttl=TTL, show_spinner=False)
+def _ranking(content_hash: str, output: str, top_n: int, _ids, _scores):
+    ids = [str(i) for i in _ids.tolist()]
+    scores = np.asarray(_scores, np.float64)
+    label = {i: f"{i}  ·  {output} {s:.2f}" for i, s in zip(ids, scores.tolist())}
+    top = [ids[k] for k in np.argsort(-scores, kind="stable")[:top_n]]
+    return ids, top, label
+
+
+def ranking(bundle, scores, top_n: int) -> tuple[list, list, dict]:
+    """(every id, the ``top_n`` highest scores' ids, {id: "ID · output 0.42"}) of ``bundle``,
+    from its first output's ``scores``; built once per bundle content."""
+    return _ranking(bundle.content_hash, bundle.output_names[0], int(top_n), bundle.ids, scores)
+
+
+def warm_up_xla(bundle) -> None:
+    """With ``EXPLAIN_XLA=1``: enable the XLA path for ``bundle``'s model and compile, in the
+    background, the bucket of one customer at the default settings' alphas."""
+    if os.environ.get(XLA_ENV) != "1":
+        return
+    try:
+        engine = engine_for(bundle.model)
+        xla.enable(engine)
+        default = Settings()
+        alphas = len(quadrature.alphas_and_weights(default.method, int(default.steps))[0])
+        xla.warm_up(engine, steps=[alphas], spaces=[default.space], rows=[1])
+    except Exception:  # noqa: BLE001 - a model the engine refuses: the pages say why
+        logging.getLogger("explain.app").warning("XLA warm-up skipped", exc_info=True)
