@@ -251,6 +251,15 @@ def contributions(attribution, bundle, i: int, recent: int = 3, static_values=No
     return sorted(items, key=lambda item: -abs(item[1]))
 
 
+def _category_text(bundle, column, value):
+    """A categorical column's value by its display text (``categories`` in bundle.json), else as it is."""
+    names = bundle.categories.get(column)
+    if not names:
+        return value
+    key = str(value) if isinstance(value, str) else (str(int(value)) if float(value).is_integer() else str(value))
+    return str(names.get(key, key))
+
+
 def summary_text(attribution, bundle, i: int, top: int = 3, customer_id=None) -> str:
     """A few sentences for a non-expert about customer ``i`` (``customer_id`` adds the
     static features' values to the phrases)."""
@@ -262,7 +271,8 @@ def summary_text(attribution, bundle, i: int, top: int = 3, customer_id=None) ->
     values = None
     if customer_id is not None:  # every static feature side by side (categories as they are written)
         values = (bundle.inputs_for([customer_id])["static"][0] if getattr(bundle, "plain", True)
-                  else bundle.static[bundle.index_of(customer_id)])
+                  else [_category_text(bundle, c, v) for c, v in
+                        zip(bundle.static_features, bundle.static[bundle.index_of(customer_id)])])
     items = [item for item in contributions(attribution, bundle, i, static_values=values) if abs(item[1]) > 0][:top]
     if items:
         effects = "; ".join(f"{value:+.2f} from {phrase}" for phrase, value in items)

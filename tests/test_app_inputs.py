@@ -99,3 +99,22 @@ def test_the_other_pages_work_or_say_what_they_need(bundle_env, page):
     assert not errors(at), errors(at)
     infos = " ".join(i.value for i in at.info)
     assert charts(at) or "works on models with" in infos
+
+
+def test_the_categorical_baseline_rule_is_picked_in_the_sidebar_and_said(monkeypatch):
+    from tests.apptest import ROOT
+
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(ROOT / "bundles" / "demo-embedding"))
+    at = app()
+    assert not errors(at), errors(at)
+
+    def words(at):
+        return " ".join(m.value for m in at.markdown if m.value.startswith("**Compared with**"))
+
+    assert "most frequent category" in words(at)
+    radio = next(r for r in at.sidebar.radio if r.label == "Categorical features at")
+    radio.set_value("mean-embedding").run()
+    assert not errors(at)
+    assert "mean embedding of their categories" in words(at) and "most frequent category" not in words(at)
+    assert "Months that are padding" in words(at)  # the history's padding, in the baseline's words
+    assert {"temporal_heatmap_0", "static_bars"} <= set(charts(at))

@@ -470,7 +470,8 @@ def test_cli_check_and_per_input_auto_steps_on_the_embedding_demo(tmp_path, caps
     bundle = load_bundle(folder)
     padded = [str(cid) for cid, pad in zip(bundle.ids, bundle.padding("history")) if pad.any()][:2]
     out = tmp_path / "a.json"
-    assert main(["attribute", "--bundle", str(folder), "--customer", *padded, "--steps", "auto", "--path", "per-input",
+    customers = [word for cid in padded for word in ("--customer", cid)]
+    assert main(["attribute", "--bundle", str(folder), *customers, "--steps", "auto", "--path", "per-input",
                  "--categorical", "mean-embedding", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["settings"]["categorical"] == "mean-embedding"
@@ -479,7 +480,7 @@ def test_cli_check_and_per_input_auto_steps_on_the_embedding_demo(tmp_path, caps
         steps = {key: v["steps"] for key, v in entry["per_input"].items()}
         assert all(s >= ig.AUTO_START_STEPS for s in steps.values()) and entry["steps"] == max(steps.values())
         history = entry["inputs"]["history"]
-        assert history["values"][0] is None and history["inputs"][0] is None  # padded month: no data
+        assert history["values"][0] == [None] * 3 and history["inputs"][0] == [None] * 3  # padded month: no data
         assert isinstance(entry["inputs"]["plan"]["inputs"][0], str)  # a category written as text
     long = tmp_path / "a.csv"
     assert main(["attribute", "--bundle", str(folder), "--customer", padded[0], "--out", str(long)]) == 0

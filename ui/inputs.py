@@ -35,6 +35,20 @@ def one_history_only(bundle, page: str, needs: str = "plain") -> None:
                                             others=others, s="s")), icon=":material/info:")
     st.stop()
 
+CATEGORICAL_RULES = {"mode": "most frequent category", "mean-embedding": "mean embedding (frequency-weighted)"}
+
+
+def categorical_ui(bundle) -> None:
+    """The baseline rule of categorical inputs (only for a model that has some); the Customer
+    page's baseline words say which one is in use."""
+    if bundle.plain or not any(spec.embedding is not None for spec in bundle.layout.specs):
+        return
+    st.session_state.setdefault("categorical", "mode")
+    st.radio("Categorical features at", list(CATEGORICAL_RULES), key="categorical",
+             format_func=CATEGORICAL_RULES.get,
+             help="The baseline of inputs that are category ids into an Embedding (chosen categories: "
+                  "python -m explain ... --categorical category:FEATURE=VALUE).")
+
 
 def customer_figures(attribution, bundle, cid) -> list[tuple[str, object]]:
     """Draw each history's heatmap and the static bars of customer ``cid``; return them for the downloads."""

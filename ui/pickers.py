@@ -17,7 +17,7 @@ import streamlit as st
 
 from explain import labels
 from explain.settings import DEFAULT_BLUR_WIDTH, DEFAULT_SAMPLES, Baseline, Settings
-from ui import options, show, speed, state, url
+from ui import inputs as more_inputs, options, show, speed, state, url
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,8 @@ def _link(bundle) -> url.Link:
     ss = st.session_state
     settings = Settings(baseline=_baseline(), steps=ss["steps"], method=ss["method"],
                         target=bundle.output_names.index(ss["target"]),
-                        space=ss["space"], path=ss["path"]).resolved(bundle.output_names)
+                        space=ss["space"], path=ss["path"],
+                        categorical=ss.get("categorical", "mode")).resolved(bundle.output_names)
     return url.Link(customer=ss["customer"], settings=settings, compare=url.parse_compare(ss["_compare"]),
                     sample=ss["_sample"])
 
@@ -144,6 +145,7 @@ def advanced_ui(bundle) -> None:
         st.selectbox("Target (output explained)", bundle.output_names, key="target")
         st.radio("Space", options.SPACES, key="space", format_func=options.SPACE_LABELS.get, horizontal=True)
         st.radio("Path", options.PATHS, key="path", format_func=options.PATH_LABELS.get)
+        more_inputs.categorical_ui(bundle)
 
 
 def sidebar_ui(bundle) -> Choice:
