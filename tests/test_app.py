@@ -348,3 +348,83 @@ def test_a_bundle_without_labels_runs_every_page(tmp_path, monkeypatch):
     for page in PAGES[1:]:
         at.switch_page(page).run()
         assert not at.exception and not errors(at), (page, errors(at))
+
+
+# ----------------------------------------------------------------------------- issue 17: what the page says first
+
+
+def _buttons(at) -> dict:
+    return {b.label: b.disabled for b in at.button if b.label in ("Stop", "Compute", "Continue")}
+
+
+def test_cohort_buttons_say_what_they_will_do():
+    at = app(page="pages/cohort.py")  # the sample is explained on the first visit
+    assert sorted(at.session_state["cohort_job"]["parts"]) == [0, 1]
+    assert _buttons(at) == {"Stop": True}  # finished: nothing to stop, nothing to continue or compute
+    assert any("200 of 200 customers explained" in (p.proto.text or "") for p in at.get("progress"))
+
+    job = at.session_state["cohort_job"]
+    del job["parts"][1]  # as if Stop was pressed after the first batch
+    job["stopped"] = True
+    at.run()
+    assert _buttons(at) == {"Stop": True, "Continue": False}  # stopped halfway: only Continue
+
+    job["parts"].clear()  # as if Stop was pressed before the first batch finished
+    at.run()
+    assert _buttons(at) == {"Stop": True, "Compute": False}  # nothing done yet: Compute, not Continue
+    next(b for b in at.button if b.label == "Compute").click().run()
+    assert not at.exception and sorted(at.session_state["cohort_job"]["parts"]) == [0, 1]
+    assert _buttons(at) == {"Stop": True}
+
+
+def test_cohort_buttons_while_a_run_is_under_way():
+    from ui import jobs
+
+    running = jobs.button_states({"parts": {0: None}, "stopped": False}, n_batches=2)
+    assert running == {"stop": True, "play": ("Continue", False), "running": True}  # Stop works, Continue waits
+    assert jobs.button_states({"parts": {}, "stopped": False}, n_batches=2)["play"] == ("Compute", False)
+
+
+def _scores(folder) -> dict:
+    """Every customer's model score, computed here from the bundle (independent of the app)."""
+    from explain.bundle import load_bundle
+
+    bundle = load_bundle(folder)
+    inputs = {"static": bundle.static, "temporal": bundle.temporal}
+    scores = np.asarray(bundle.model([inputs[role] for role in bundle.input_roles]))[:, 0]
+    return dict(zip(bundle.ids.tolist(), scores.astype(float).tolist()))
+
+
+def _headline(at) -> str:
+    return next(plain(m.value) for m in at.markdown if m.value.startswith("### :"))
+
+
+def test_customer_page_says_the_verdict_in_words_and_the_delta_as_a_quiet_badge():
+    scores = _scores(DEMO)
+    ranked = sorted(scores, key=scores.get)
+    middle = next(c for c in ranked if 0.3 <= scores[c] < 0.6)
+    for cid, words, colour in ((ranked[-1], "High risk: likely to churn", "red"), (middle, "Medium risk: may churn", "orange"),
+                               (ranked[0], "Low risk: unlikely to churn", "green")):
+        at = app({"customer": cid})
+        assert _headline(at) == f"### :{colour}[{words}]", cid
+        badge = next(m.value for m in at.markdown if "badge[" in m.value)
+        assert re.search(r"adds up to (\d+\.\d|over 99\.9) %", badge) and "e-0" not in badge  # plain percent
+        popover = at.get("popover")[0]  # the delta in full, for engineers
+        assert any("Gap left over (delta)" in plain(m.value) and "e-" in plain(m.value) for m in popover.markdown)
+        assert not any("delta" in m.label.lower() for m in at.metric)  # no longer a headline number
+
+
+def test_risk_bands_come_from_bundle_json(tmp_path, monkeypatch):
+    folder = tmp_path / "bands"
+    shutil.copytree(DEMO, folder, ignore=shutil.ignore_patterns("attributions"))
+    config = json.loads((folder / "bundle.json").read_text())
+    config["risk_bands"] = [{"name": "calm", "from": 0}, {"name": "act now", "from": 0.5, "says": "call within a week"}]
+    (folder / "bundle.json").write_text(json.dumps(config))
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
+    scores = _scores(folder)
+    high = next(c for c in scores if scores[c] >= 0.5)
+    low = next(c for c in scores if scores[c] < 0.5)
+    assert _headline(app({"customer": high})) == "### :red[Act now: call within a week]"
+    assert _headline(app({"customer": low})) == "### :green[Calm]"
+    cohort_page = app(page="pages/cohort.py")
+    assert cohort_page.multiselect[0].options == ["calm (< 0.5)", "act now (>= 0.5)"]
