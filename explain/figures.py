@@ -139,7 +139,7 @@ def temporal_heatmap(periods, features, attributions, *, values=None, baseline=N
     fig.add_trace(heatmap_trace(periods, features, attributions, values=values, baseline=baseline,
                                 units=units, zmax=zmax, colorbar_title=colorbar_title, padding=padding))
     fig.update_yaxes(autorange="reversed", automargin=True)
-    fig.update_xaxes(title="period", type="category")
+    fig.update_xaxes(title="period", type="category", tickangle=-90)
     return _layout(fig, title, height=height or max(280, 40 * len(features) + 130))
 
 
@@ -150,7 +150,7 @@ def magnitude_heatmap(periods, features, magnitudes, *, title: str | None = None
     fig = go.Figure(heatmap_trace(periods, features, magnitudes, zmax=symmetric_limit(magnitudes), zmin=0.0,
                                   colorscale=SEQUENTIAL, colorbar_title=colorbar_title))
     fig.update_yaxes(autorange="reversed", automargin=True)
-    fig.update_xaxes(title="period", type="category")
+    fig.update_xaxes(title="period", type="category", tickangle=-90)
     return _layout(fig, title, height=max(280, 40 * len(features) + 130))
 
 
@@ -179,7 +179,7 @@ def temporal_panel(periods, features, attributions, *, values=None, baseline=Non
     fig.add_trace(go.Bar(x=per_feature, y=fy, orientation="h", marker_color=_signed_colours(per_feature),
                          hovertemplate="%{y}<br>total: %{x:+.4g}<extra></extra>"), row=2, col=2)
     fig.update_yaxes(autorange="reversed", automargin=True, row=2)
-    fig.update_xaxes(type="category", row=2, col=1, title="period")
+    fig.update_xaxes(type="category", row=2, col=1, title="period", tickangle=-90)  # upright: no overlap on a phone
     fig.update_xaxes(type="category", row=1, col=1)
     fig.update_yaxes(zeroline=True, zerolinecolor="#444", gridcolor="#eee", row=1, col=1)
     fig.update_xaxes(zeroline=True, zerolinecolor="#444", gridcolor="#eee", row=2, col=2)
