@@ -23,6 +23,7 @@ PAGES = [
 ]
 page = st.navigation(PAGES)
 show.page_style()
+frame.unknown_page_note(PAGES, page)
 
 with frame.timed(page.url_path or "customer"):
     bundle, choice, problem = None, None, None

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.apptest import DEMO, app, bundle_files, charts, errors, heatmap, plain, upload
+from tests.apptest import DEMO, app, array, bundle_files, charts, errors, heatmap, plain, upload
 from tests.test_batch import CHUNK_ATOL
 
 PAGES = ["pages/customer.py", "pages/compare.py", "pages/cohort.py", "pages/diagnostics.py", "pages/data.py"]
@@ -428,3 +428,43 @@ def test_risk_bands_come_from_bundle_json(tmp_path, monkeypatch):
     assert _headline(app({"customer": low})) == "### :green[Calm]"
     cohort_page = app(page="pages/cohort.py")
     assert cohort_page.multiselect[0].options == ["calm (< 0.5)", "act now (>= 0.5)"]
+
+
+def test_texts_are_words_not_raw_values():
+    import explain.bundle
+
+    bundle = explain.bundle.load_bundle(DEMO)
+    config = json.loads((DEMO / "bundle.json").read_text())
+    at = app({"customer": "C00001"})
+    bars = next(t for t in charts(at)["static_bars"]["data"] if t["type"] == "bar")
+    row = bundle.index_of("C00001")
+    for j, feature in enumerate(bundle.static_features):  # the unit once: in the name or after the value
+        label, unit = bundle.static_labels[j], config["units"].get(feature, "")
+        tick = next(t for t in bars["y"] if t.startswith(f"{label} = "))
+        value = f"{float(bundle.static[row, j]):.4g}"
+        named = unit == "0/1" or unit.lower() in label.lower()
+        assert tick == (f"{label} = {value}" if named else f"{label} = {value} {unit}"), tick
+
+    diagnostics = app(page="pages/diagnostics.py")
+    cells = [str(v) for frame in diagnostics.dataframe for v in frame.value.to_numpy().ravel()]
+    assert not any(c.startswith("{") for c in cells), cells  # no Python dict
+
+    data = app(page="pages/data.py")
+    note = next(plain(i.value) for i in data.info if "Planted drivers" in i.value)
+    assert "Support calls" in note and "support_calls" not in note and "Tenure (months)" in note
+
+    cohort = app(page="pages/cohort.py")
+    ranking = charts(cohort)["cohort_ranking"]["data"]
+    signed = next(t for t in ranking if t["name"].startswith("signed mean") and t["type"] == "bar")
+    values = np.asarray(signed["x"] if isinstance(signed["x"], list) else array(signed["x"]))
+    colours = signed["marker"]["color"]
+    legend = {t["name"]: t["marker"]["color"] for t in ranking if t.get("showlegend", True)}
+    raises = next(c for v, c in zip(values, colours) if v > 0)
+    lowers = next(c for v, c in zip(values, colours) if v < 0)
+    assert legend["signed mean > 0 (raises)"] == raises and legend["signed mean < 0 (lowers)"] == lowers
+
+    compare = app({"customer": "C00001", "compare": "cohort:0"}, page="pages/compare.py")
+    retained = int(sum(1 for v in bundle.labels if int(v) == 0))
+    label = next(m.label for m in compare.metric if "cohort" in m.label)
+    assert f"mean of 100 of {retained:,}" in plain(label)
+    assert any(f"100 of the {retained:,} customers with churned = 0" in plain(c.value) for c in compare.caption)

@@ -115,3 +115,12 @@ def test_back_after_a_customer_switch_shows_the_previous_customer(server, sized_
         assert cid in page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").first.inner_html()
     page.go_forward()
     page.get_by_role("heading", name="Customer C00002").wait_for()
+
+
+def test_an_unknown_page_path_says_so(server, sized_page):  # noqa: F811
+    page = sized_page({"width": 1400, "height": 1000})
+    open_page(page, f"{server}/nosuchpage?customer=C00004")
+    warning = page.locator("[data-testid=stAlertContentWarning]").filter(has_text="There is no page /nosuchpage")
+    assert warning.first.is_visible()
+    assert "/compare" in warning.first.inner_text()  # it lists the pages there are
+    assert page.get_by_role("heading", name="Customer C00004").is_visible()

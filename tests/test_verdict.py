@@ -57,3 +57,19 @@ def test_a_bad_risk_bands_key_is_a_problem_of_the_bundle(tmp_path):
     report = validate_bundle(folder)
     assert any(p.file == "bundle.json" and p.column == "risk_bands" and "do not increase" in str(p)
                for p in report.problems)
+
+
+def test_html_report_names_the_target_and_says_the_verdict():
+    from explain import report
+    from explain.bundle import load_bundle
+    from explain.explainer import explain_customers
+    from explain.settings import Settings
+
+    bundle = load_bundle(DEMO)
+    ids = ["C00001"]
+    a = explain_customers(bundle, ids, Settings(steps=16))
+    text = report.html_report(a, bundle, ids, 0, Settings(steps=16))
+    assert "<tr><th>target</th><td>churn</td></tr>" in text  # the name, not the index 0
+    score = float(a.prediction[0])  # output space: the model's probability
+    words = "High risk" if score >= 0.6 else "Medium risk" if score >= 0.3 else "Low risk"
+    assert f"<p class='verdict'>{words}" in text
