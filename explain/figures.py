@@ -311,7 +311,9 @@ def period_profile(periods, mean_abs, signed_mean, *, title: str | None = None) 
     fig.update_xaxes(type="category", title="period")
     fig.update_yaxes(title="attribution (summed over features)", zeroline=True, zerolinecolor="#444",
                      gridcolor="#eee")
-    return _layout(fig, title, height=320, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    fig = _layout(fig, title, height=340, legend=dict(orientation="h", yanchor="bottom", y=1.02, x=1, xanchor="right"))
+    fig.update_layout(margin_t=95)  # room for the title above the two-line legend
+    return fig
 
 
 def risk_histogram(predictions, bands=None, *, title: str | None = None, x_title: str = "predicted score") -> go.Figure:

@@ -22,7 +22,7 @@ def cohort_page():
     rows = np.array([bundle.index_of(i) for i in done_ids])
     risk = state.predictions(bundle, settings.target)[rows]
 
-    f1, f2 = st.columns(2)
+    f1, f2 = st.columns([3, 2])
     bands = verdict.bands_of(bundle)
     ranges = verdict.ranges(bands)
     keep = cohort.in_bands(risk, f1.multiselect("Predicted risk band", list(ranges), default=list(ranges)), ranges)
