@@ -22,6 +22,8 @@ PAGES = [
     st.Page("pages/data.py", title="Data & model", icon=":material/upload_file:"),
 ]
 page = st.navigation(PAGES)
+show.page_style()
+frame.unknown_page_note(PAGES, page)
 
 with frame.timed(page.url_path or "customer"):
     bundle, choice, problem = None, None, None

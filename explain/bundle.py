@@ -97,6 +97,7 @@ class Bundle:
     labels: np.ndarray | None = None     # (n,) true outcome, never fed to the model
     label_name: str | None = None
     positive_label: Any = None
+    risk_bands: tuple | None = None      # explain.verdict bands from bundle.json, None: the defaults
     content_hash: str = ""
     notes: list[str] = field(default_factory=list)
     input_roles: tuple[str, ...] = ("static", "temporal")   # roles in model.inputs order
@@ -405,6 +406,7 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
         labels=labels,
         label_name=config.label_column if labels is not None else None,
         positive_label=config.positive_label,
+        risk_bands=config.risk_bands,
         content_hash=_content_hash(model_info.raw, static_table.raw,
                                    *[t.raw for t in temporal_tables.values()], config.raw),
         notes=list(report.notes),

@@ -107,10 +107,11 @@ def check_static(table: Table | None, config: Config, plan: dict,
     listed_all = None if all(x is None for x in listed) else [c for x in listed for c in (x or [])]
     features = _features(table, "static", listed_all,
                          {id_col, config.period_column, config.label_column}, config, report)
-    if features is None:
-        return None
     values: dict = {}
-    if not specs:  # the model could not be checked: every column as a number
+    if features is None:  # a listed column is missing (said): the others and the ids are still checked
+        _check_present(table, listed_all, specs, report, None)
+        ok = False
+    elif not specs:  # the model could not be checked: every column as a number
         block = _numeric_block(table, features, report, None)
         ok = ok and block is not None
         values["static"] = block
@@ -204,6 +205,13 @@ def _input_block(table: Table, features: list[str], spec, report: ValidationRepo
     return np.stack(columns, axis=1)
 
 
+def _check_present(table: Table, listed, specs, report: ValidationReport, keys) -> None:
+    """Every problem of the listed feature columns that are there (when one is missing), so that
+    one pass reports them all; numbers only (which column feeds which embedding is unknown then)."""
+    if all(spec.kind == "numeric" for spec in specs):
+        _numeric_block(table, [c for c in listed or [] if c in table.frame.columns], report, keys)
+
+
 def check_temporal(table: Table | None, config: Config, plan: dict, key: str,
                     report: ValidationReport) -> dict | None:
     if table is None:
@@ -220,14 +228,17 @@ def check_temporal(table: Table | None, config: Config, plan: dict, key: str,
             ok = False
     features = _features(table, "temporal", listed,
                          {id_col, period_col, config.label_column}, config, report)
-    if features is None:
-        return None
-    plan["features"][key] = features
-    values = _input_block(table, features, spec, report, (id_col, period_col) if ok else None)
-    ok = ok and values is not None
-    if width is not None and len(features) != width:
-        _count_mismatch(table, "temporal", "F", width, features, listed is not None, report)
-        ok = False
+    if features is None:  # a listed column is missing (said): the others and the keys are still checked
+        _check_present(table, listed, [spec] if spec is not None else [], report,
+                       (id_col, period_col) if ok else None)
+        values, ok = None, False
+    else:
+        plan["features"][key] = features
+        values = _input_block(table, features, spec, report, (id_col, period_col) if ok else None)
+        ok = ok and values is not None
+        if width is not None and len(features) != width:
+            _count_mismatch(table, "temporal", "F", width, features, listed is not None, report)
+            ok = False
     if id_col not in columns or period_col not in columns:
         return None
 

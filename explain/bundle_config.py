@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from explain.bundle_report import CONFIG_FILE, TABLE_FILES, ValidationReport
+from explain import verdict
 from explain.text import examples as _examples
 
 
@@ -17,7 +18,7 @@ DEFAULT_ID_COLUMN = "customer_id"
 DEFAULT_PERIOD_COLUMN = "period"
 CONFIG_KEYS = ("id_column", "period_column", "static_features", "temporal_features",
                "display_names", "units", "output_names", "label_column", "positive_label",
-               "inputs", "temporal_padding", "categories")
+               "inputs", "temporal_padding", "categories", "risk_bands")
 PADDING_SIDES = ("start", "end")
 INPUT_KEYS = ("features", "display_name", "role", "table")
 INPUTS_INCOMPLETE = ("'inputs' must list 'features' for every model input; missing for {names}. "
@@ -47,6 +48,7 @@ class Config:
     inputs: dict[str, dict] | None = None
     temporal_padding: str = "start"
     categories: dict[str, dict] = field(default_factory=dict)
+    risk_bands: tuple | None = None  # explain.verdict bands
     raw: bytes = b""
 
 
@@ -182,6 +184,10 @@ def read_config(folder: Path, report: ValidationReport) -> Config:
             found=json_kind(positive)), column="positive_label")
     else:
         config.positive_label = positive
+    if data.get("risk_bands") is not None:
+        config.risk_bands, problem = verdict.parse_bands(data["risk_bands"])
+        if problem:
+            report.add(CONFIG_FILE, problem, column="risk_bands")
     return config
 
 

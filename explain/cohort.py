@@ -54,11 +54,13 @@ def gather(parts: dict, ids: list, size: int = BATCH) -> tuple[list, np.ndarray,
             np.concatenate([parts[k].temporal for k in order]))
 
 
-def in_bands(risk: np.ndarray, bands) -> np.ndarray:
-    """Rows whose predicted risk lies in one of the named ``bands`` (keys of :data:`BANDS`)."""
+def in_bands(risk: np.ndarray, bands, table=None) -> np.ndarray:
+    """Rows whose predicted risk lies in one of the named ``bands`` (keys of ``table``
+    {name: (low, high)}, by default :data:`BANDS`; ``explain.verdict.ranges`` gives a bundle's)."""
+    table = BANDS if table is None else table
     keep = np.zeros(len(risk), bool)
     for band in bands:
-        low, high = BANDS[band]
+        low, high = table[band]
         keep |= (risk >= low) & (risk < high)
     return keep
 

@@ -97,6 +97,13 @@ def model_layers(model) -> tuple[pd.DataFrame, dict]:
         "name": str(model.name), "total": total, "trainable": trainable, "non-trainable": total - trainable}
 
 
+def traces_text(traces) -> str:
+    """How many times each compiled function was traced, in words: 'path 1, forward 1, points 1'."""
+    if not isinstance(traces, dict):
+        return str(traces)
+    return ", ".join(f"{name} {count}" for name, count in traces.items()) or "none yet"
+
+
 def detected_inputs(model) -> tuple[pd.DataFrame, pd.DataFrame]:
     """What the engine detected: one row per input role (name, shape, dtype, position), and one
     row for the model (outputs, logit head, compiled traces)."""
@@ -106,5 +113,5 @@ def detected_inputs(model) -> tuple[pd.DataFrame, pd.DataFrame]:
          "shape": str(described[f"{role}_input"]["shape"]), "dtype": described[f"{role}_input"]["dtype"],
          "position": described[f"{role}_input"]["position"]} for role in ("static", "temporal")])
     summary = pd.DataFrame([{"outputs (K)": described["outputs"], "logit space": described["logit_space"],
-                             "compiled traces": str(described["traces"])}])
+                             "compiled traces": traces_text(described["traces"])}])
     return roles, summary

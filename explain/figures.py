@@ -26,6 +26,7 @@ from explain.diagnostic_figures import DiagnosticsFigures, diagnostics  # noqa: 
 from explain.figure_style import layout as _layout
 from explain.figure_style import signed_colours as _signed_colours
 from explain.figure_style import units_for as _units_for
+from explain.text import unit_after
 
 NO_DATA = "#d4d4d4"  # padded periods of a history: drawn grey, "no data"
 NO_DATA_TEXT = "no data (padding)"
@@ -50,7 +51,8 @@ def static_bars(labels, attributions, values, *, units=None, baseline=None, titl
     for j in order:
         name = esc(labels[j])
         shown = esc(values[j]) if isinstance(values[j], str) else fmt(values[j], units[j])
-        ticks.append(f"{name} = {shown}")
+        tick = esc(values[j]) if isinstance(values[j], str) else fmt(values[j], unit_after(labels[j], units[j]))
+        ticks.append(f"{name} = {tick}")
         hover.append(f"<b>{name}</b><br>customer: {shown}"
                      f"<br>baseline: {fmt(base[j], units[j])}<br>attribution: {attributions[j]:+.4g}")
     fig = go.Figure(go.Bar(
@@ -139,7 +141,7 @@ def temporal_heatmap(periods, features, attributions, *, values=None, baseline=N
     fig.add_trace(heatmap_trace(periods, features, attributions, values=values, baseline=baseline,
                                 units=units, zmax=zmax, colorbar_title=colorbar_title, padding=padding))
     fig.update_yaxes(autorange="reversed", automargin=True)
-    fig.update_xaxes(title="period", type="category")
+    fig.update_xaxes(title="period", type="category", tickangle=-90)
     return _layout(fig, title, height=height or max(280, 40 * len(features) + 130))
 
 
@@ -150,7 +152,7 @@ def magnitude_heatmap(periods, features, magnitudes, *, title: str | None = None
     fig = go.Figure(heatmap_trace(periods, features, magnitudes, zmax=symmetric_limit(magnitudes), zmin=0.0,
                                   colorscale=SEQUENTIAL, colorbar_title=colorbar_title))
     fig.update_yaxes(autorange="reversed", automargin=True)
-    fig.update_xaxes(title="period", type="category")
+    fig.update_xaxes(title="period", type="category", tickangle=-90)
     return _layout(fig, title, height=max(280, 40 * len(features) + 130))
 
 
@@ -179,7 +181,7 @@ def temporal_panel(periods, features, attributions, *, values=None, baseline=Non
     fig.add_trace(go.Bar(x=per_feature, y=fy, orientation="h", marker_color=_signed_colours(per_feature),
                          hovertemplate="%{y}<br>total: %{x:+.4g}<extra></extra>"), row=2, col=2)
     fig.update_yaxes(autorange="reversed", automargin=True, row=2)
-    fig.update_xaxes(type="category", row=2, col=1, title="period")
+    fig.update_xaxes(type="category", row=2, col=1, title="period", tickangle=-90)  # upright: no overlap on a phone
     fig.update_xaxes(type="category", row=1, col=1)
     fig.update_yaxes(zeroline=True, zerolinecolor="#444", gridcolor="#eee", row=1, col=1)
     fig.update_xaxes(zeroline=True, zerolinecolor="#444", gridcolor="#eee", row=2, col=2)
@@ -268,6 +270,14 @@ def compare_static(labels, first, second, *, names=("A", "B")) -> go.Figure:
 # ----------------------------------------------------------------------------- cohort
 
 
+def signed_legend(name: str) -> list[go.Scatter]:
+    """Legend entries for bars coloured by sign (a bar trace's own swatch takes its first bar's
+    colour): a red square 'NAME > 0 (raises)' and a blue one 'NAME < 0 (lowers)', no data."""
+    return [go.Scatter(x=[None], y=[None], mode="markers", name=f"{name} {words}",
+                       marker=dict(symbol="square", size=11, color=colour), hoverinfo="skip")
+            for words, colour in (("> 0 (raises)", RED), ("< 0 (lowers)", BLUE))]
+
+
 def feature_ranking(labels, mean_abs, signed_mean, *, title: str | None = None) -> go.Figure:
     """Features ranked by mean |attribution| (grey), with the signed mean beside (red/blue)."""
     mean_abs, signed_mean = np.asarray(mean_abs, np.float64), np.asarray(signed_mean, np.float64)
@@ -276,9 +286,10 @@ def feature_ranking(labels, mean_abs, signed_mean, *, title: str | None = None) 
     fig = go.Figure([
         go.Bar(x=mean_abs[order], y=y, orientation="h", name="mean |attribution| (size)",
                marker_color="#6a51a3", hovertemplate="%{y}<br>mean |attribution|: %{x:.4g}<extra></extra>"),
-        go.Bar(x=signed_mean[order], y=y, orientation="h", name="signed mean (direction)",
+        go.Bar(x=signed_mean[order], y=y, orientation="h", name="signed mean (direction)", showlegend=False,
                marker_color=_signed_colours(signed_mean[order]),
                hovertemplate="%{y}<br>signed mean: %{x:+.4g}<extra></extra>"),
+        *signed_legend("signed mean"),
     ])
     fig.update_xaxes(title="attribution", zeroline=True, zerolinecolor="#444", gridcolor="#eee")
     fig.update_yaxes(automargin=True)
@@ -292,14 +303,17 @@ def period_profile(periods, mean_abs, signed_mean, *, title: str | None = None) 
     fig = go.Figure([
         go.Scatter(x=x, y=np.asarray(mean_abs, np.float64), mode="lines+markers", name="size (mean |attribution|)",
                    line=dict(color="#6a51a3"), hovertemplate="%{x}: %{y:.4g}<extra>size</extra>"),
-        go.Bar(x=x, y=np.asarray(signed_mean, np.float64), name="signed mean",
+        go.Bar(x=x, y=np.asarray(signed_mean, np.float64), name="signed mean", showlegend=False,
                marker_color=_signed_colours(signed_mean), opacity=0.7,
                hovertemplate="%{x}: %{y:+.4g}<extra>signed mean</extra>"),
+        *signed_legend("signed mean"),
     ])
     fig.update_xaxes(type="category", title="period")
     fig.update_yaxes(title="attribution (summed over features)", zeroline=True, zerolinecolor="#444",
                      gridcolor="#eee")
-    return _layout(fig, title, height=320, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    fig = _layout(fig, title, height=340, legend=dict(orientation="h", yanchor="bottom", y=1.02, x=1, xanchor="right"))
+    fig.update_layout(margin_t=95)  # room for the title above the two-line legend
+    return fig
 
 
 def risk_histogram(predictions, bands=None, *, title: str | None = None, x_title: str = "predicted score") -> go.Figure:

@@ -8,8 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from explain import verdict
 from explain.errors import ExplainError
 from explain.files import write_atomic  # noqa: F401  (report.write_atomic: its old home)
+from explain.text import unit_after
 
 LONG_COLUMNS = ["customer_id", "input", "period", "feature", "value", "attribution"]
 SUMMARY_COLUMNS = ["customer_id", "prediction", "baseline_prediction", "delta", "steps"]
@@ -232,7 +234,7 @@ def contributions(attribution, bundle, i: int, recent: int = 3, static_values=No
     if static_values is not None:
         units = [bundle.units.get(c, "") for c in bundle.static_features]
         labels = [f"{label} = {v}" if isinstance(v, str) else
-                  f"{label} = {float(v):g}" + (f" {u}" if u and u != "0/1" else "")
+                  f"{label} = {float(v):g}" + (f" {unit_after(label, u)}" if unit_after(label, u) else "")
                   for label, v, u in zip(labels, static_values, units)]
     items = [(labels[j], float(attribution.static[i, j])) for j in range(attribution.static.shape[1])]
     for view in input_views(bundle):  # every history (one for a plain bundle)
@@ -314,7 +316,7 @@ h1{font-size:1.6em;margin-bottom:.2em} h2{font-size:1.2em;margin-top:1.6em;borde
 .fine{background:#e3f4e6;color:#1b5e20} .check{background:#fff3d6;color:#7a5300}
 .too-few-steps{background:#fde3e1;color:#8b1a10}
 table{border-collapse:collapse;font-size:.92em} td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left}
-td.num{text-align:right;font-variant-numeric:tabular-nums} .muted{color:#666;font-size:.9em}
+.verdict{font-size:1.3em;font-weight:600;margin:.3em 0} td.num{text-align:right;font-variant-numeric:tabular-nums} .muted{color:#666;font-size:.9em}
 """
 
 
@@ -332,6 +334,7 @@ def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), 
     settings = settings_dict(attribution, request)
     settings["space used"] = attribution.space_used
     target_name = bundle.output_names[attribution.settings.target]
+    settings["target"] = target_name  # by name, as the page says it (the JSON download keeps the index)
     fx, fb, delta = (float(attribution.prediction[i]), float(attribution.baseline_prediction[i]),
                      float(attribution.delta[i]))
     status, advice = delta_status(delta, fx, fb)
@@ -351,7 +354,10 @@ def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), 
         f"<div class='metric'>baseline prediction<b>{fb:.4f}</b></div>",
         f"<div class='metric'>difference explained<b>{fx - fb:+.4f}</b></div>",
         f"<div class='metric'>delta (gap)<b>{delta:+.2g}</b></div></div>",
-        f"<p><span class='badge {escape(status.replace(' ', '-'))}'>{escape(status)}</span> {escape(advice)}</p>",
+        *([f"<p class='verdict'>{escape(verdict.verdict(fx, verdict.bands_of(bundle), target_name).headline)}</p>"]
+          if attribution.space_used == "output" else []),
+        f"<p><span class='badge {escape(status.replace(' ', '-'))}'>{escape(status)} · adds up to "
+        f"{escape(verdict.quality(delta, fx, fb))}</span> {escape(advice)}</p>",
         f"<h2>In words</h2><p>{escape(summary_text(attribution, bundle, i))}</p>",
         f"<h2>How to read this</h2><p>{escape(HOW_TO_READ)}</p>",
         f"<p><b>Baseline</b> ({escape(str(settings.get('baseline', '')))}): {escape(baseline_text)}</p>",
@@ -365,7 +371,7 @@ def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), 
     parts.append("<h2>Static attributions</h2><table><tr><th>feature</th><th>value</th><th>attribution</th></tr>")
     for j in rows:
         unit = bundle.units.get(bundle.static_features[j], "") if getattr(bundle, "units", None) else ""
-        unit = "" if unit == "0/1" else unit
+        unit = unit_after(bundle.static_labels[j], unit)
         parts.append(f"<tr><td>{escape(str(bundle.static_labels[j]))}</td>"
                      f"<td class='num'>{float(inputs['static'][0, j]):.4g} {escape(str(unit or ''))}</td>"
                      f"<td class='num'>{float(attribution.static[i, j]):+.4g}</td></tr>")

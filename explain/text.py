@@ -54,3 +54,11 @@ def hide_paths(text, root=None) -> str:
             if name.startswith("/") and name != "/":
                 text = text.replace(name, name.rsplit("/", 1)[-1])
     return _ABSOLUTE_PATH.sub(lambda m: m.group().rstrip("/").rsplit("/", 1)[-1] or m.group(), text)
+
+
+def unit_after(label: str, unit: str | None) -> str | None:
+    """The unit to write after a value next to ``label``: None for ``0/1`` and when the label
+    already names it ("Tenure (months) = 6", "Number of products = 1", not "... = 1 products")."""
+    if not unit or unit == "0/1" or str(unit).lower() in str(label).lower():
+        return None
+    return str(unit)

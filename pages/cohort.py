@@ -4,7 +4,7 @@ batches (stoppable), with filters."""
 import numpy as np
 import streamlit as st
 
-from explain import cohort, figures
+from explain import cohort, figures, verdict
 from ui import frame, inputs as more_inputs, jobs, pickers, show, state
 
 
@@ -22,8 +22,10 @@ def cohort_page():
     rows = np.array([bundle.index_of(i) for i in done_ids])
     risk = state.predictions(bundle, settings.target)[rows]
 
-    f1, f2 = st.columns(2)
-    keep = cohort.in_bands(risk, f1.multiselect("Predicted risk band", list(cohort.BANDS), default=list(cohort.BANDS)))
+    f1, f2 = st.columns([3, 2])
+    bands = verdict.bands_of(bundle)
+    ranges = verdict.ranges(bands)
+    keep = cohort.in_bands(risk, f1.multiselect("Predicted risk band", list(ranges), default=list(ranges)), ranges)
     if bundle.labels is not None:
         keep &= cohort.with_labels(bundle.labels[rows], pickers.label_filter_ui(bundle, f2))
     n = int(keep.sum())
@@ -31,7 +33,7 @@ def cohort_page():
     if n == 0:
         st.warning("No customer matches these filters.")
         return
-    show.plot(figures.risk_histogram(risk[keep], list(cohort.RISK_CUTS), title="Predicted risk of the customers shown"),
+    show.plot(figures.risk_histogram(risk[keep], verdict.cuts(bands), title="Predicted risk of the customers shown"),
               key="cohort_risk")
     agg = cohort.aggregate(static[keep], temporal[keep], bundle.static_labels, bundle.temporal_labels)
 

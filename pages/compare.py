@@ -2,17 +2,24 @@
 
 import streamlit as st
 
-from explain import figures, report
+from explain import figures, labels, report
 from ui import frame, inputs as more_inputs, pickers, show, state
+
+
+COHORT_NOTE = ("The cohort's mean is over {n:,} of the {total:,} customers with {label} = {value}, drawn at random "
+               "with a fixed seed (the same ones every time), which keeps the page fast.")
 
 
 def second(bundle, other, settings) -> dict:
     """What the page shows of the second customer, or of the cohort's mean (no badge for a mean)."""
     if other.kind == "cohort":
         mean = state.cohort_mean(bundle, other.argument, settings)
+        total = labels.counts(bundle).get(other.argument, mean["n"])
         return {"static": mean["static"], "temporal": mean["temporal"], "values": mean["values"],
-                "name": f"cohort {bundle.label_name}={other.argument} (mean of {mean['n']})",
-                "prediction": mean["prediction"], "status": None, "mean": " (mean)"}
+                "name": f"cohort {bundle.label_name}={other.argument} (mean of {mean['n']:,} of {total:,})",
+                "prediction": mean["prediction"], "status": None, "mean": " (mean)",
+                "note": COHORT_NOTE.format(n=mean["n"], total=total, label=bundle.label_name, value=other.argument)
+                if mean["n"] < total else None}
     attribution = state.attributions(bundle, [other.argument], settings)
     prediction = float(attribution.prediction[0])
     return {"static": attribution.static[0], "temporal": attribution.temporal[0], "name": other.argument,
@@ -42,6 +49,8 @@ def compare_page():
         st.metric(f"{show.md(b['name'])}: predicted{b['mean']}", f"{b['prediction']:.3f}")
         if b["status"] is not None:
             show.delta_badge(*b["status"])
+        if b.get("note"):
+            st.caption(show.md(b["note"]))
 
     values = [bundle.inputs_for([cid])["temporal"][0], b["values"]]
     fig_a, fig_b, fig_diff = figures.compare_figures(bundle.periods, bundle.temporal_labels, first.temporal[0],

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from explain import baselines, figures, report
+from explain import baselines, figures, report, verdict
 from ui import frame, inputs as more_inputs, show, speed, state
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
@@ -21,6 +21,14 @@ def how_to_read(baseline, advice: str) -> None:
                     "period over features; the bars on the right sum each feature over periods.")
         st.markdown(f"**The badge**: {show.md(advice)} When it is not 'fine', raise the steps in the sidebar "
                     "(or choose 'auto').")
+
+
+def words(attribution, bundle, settings, described, advice) -> None:
+    """The summary in words, the colour legend, the baseline in words and how to read it all."""
+    st.info(show.md(report.summary_text(attribution, bundle, 0)), icon=":material/summarize:")
+    st.markdown(LEGEND)
+    st.markdown(f"**Compared with** ({show.md(settings.baseline)} baseline): {described}")
+    how_to_read(settings.baseline, advice)
 
 
 def downloads(attribution, bundle, cid, settings, figs) -> None:
@@ -50,20 +58,21 @@ def customer_page():
     st.title(f"Customer {show.md(cid)}")
     st.caption(show.md(f"Explaining {target}{unit} · baseline: {settings.baseline} · {attribution.steps[0]} steps "
                        f"({settings.method}) · {settings.path} path"))
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric(f"Predicted {show.md(target)}{unit}", f"{fx:.3f}")
+    score = float(state.predictions(bundle, attribution.settings.target)[bundle.index_of(cid)])
+    said = verdict.verdict(score, verdict.bands_of(bundle), target)
+    v1, m1, m2, m3 = st.columns([2.2, 1, 1, 1.2])
+    with v1:
+        show.verdict_headline(said)
+        show.quality_badge(status, advice, verdict.quality(delta, fx, fb), {
+            "Gap left over (delta)": f"{delta:+.3e} (prediction - baseline prediction - sum of all attributions)",
+            "Steps": f"{attribution.steps[0]} ({settings.method}, {settings.path} path)"})
+    m1.metric(f"Predicted {show.md(target)}{unit}", f"{fx:.3f}",
+              help=show.md(f"Score {score:.3f}: in the band '{said.band}' ({said.range_text})."))
     m2.metric(f"Baseline prediction{unit}", f"{fb:.3f}", help=described)
     m3.metric("Difference explained", f"{fx - fb:+.3f}",
               help="prediction minus baseline prediction: what the attributions below share out")
-    with m4:
-        st.metric("Gap left over (delta)", f"{delta:+.1e}",
-                  help="prediction - baseline prediction - sum of all attributions: near 0 when the integral is accurate")
-        show.delta_badge(status, advice)
-    st.markdown(f"**Compared with** ({show.md(settings.baseline)} baseline): {described}")
-    st.info(show.md(report.summary_text(attribution, bundle, 0)), icon=":material/summarize:")
-    st.markdown(LEGEND)
-    how_to_read(settings.baseline, advice)
     if not bundle.plain:  # categorical, padded or several histories: one heatmap per history
+        words(attribution, bundle, settings, described, advice)
         shown = more_inputs.customer_figures(attribution, bundle, cid)
         st.subheader("Download")
         return downloads(attribution, bundle, cid, settings, shown)
@@ -80,6 +89,7 @@ def customer_page():
                                baseline=base["temporal"], units=units_t, columns=2,
                                title="The customer's monthly history (dashed: the baseline)")))
     show.plot(shown[0], key="temporal_heatmap")
+    words(attribution, bundle, settings, described, advice)
     left, right = st.columns(2)
     with left:
         show.plot(shown[1], key="static_bars")

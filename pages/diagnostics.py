@@ -36,15 +36,12 @@ def diagnostics_page():
                    "happens in a short stretch (more steps needed)."
                    + (SAMPLE_NOTE if settings.baseline.kind == "sample" else ""))
 
-    left, right = st.columns(2)
-    with left:
-        st.subheader("Inputs the engine detected")
-        roles, model = diagnostics.detected_inputs(bundle.model)
-        st.dataframe(roles, hide_index=True)
-        st.dataframe(model, hide_index=True)
-    with right:
-        st.subheader("Timings of the last computations")
-        st.dataframe(state.timings(), hide_index=True)
+    st.subheader("Inputs the engine detected")
+    roles, model = diagnostics.detected_inputs(bundle.model)
+    st.dataframe(roles, hide_index=True, width="stretch")
+    st.dataframe(model, hide_index=True, width="stretch")
+    st.subheader("Timings of the last computations")
+    st.dataframe(state.timings(), hide_index=True, width="stretch")  # full width: every column shows
     faithfulness_section(bundle, settings)
     st.subheader("Model summary")
     show.model_summary(*state.model_layers(bundle))

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.apptest import DEMO, app, bundle_files, charts, errors, heatmap, plain, upload
+from tests.apptest import DEMO, app, array, bundle_files, charts, errors, heatmap, plain, upload
 from tests.test_batch import CHUNK_ATOL
 
 PAGES = ["pages/customer.py", "pages/compare.py", "pages/cohort.py", "pages/diagnostics.py", "pages/data.py"]
@@ -348,3 +348,123 @@ def test_a_bundle_without_labels_runs_every_page(tmp_path, monkeypatch):
     for page in PAGES[1:]:
         at.switch_page(page).run()
         assert not at.exception and not errors(at), (page, errors(at))
+
+
+# ----------------------------------------------------------------------------- issue 17: what the page says first
+
+
+def _buttons(at) -> dict:
+    return {b.label: b.disabled for b in at.button if b.label in ("Stop", "Compute", "Continue")}
+
+
+def test_cohort_buttons_say_what_they_will_do():
+    at = app(page="pages/cohort.py")  # the sample is explained on the first visit
+    assert sorted(at.session_state["cohort_job"]["parts"]) == [0, 1]
+    assert _buttons(at) == {"Stop": True}  # finished: nothing to stop, nothing to continue or compute
+    assert any("200 of 200 customers explained" in (p.proto.text or "") for p in at.get("progress"))
+
+    job = at.session_state["cohort_job"]
+    del job["parts"][1]  # as if Stop was pressed after the first batch
+    job["stopped"] = True
+    at.run()
+    assert _buttons(at) == {"Stop": True, "Continue": False}  # stopped halfway: only Continue
+
+    job["parts"].clear()  # as if Stop was pressed before the first batch finished
+    at.run()
+    assert _buttons(at) == {"Stop": True, "Compute": False}  # nothing done yet: Compute, not Continue
+    next(b for b in at.button if b.label == "Compute").click().run()
+    assert not at.exception and sorted(at.session_state["cohort_job"]["parts"]) == [0, 1]
+    assert _buttons(at) == {"Stop": True}
+
+
+def test_cohort_buttons_while_a_run_is_under_way():
+    from ui import jobs
+
+    running = jobs.button_states({"parts": {0: None}, "stopped": False}, n_batches=2)
+    assert running == {"stop": True, "play": ("Continue", False), "running": True}  # Stop works, Continue waits
+    assert jobs.button_states({"parts": {}, "stopped": False}, n_batches=2)["play"] == ("Compute", False)
+
+
+def _scores(folder) -> dict:
+    """Every customer's model score, computed here from the bundle (independent of the app)."""
+    from explain.bundle import load_bundle
+
+    bundle = load_bundle(folder)
+    inputs = {"static": bundle.static, "temporal": bundle.temporal}
+    scores = np.asarray(bundle.model([inputs[role] for role in bundle.input_roles]))[:, 0]
+    return dict(zip(bundle.ids.tolist(), scores.astype(float).tolist()))
+
+
+def _headline(at) -> str:
+    return next(plain(m.value) for m in at.markdown if m.value.startswith("### :"))
+
+
+def test_customer_page_says_the_verdict_in_words_and_the_delta_as_a_quiet_badge():
+    scores = _scores(DEMO)
+    ranked = sorted(scores, key=scores.get)
+    middle = next(c for c in ranked if 0.3 <= scores[c] < 0.6)
+    for cid, words, colour in ((ranked[-1], "High risk: likely to churn", "red"), (middle, "Medium risk: may churn", "orange"),
+                               (ranked[0], "Low risk: unlikely to churn", "green")):
+        at = app({"customer": cid})
+        assert _headline(at) == f"### :{colour}[{words}]", cid
+        badge = next(m.value for m in at.markdown if "badge[" in m.value)
+        assert re.search(r"adds up to (\d+\.\d|over 99\.9) %", badge) and "e-0" not in badge  # plain percent
+        popover = at.get("popover")[0]  # the delta in full, for engineers
+        assert any("Gap left over (delta)" in plain(m.value) and "e-" in plain(m.value) for m in popover.markdown)
+        assert not any("delta" in m.label.lower() for m in at.metric)  # no longer a headline number
+
+
+def test_risk_bands_come_from_bundle_json(tmp_path, monkeypatch):
+    folder = tmp_path / "bands"
+    shutil.copytree(DEMO, folder, ignore=shutil.ignore_patterns("attributions"))
+    config = json.loads((folder / "bundle.json").read_text())
+    config["risk_bands"] = [{"name": "calm", "from": 0}, {"name": "act now", "from": 0.5, "says": "call within a week"}]
+    (folder / "bundle.json").write_text(json.dumps(config))
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
+    scores = _scores(folder)
+    high = next(c for c in scores if scores[c] >= 0.5)
+    low = next(c for c in scores if scores[c] < 0.5)
+    assert _headline(app({"customer": high})) == "### :red[Act now: call within a week]"
+    assert _headline(app({"customer": low})) == "### :green[Calm]"
+    cohort_page = app(page="pages/cohort.py")
+    assert cohort_page.multiselect[0].options == ["calm (< 0.5)", "act now (>= 0.5)"]
+
+
+def test_texts_are_words_not_raw_values():
+    import explain.bundle
+
+    bundle = explain.bundle.load_bundle(DEMO)
+    config = json.loads((DEMO / "bundle.json").read_text())
+    at = app({"customer": "C00001"})
+    bars = next(t for t in charts(at)["static_bars"]["data"] if t["type"] == "bar")
+    row = bundle.index_of("C00001")
+    for j, feature in enumerate(bundle.static_features):  # the unit once: in the name or after the value
+        label, unit = bundle.static_labels[j], config["units"].get(feature, "")
+        tick = next(t for t in bars["y"] if t.startswith(f"{label} = "))
+        value = f"{float(bundle.static[row, j]):.4g}"
+        named = unit == "0/1" or unit.lower() in label.lower()
+        assert tick == (f"{label} = {value}" if named else f"{label} = {value} {unit}"), tick
+
+    diagnostics = app(page="pages/diagnostics.py")
+    cells = [str(v) for frame in diagnostics.dataframe for v in frame.value.to_numpy().ravel()]
+    assert not any(c.startswith("{") for c in cells), cells  # no Python dict
+
+    data = app(page="pages/data.py")
+    note = next(plain(i.value) for i in data.info if "Planted drivers" in i.value)
+    assert "Support calls" in note and "support_calls" not in note and "Tenure (months)" in note
+
+    cohort = app(page="pages/cohort.py")
+    ranking = charts(cohort)["cohort_ranking"]["data"]
+    signed = next(t for t in ranking if t["name"].startswith("signed mean") and t["type"] == "bar")
+    values = np.asarray(signed["x"] if isinstance(signed["x"], list) else array(signed["x"]))
+    colours = signed["marker"]["color"]
+    legend = {t["name"]: t["marker"]["color"] for t in ranking if t.get("showlegend", True)}
+    raises = next(c for v, c in zip(values, colours) if v > 0)
+    lowers = next(c for v, c in zip(values, colours) if v < 0)
+    assert legend["signed mean > 0 (raises)"] == raises and legend["signed mean < 0 (lowers)"] == lowers
+
+    compare = app({"customer": "C00001", "compare": "cohort:0"}, page="pages/compare.py")
+    retained = int(sum(1 for v in bundle.labels if int(v) == 0))
+    label = next(m.label for m in compare.metric if "cohort" in m.label)
+    assert f"mean of 100 of {retained:,}" in plain(label)
+    assert any(f"100 of the {retained:,} customers with churned = 0" in plain(c.value) for c in compare.caption)

@@ -19,6 +19,18 @@ _KEY = "_frame"
 TIMING_ENV = "EXPLAIN_TIMING"  # =1: one line per script run on stderr (bench/latency.py reads them)
 
 
+UNKNOWN_PAGE = "There is no page {path} in this dashboard, so it opened the {page} page. The pages are: {pages}."
+
+
+def unknown_page_note(pages, page) -> None:
+    """Say so when the browser asked for a page path that none of ``pages`` (st.Page) has."""
+    path = runtime.requested_path()
+    known = {"/" + p.url_path for p in pages} | {"/"}
+    if path is not None and path not in known:
+        listed = ", ".join("/" + p.url_path for p in pages)
+        st.warning(show.md(UNKNOWN_PAGE.format(path=path, page=page.title, pages=listed)), icon=":material/link_off:")
+
+
 def publish(bundle, choice, problem: Exception | None) -> None:
     """What this run's frame found: the bundle (or None), the sidebar's choice, the bundle's problem."""
     st.session_state[_KEY] = (bundle, choice, problem)

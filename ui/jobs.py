@@ -37,18 +37,34 @@ def _job(bundle, ids, request) -> dict:
     return job
 
 
+def button_states(job, n_batches: int) -> dict:
+    """What the Stop and Compute/Continue buttons show for ``job``: {"stop": enabled, "play":
+    None (not shown, all done) or (label, enabled), "running": bool}. A running job can be
+    stopped; a stopped one continued (or computed, when nothing is done yet); a finished one neither."""
+    done = len(job["parts"])
+    if done >= n_batches:
+        return {"stop": False, "play": None, "running": False}
+    running = not job["stopped"]
+    label = "Continue" if done else "Compute"
+    return {"stop": running, "play": (label, not running), "running": running}
+
+
 def run_ui(bundle, ids, request) -> dict:
-    """Explain ``ids`` in batches with a progress bar, Stop and Continue; returns the job."""
+    """Explain ``ids`` in batches with a progress bar, Stop and Continue; returns the job.
+
+    The buttons are drawn before the batches run, so a run that finishes reruns the page once
+    to draw them as they now are (no Stop, no Continue)."""
     job = _job(bundle, ids, request)
+    batches = cohort.batches(ids)
+    buttons = button_states(job, len(batches))
     c1, c2, c3 = st.columns([1, 1, 4], vertical_alignment="center")
     # callbacks: they run before the script, so a click while the loop runs stops it at once
-    c1.button("Stop", icon=":material/stop:", disabled=len(job["parts"]) * cohort.BATCH >= len(ids),
-              on_click=_set_stopped, args=(True,))
-    c2.button("Continue" if job["parts"] else "Compute", icon=":material/play_arrow:",
-              on_click=_set_stopped, args=(False,))
-    batches = cohort.batches(ids)
+    c1.button("Stop", icon=":material/stop:", disabled=not buttons["stop"], on_click=_set_stopped, args=(True,))
+    if buttons["play"] is not None:
+        label, enabled = buttons["play"]
+        c2.button(label, icon=":material/play_arrow:", disabled=not enabled, on_click=_set_stopped, args=(False,))
     todo = [k for k in range(len(batches)) if k not in job["parts"]]
-    if todo and not job["stopped"]:
+    if buttons["running"]:
         bar = c3.progress(len(job["parts"]) / len(batches), text="Computing attributions...")
         for k in todo:
             start = time.perf_counter()
@@ -58,11 +74,13 @@ def run_ui(bundle, ids, request) -> dict:
             done = len(job["parts"])
             bar.progress(done / len(batches), text=f"{done * cohort.BATCH if done < len(batches) else len(ids)} of "
                                                    f"{len(ids)} customers explained")
+        st.rerun()  # finished: draw the buttons as they now are
     elif todo:
         c3.warning(f"Stopped after {len(job['parts']) * cohort.BATCH} of {len(ids)} customers; the results below "
-                   "use those. Press Continue to finish.")
+                   f"use those. Press {buttons['play'][0]} to finish.")
     else:
-        c3.caption(f"{len(ids)} customers explained in {job['seconds']:.1f} s, {cohort.BATCH} per batch.")
+        c3.progress(1.0, text=f"{len(ids)} of {len(ids)} customers explained in {job['seconds']:.1f} s, "
+                              f"{cohort.BATCH} per batch.")
     return job
 
 

@@ -66,8 +66,9 @@ def _link(bundle) -> url.Link:
 
 
 def init_state(bundle) -> None:
-    """Read the URL on the session's first run (and again when the bundle changes)."""
-    if st.session_state.get("_state_for") != bundle.content_hash:
+    """Read the URL on the session's first run, again when the bundle changes, and when the URL
+    is not the one the session wrote (the browser's Back/Forward: the widgets follow the URL)."""
+    if st.session_state.get("_state_for") != bundle.content_hash or url.moved():
         scores = state.predictions(bundle)
         link, warnings = url.read(bundle, default_customer=str(bundle.ids[int(np.argmax(scores))]))
         _load(link, bundle)

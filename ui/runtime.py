@@ -91,6 +91,26 @@ def ensure_frame_ran() -> None:
         st.rerun()
 
 
+def requested_path() -> str | None:
+    """The path of the browser's URL this run was asked for (``/nosuchpage``), without the
+    server's base path; None when the browser did not say. (Streamlit opens its default page
+    for an unknown path; this lets the frame say so.)"""
+    try:
+        from streamlit.runtime.context import _context_info_field
+    except ImportError:  # pragma: no cover - another Streamlit layout
+        return None
+    url = _context_info_field("url")
+    if not url:
+        return None
+    from urllib.parse import urlparse
+
+    path = urlparse(url).path
+    base = "/" + str(st.get_option("server.baseUrlPath") or "").strip("/")
+    if base != "/" and path.startswith(base):
+        path = path[len(base):]
+    return "/" + path.strip("/")
+
+
 def should_stop() -> bool:
     """Between two chunks of a computation: end the script run if a rerun or stop is pending.
 

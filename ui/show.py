@@ -3,6 +3,7 @@ the model summary, file names and units."""
 
 from __future__ import annotations
 
+import html
 import logging
 import re
 from contextlib import contextmanager
@@ -17,6 +18,28 @@ LOG = logging.getLogger("explain.app")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=])")
 BADGE_COLOURS = {"fine": "green", "check": "orange", "too few steps": "red"}
 BADGE_ICONS = {"fine": ":material/check_circle:", "check": ":material/warning:", "too few steps": ":material/error:"}
+
+
+NARROW_NOTE = ("On a narrow screen the charts keep a readable width and scroll sideways; turn the phone or use a "
+               "wider screen to see them whole.")
+# Less space above the title (so a laptop sees the heatmap on its first screen); below 640 px the
+# charts keep a readable width and scroll sideways, and NARROW_NOTE shows.
+PAGE_STYLE = """<style>
+[data-testid=stMainBlockContainer] {padding-top: 1.5rem;}
+.narrow-note {display: none;}
+@media (max-width: 640px) {
+  [data-testid=stMainBlockContainer] {padding-top: 3.5rem;}
+  [class*="st-key-plot-"] {overflow-x: auto;}
+  [class*="st-key-plot-"] > [data-testid=stElementContainer] {min-width: 680px;}
+  .narrow-note {display: block; font-size: 0.9rem; color: #555;}
+}
+</style>"""
+
+
+def page_style() -> None:
+    """The frame's CSS (see PAGE_STYLE) and the note that narrow screens see."""
+    st.html(PAGE_STYLE)
+    st.html(f"<div class='narrow-note'>{html.escape(NARROW_NOTE)}</div>")
 
 
 def md(text) -> str:
@@ -61,6 +84,31 @@ def delta_badge(status: str, advice: str) -> None:
     st.caption(md(advice))
 
 
+VERDICT_COLOURS = ("green", "orange", "red")  # lowest band, middle bands, highest band
+QUALITY_HELP = ("How much of the difference between the prediction and the baseline's the attributions "
+                "account for (100 % minus |delta| as a share of that difference).")
+
+
+def verdict_headline(verdict) -> None:
+    """The verdict in words ("High risk: likely to churn"), large and coloured by its band."""
+    colour = (VERDICT_COLOURS[0] if verdict.index == 0 else
+              VERDICT_COLOURS[2] if verdict.index == verdict.of - 1 else VERDICT_COLOURS[1])
+    st.markdown(f"### :{colour}[{md(verdict.headline)}]")
+
+
+def quality_badge(status: str, advice: str, share: str, details: dict) -> None:
+    """The attributions' completeness as a quiet badge ('fine · adds up to 99.9 %') and, beside
+    it, a popover with the advice and the numbers for engineers (``details``: {name: text})."""
+    with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+        st.badge(f"{status} · adds up to {share}", icon=BADGE_ICONS.get(status),
+                 color=BADGE_COLOURS.get(status, "gray"), help=QUALITY_HELP)
+        with st.popover("Details", icon=":material/engineering:", type="tertiary",
+                        help="for engineers: the gap left over (delta) and the steps"):
+            st.markdown(md(advice))
+            for name, value in details.items():
+                st.markdown(f"**{md(name)}**: {md(value)}")
+
+
 def file_stem(customer: str) -> str:
     """A safe download file name for one customer's files: ``ig_<id>``."""
     return "ig_" + (re.sub(r"[^A-Za-z0-9_-]+", "_", customer)[:40] or "customer")
@@ -72,7 +120,9 @@ def units(bundle, columns) -> list:
 
 
 def plot(fig, key: str | None = None) -> None:
-    st.plotly_chart(fig, key=key, config={"displaylogo": False}, theme=None)
+    """A Plotly figure in its own container (``plot-KEY``: PAGE_STYLE lets it scroll sideways on a phone)."""
+    with st.container(key=f"plot-{key}" if key else None):
+        st.plotly_chart(fig, key=key, config={"displaylogo": False}, theme=None)
 
 
 def pair_and_difference(first, second, difference, keys: tuple[str, str, str]) -> None:

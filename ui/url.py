@@ -31,6 +31,7 @@ from explain.errors import ExplainError
 from explain.settings import PARSERS, Baseline, Settings, resolve_target
 from ui import options
 
+WRITTEN = "_url_written"  # session state: the query parameters as this session last wrote them
 SETTING_NAMES = ("baseline", "steps", "method", "target", "space", "path")
 IGNORED = "Ignored the link's {name}={value!r}: expected {expected}."
 EXPECTED = {
@@ -164,11 +165,20 @@ def read(bundle, default_customer: str) -> tuple[Link, list[str]]:
 
 
 def write(values: dict) -> None:
-    """Write ``values`` into the URL, touching only the keys that changed."""
+    """Write ``values`` into the URL, touching only the keys that changed, in one message (so a
+    change is one browser history entry), and remember the URL as written (see :func:`moved`)."""
     current = st.query_params.to_dict()
-    for key, value in values.items():
-        if value is None:
-            if key in current:
-                del st.query_params[key]
-        elif current.get(key) != str(value):
-            st.query_params[key] = str(value)
+    for key in [k for k, v in values.items() if v is None and k in current]:
+        del st.query_params[key]
+    changed = {key: str(value) for key, value in values.items()
+               if value is not None and current.get(key) != str(value)}
+    if changed:
+        st.query_params.update(changed)
+    st.session_state[WRITTEN] = st.query_params.to_dict()
+
+
+def moved() -> bool:
+    """True when the URL is not the one this session last wrote: the browser's Back or Forward
+    (Streamlit pushes a history entry for each change and reruns with the old URL on Back)."""
+    written = st.session_state.get(WRITTEN)
+    return written is not None and st.query_params.to_dict() != written
