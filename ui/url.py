@@ -181,4 +181,7 @@ def moved() -> bool:
     """True when the URL is not the one this session last wrote: the browser's Back or Forward
     (Streamlit pushes a history entry for each change and reruns with the old URL on Back)."""
     written = st.session_state.get(WRITTEN)
-    return written is not None and st.query_params.to_dict() != written
+    current = st.query_params.to_dict()
+    # a rerun without a query string (one the server requests, not the browser) says nothing
+    # about the URL: the widgets keep their values
+    return written is not None and bool(current) and current != written
