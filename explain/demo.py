@@ -287,16 +287,23 @@ def train_demo_model(static_x: np.ndarray, temporal_x: np.ndarray, labels: np.nd
     out = keras.layers.Dense(1, activation="sigmoid", name=OUTPUT_NAME)(z)
     model = keras.Model({"static": static_in, "temporal": temporal_in}, out, name="demo_churn")
 
-    model.compile(optimizer=keras.optimizers.Adam(LEARNING_RATE), loss="binary_crossentropy")
-    # A plain batch loop (not fit): the shuffling is numpy's, and no tf.data pipeline is built.
+    return train(model, {"static": static_x, "temporal": temporal_x}, labels, seed)
+
+
+def train(model, x: dict, labels, seed: int, *, epochs: int = EPOCHS, batch_size: int = BATCH_SIZE,
+          learning_rate: float = LEARNING_RATE):
+    """Binary cross-entropy with Adam in a plain batch loop (not fit): the shuffling is numpy's,
+    seeded, and no tf.data pipeline is built. ``x``: the model's inputs by name."""
+    import keras
+
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate), loss="binary_crossentropy")
     rng = np.random.default_rng(seed)
     targets = labels.astype(np.float32)[:, None]
-    for _ in range(EPOCHS):
+    for _ in range(epochs):
         order = rng.permutation(len(targets))
-        for start in range(0, len(order), BATCH_SIZE):
-            batch = order[start:start + BATCH_SIZE]
-            model.train_on_batch({"static": static_x[batch], "temporal": temporal_x[batch]},
-                                 targets[batch])
+        for start in range(0, len(order), batch_size):
+            batch = order[start:start + batch_size]
+            model.train_on_batch({key: value[batch] for key, value in x.items()}, targets[batch])
     return model
 
 

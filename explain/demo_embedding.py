@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from explain.demo import json_bytes, auc
+from explain.demo import auc, json_bytes, train
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "bundles" / "demo-embedding"
 ID_COLUMN, PERIOD_COLUMN, LABEL_COLUMN, OUTPUT_NAME = "customer_id", "period", "churned", "churn"
@@ -156,15 +156,7 @@ def train_model(x: dict, labels: np.ndarray, seed: int):
     out = keras.layers.Dense(1, activation="sigmoid", name=OUTPUT_NAME)(z)
     model = keras.Model({"customer": customer, "contract": contract, "plan": plan, "history": history},
                         out, name="demo_embedding_churn")
-    model.compile(optimizer=keras.optimizers.Adam(LEARNING_RATE), loss="binary_crossentropy")
-    rng = np.random.default_rng(seed)
-    targets = labels.astype(np.float32)[:, None]
-    for _ in range(EPOCHS):
-        order = rng.permutation(len(targets))
-        for start in range(0, len(order), BATCH_SIZE):
-            batch = order[start:start + BATCH_SIZE]
-            model.train_on_batch({key: value[batch] for key, value in x.items()}, targets[batch])
-    return model
+    return train(model, x, labels, seed, epochs=EPOCHS, batch_size=BATCH_SIZE, learning_rate=LEARNING_RATE)
 
 
 def build_demo_embedding(out_dir: str | os.PathLike | None = None, *, n_customers: int = 2000,

@@ -157,29 +157,6 @@ def is_memory_error(exc: BaseException) -> bool:
     return False
 
 
-class _KerasPath:
-    """A path Keras routes to its zip loader: the file itself, or a .keras link to it."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._tmp: str | None = None
-
-    def __enter__(self) -> str:
-        if self.path.suffix == ".keras":
-            return str(self.path)
-        self._tmp = tempfile.mkdtemp(prefix="explain-safe-load-")
-        link = Path(self._tmp, "model.keras")
-        try:
-            link.symlink_to(self.path.resolve())
-        except OSError:
-            shutil.copyfile(self.path, link)
-        return str(link)
-
-    def __exit__(self, *exc_info) -> None:
-        if self._tmp:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-
-
 class KerasPath:
     """A path Keras routes to the right loader: the file itself if it ends in ``suffix``
     (``.keras``, ``.h5``), else a link (or copy) named ``model{suffix}`` in a temporary folder."""
