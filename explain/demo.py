@@ -181,6 +181,13 @@ def build_demo(out_dir: str | os.PathLike | None = None, *, n_customers: int = 3
         "positive_label": 1,
     }
 
+    return write_bundle_files(out, model, static_csv, temporal_csv, bundle_json, metrics)
+
+
+def write_bundle_files(out: Path, model, static_csv: bytes, temporal_csv: bytes, bundle_json: dict,
+                       metrics: dict) -> Path:
+    """A demo bundle's five files, written into a staging folder inside ``out`` and then moved
+    in one by one, so that ``out`` never holds a half-written file."""
     staging = Path(tempfile.mkdtemp(prefix=".building-", dir=out))
     try:
         (staging / "static.csv").write_bytes(static_csv)
@@ -188,8 +195,7 @@ def build_demo(out_dir: str | os.PathLike | None = None, *, n_customers: int = 3
         (staging / "bundle.json").write_bytes(json_bytes(bundle_json))
         (staging / "demo_metrics.json").write_bytes(json_bytes(metrics))
         model.save(staging / "model.keras")
-        for name in ("model.keras", "static.csv", "temporal.csv", "bundle.json",
-                     "demo_metrics.json"):
+        for name in ("model.keras", "static.csv", "temporal.csv", "bundle.json", "demo_metrics.json"):
             os.replace(staging / name, out / name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

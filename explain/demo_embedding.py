@@ -42,14 +42,12 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from explain.demo import auc, json_bytes, train
+from explain.demo import auc, train, write_bundle_files
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "bundles" / "demo-embedding"
 ID_COLUMN, PERIOD_COLUMN, LABEL_COLUMN, OUTPUT_NAME = "customer_id", "period", "churned", "churn"
@@ -207,18 +205,7 @@ def build_demo_embedding(out_dir: str | os.PathLike | None = None, *, n_customer
         "display_names": names, "units": units, "output_names": [OUTPUT_NAME],
         "label_column": LABEL_COLUMN, "positive_label": 1,
     }
-    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=out))
-    try:
-        (staging / "static.csv").write_bytes(static_csv)
-        (staging / "temporal.csv").write_bytes(temporal_csv)
-        (staging / "bundle.json").write_bytes(json_bytes(bundle_json))
-        (staging / "demo_metrics.json").write_bytes(json_bytes(metrics))
-        model.save(staging / "model.keras")
-        for name in ("model.keras", "static.csv", "temporal.csv", "bundle.json", "demo_metrics.json"):
-            os.replace(staging / name, out / name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return out
+    return write_bundle_files(out, model, static_csv, temporal_csv, bundle_json, metrics)
 
 
 def _csv(frame: pd.DataFrame, keys: list[str], numeric: dict, as_is: list[str]) -> bytes:
