@@ -67,12 +67,30 @@ def test_a_cell_typed_into_the_table_becomes_an_edit(server, page):  # noqa: F81
     grid.scroll_into_view_if_needed()  # a click on a canvas below the fold would land nowhere
     wait_idle(page)
     box = grid.bounding_box()
-    # the grid is drawn on a canvas: rows and the header are 35 px high; Support calls is the second column
-    page.mouse.dblclick(box["x"] + 290, box["y"] + 35 + 35 * 1 + 17)  # 2025-02
-    page.locator("input.gdg-input").wait_for()
-    page.keyboard.press("Control+a")
-    page.keyboard.type("1")
-    page.keyboard.press("Enter")
+    # The grid is drawn on a canvas whose column widths depend on the fonts, so a click at a fixed x can land
+    # in another column. Glide's hidden accessibility table names the selected cell (glide-cell-COL-ROW):
+    # click any cell of the first row, then walk with the arrow keys to Support calls, 2025-02.
+    column = page.evaluate("""() => [...document.querySelectorAll('[data-testid=stDataFrame] th')]
+        .find(th => th.textContent === 'Support calls').getAttribute('aria-colindex') - 1""")
+    assert page.evaluate(f"() => document.getElementById('glide-cell-{column}-1').textContent") == "3"
+    selected = "() => (document.querySelector('[data-testid=stDataFrame] td[aria-selected=true]') || {}).id || ''"
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + 35 + 17)
+    page.wait_for_function(f"({selected})() !== ''")
+    page.wait_for_function("() => document.querySelector('[data-testid=stDataFrame]').contains(document.activeElement)")
+    for _ in range(12):
+        at = [int(v) for v in page.evaluate(selected).split("-")[2:]]
+        if at == [column, 1]:
+            break
+        page.keyboard.press("ArrowDown" if at[1] < 1 else "ArrowLeft" if at[0] > column else "ArrowRight")
+        page.wait_for_function(f"({selected})() !== 'glide-cell-{at[0]}-{at[1]}'")  # the grid has moved on
+    assert at == [column, 1]
+    page.keyboard.press("Enter")  # opens the cell's editor
+    editor = page.locator("input.gdg-input")
+    page.wait_for_function("() => document.activeElement && document.activeElement.matches('input.gdg-input')")
+    assert editor.input_value() == "3"
+    editor.fill("1")
+    page.wait_for_function("() => document.activeElement.value === '1'")
+    page.keyboard.press("Enter")  # commits the edit
     page.wait_for_function("() => location.search.includes('whatif=')")
     wait_idle(page)
     assert parse_qs(urlparse(page.url).query)["whatif"] == ["t1@1=1"]
