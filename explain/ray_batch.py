@@ -15,16 +15,17 @@ one: same manifest, same part and summary files, same ``_SUCCESS``, read unchang
   job) and writes the manifest.
 - ``explain.ray_tables`` reads the tables with Ray Data and regroups them into one row per
   chunk (the temporal long table grouped per customer on the way), materialised in the object
-  store, one chunk per block. The driver holds the plan and one small row per finished chunk:
-  its memory does not grow with the number of customers.
+  store, one chunk per block up to ``ray_tables.blocks_for`` blocks (then several per block). The
+  driver holds the plan, Ray Data's bookkeeping of those blocks and one small row per finished
+  chunk: its memory does not grow with the number of customers.
 - A fixed pool of ``ChunkWriter`` actors (``map_batches`` with an actor pool) takes the chunks:
   each actor loads the model once (the same safe loader, the same engine), refuses a model file
   whose hash differs from the planning node's, and per chunk keeps it if its two files verify
   (``store_format.verify_chunk``), else computes and writes it with the local job's functions
   (``batch.compute_chunk``, ``store_format.write_chunk``: temporary file, then rename).
-- A killed actor is restarted and its chunk retried by Ray (``max_restarts=-1``,
-  ``max_task_retries=-1``). The retry verifies first, so a chunk that was written before the
-  kill is not written again, and a half-written one never had its final name. Temporary files
+- A killed actor is restarted and its block retried by Ray (``max_restarts=-1``,
+  ``max_task_retries=-1``). The retry verifies each chunk first, so a chunk that was written
+  before the kill is not written again (it counts as reused), and a half-written one never had its final name. Temporary files
   of killed actors are removed at the end (and at the start of a rerun).
 - Output: a local folder that every node sees at the same path (one machine, or a shared file
   system), or a URI pyarrow understands (``s3://bucket/prefix``, ``gs://...``, ``file://...``):
@@ -254,7 +255,8 @@ def run_ray_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size
             if progress:
                 print(f"reading the bundle's tables with Ray Data into {n_chunks} chunk(s)...", file=sys.stderr)
             try:
-                chunks = ray_tables.chunks(ray, plan["layout"], keys_ref, manifest["customers"]["count"], n_chunks, cpus)
+                chunks = ray_tables.chunks(ray, plan["layout"], keys_ref, manifest["customers"]["count"], n_chunks, cpus,
+                                           workers)
             except Exception as error:
                 cause = _cause(error)
                 if cause is None:

@@ -17,10 +17,14 @@ list, the local job's chunks). Then, on the cluster:
    loader's order), its chunk and slot; customers not in the run are dropped here;
 4. ``groupby(chunk).map_groups``: one row per chunk, customers in slot order, values as the
    loader's float32;
-5. ``repartition(n_chunks).materialize()``: the chunks wait in the object store, one per block
-   (spilled to disk when they exceed it), while the actor pool (``ray_batch.ChunkWriter``) takes
-   them one at a time: a killed actor's retry redoes one chunk. (Streaming the shuffles into an
-   actor pool that holds every CPU would starve the shuffle tasks.)
+5. ``repartition(blocks).materialize()``: the chunks wait in the object store (spilled to disk
+   when they exceed it), one per block up to ``blocks_for(n_chunks, workers)`` blocks, while the
+   actor pool (``ray_batch.ChunkWriter``) takes them one block at a time and one chunk per call: a
+   killed actor's retry redoes one block, and keeps (verifies) the chunks of it already written.
+   (Streaming the shuffles into an actor pool that holds every CPU would starve the shuffle tasks.)
+   The number of blocks is capped because the driver keeps Ray Data's bookkeeping of every
+   materialised block (measured: about 0.15 MiB a block): one block per chunk would make the
+   driver grow with the number of customers; capped, it grows with the cluster's workers only.
 
 A chunk whose rows do not add up (a customer without its one static row or its T periods:
 the tables changed after they were checked) fails the job naming it.
@@ -41,6 +45,7 @@ from explain.bundle_report import cell_text
 from explain.errors import ExplainError
 
 CUSTOMERS_PER_BUCKET = 5000  # customers regrouped per map_groups call (their rows are in memory together)
+MIN_BLOCKS, BLOCKS_PER_WORKER = 64, 8  # the materialised chunks' blocks: at most max(64, 8 per worker)
 STATIC, TEMPORAL, KEY = 0, 1, 2  # row kinds after step 2
 
 ROWS = pa.schema([("customer_id", pa.string()), ("bucket", pa.int64()), ("kind", pa.int8()),
@@ -219,7 +224,13 @@ def chunk_arrays(row: dict, layout: dict) -> tuple[list[str], np.ndarray, np.nda
             np.asarray(row["temporal"], np.float32).reshape(n, t, f))
 
 
-def chunks(ray, layout: dict, keys_ref, n_customers: int, n_chunks: int, cpus: int):
+def blocks_for(n_chunks: int, workers: int) -> int:
+    """Step 5's number of blocks: one chunk per block up to ``max(MIN_BLOCKS, BLOCKS_PER_WORKER * workers)``
+    blocks (enough to keep every actor busy to the end), then several chunks per block."""
+    return max(1, min(n_chunks, max(MIN_BLOCKS, BLOCKS_PER_WORKER * workers)))
+
+
+def chunks(ray, layout: dict, keys_ref, n_customers: int, n_chunks: int, cpus: int, workers: int):
     """Steps 1-5: a materialised dataset with one row per chunk of the run."""
     n_buckets = max(1, -(-n_customers // CUSTOMERS_PER_BUCKET))
     tables = []
@@ -233,6 +244,6 @@ def chunks(ray, layout: dict, keys_ref, n_customers: int, n_chunks: int, cpus: i
         key_rows, batch_format="pyarrow", batch_size=None, fn_kwargs={"n_buckets": n_buckets})
     customers = keys.union(*tables).groupby("bucket", num_partitions=max(1, min(n_buckets, 2 * cpus))).map_groups(
         customers_of_bucket, batch_format="pyarrow", fn_kwargs={"layout": layout})
-    # one chunk per block: a task of the actor pool is one chunk, so a killed actor's retry redoes one chunk
+    # a task of the actor pool is one block (one chunk per call), so a killed actor's retry redoes one block
     return customers.groupby("chunk", num_partitions=max(1, min(n_chunks, 4 * cpus))).map_groups(
-        chunk_row, batch_format="pyarrow").repartition(n_chunks).materialize()
+        chunk_row, batch_format="pyarrow").repartition(blocks_for(n_chunks, workers)).materialize()

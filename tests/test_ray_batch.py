@@ -254,6 +254,24 @@ def test_every_customer_of_a_shuffled_parquet_bundle_same_as_local(ray_cluster, 
     assert result.complete and result.n_customers == 3000 and result.computed_chunks == 6
     _same_store(ray_out, (local_out, *read_store(local_out)))
 
+    # more chunks than blocks (a large run: the driver keeps one entry per block, so blocks are
+    # capped): three chunks per block, the same store
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ray_tables, "MIN_BLOCKS", 1)
+        patch.setattr(ray_tables, "BLOCKS_PER_WORKER", 1)
+        assert ray_tables.blocks_for(6, 2) == 2
+        capped = ray_batch.run_ray_batch_job(parquet_dir, tmp_path / "capped", request, chunk_size=500, workers=2,
+                                             progress=False)
+    assert capped.complete and capped.computed_chunks == 6
+    _same_store(tmp_path / "capped", (local_out, *read_store(local_out)))
+
+
+def test_blocks_are_one_per_chunk_for_small_runs_and_capped_for_large_ones():
+    for workers in (1, 2, 16):
+        cap = max(ray_tables.MIN_BLOCKS, ray_tables.BLOCKS_PER_WORKER * workers)
+        assert [ray_tables.blocks_for(n, workers) for n in (1, 5, cap)] == [1, 5, cap]
+        assert ray_tables.blocks_for(cap + 1, workers) == ray_tables.blocks_for(250_000, workers) == cap
+
 
 @needs_ray
 def test_a_different_run_is_refused_and_nothing_is_changed(ray_cluster, bundle_dir, ids, local, tmp_path):
