@@ -25,8 +25,9 @@ one: same manifest, same part and summary files, same ``_SUCCESS``, read unchang
   (``batch.compute_chunk``, ``store_format.write_chunk``: temporary file, then rename).
 - A killed actor is restarted and its block retried by Ray (``max_restarts=-1``,
   ``max_task_retries=-1``). The retry verifies each chunk first, so a chunk that was written
-  before the kill is not written again (it counts as reused), and a half-written one never had its final name. Temporary files
-  of killed actors are removed at the end (and at the start of a rerun).
+  before the kill is not written again (it counts as reused), and a half-written one never had
+  its final name. Temporary files of killed actors are removed at the end (and at the start of
+  a rerun).
 - Output: a local folder that every node sees at the same path (one machine, or a shared file
   system), or a URI pyarrow understands (``s3://bucket/prefix``, ``gs://...``, ``file://...``):
   see ``explain/ray_store.py`` for how files get there.
