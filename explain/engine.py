@@ -53,6 +53,19 @@ MULTI_OUTPUT = (
 StopCheck = Callable[[], bool] | None
 
 
+def _trace(python_function, signature):
+    """The concrete function of ``python_function`` for ``signature``, traced without AutoGraph:
+    these bodies loop over Python lists only, and Keras 3 layers use no Python control flow on
+    tensors (they run under JAX too), while AutoGraph's rewriting of their source was most of the
+    first trace (1.3 of 2.1 s for the demo model on 2 cores: the first visitor's wait). A model
+    whose own code needs AutoGraph (a custom layer with ``if tensor:``) fails that trace with a
+    ``TypeError`` and is traced again with it."""
+    try:
+        return tf.function(python_function, input_signature=signature, autograph=False).get_concrete_function()
+    except TypeError:  # tf.errors.OperatorNotAllowedInGraphError is one
+        return tf.function(python_function, input_signature=signature).get_concrete_function()
+
+
 def check_stop(should_stop: StopCheck) -> None:
     """Raise ``Stopped`` if ``should_stop()`` is true (``should_stop`` may also raise itself)."""
     if should_stop is not None and should_stop():
@@ -147,7 +160,6 @@ class Engine:
             tf.TensorSpec((), tf.int32),  # target column
         ]
 
-        @tf.function(input_signature=signature)
         def path_gradients(xs, bs, raws, alphas, weights, target):
             self.traces["path"] += 1  # Python side effect: runs at trace time only
             c, k = tf.shape(xs[0])[0], tf.shape(alphas)[0]
@@ -178,21 +190,19 @@ class Engine:
             ends = tf.cast(tf.gather(self._call(ends_points, ends_raw, space), target, axis=1), tf.float64)
             return sums, finite, ends[:c], ends[c:]
 
-        concrete = path_gradients.get_concrete_function()  # called directly: less overhead per call
-        concrete.python_function = path_gradients.python_function  # explain.xla compiles the same body
+        concrete = _trace(path_gradients, signature)  # called directly: less overhead per call
+        concrete.python_function = path_gradients  # explain.xla compiles the same body
         return concrete
 
     def _build_forward(self, space):
-        @tf.function(input_signature=[self._point_specs(), self._raw_specs()])
         def forward(xs, raws):
             self.traces["forward"] += 1
             points = dict(zip(self.keys, xs))
             return tf.cast(self._call(points, dict(zip(self.categorical, raws)), space), tf.float64)  # (n, K)
 
-        return forward.get_concrete_function()
+        return _trace(forward, [self._point_specs(), self._raw_specs()])
 
     def _build_points(self, space):
-        @tf.function(input_signature=[self._point_specs(), self._raw_specs(), tf.TensorSpec((), tf.int32)])
         def point_gradients(ps, raws, target):
             self.traces["points"] += 1
             with tf.GradientTape() as tape:
@@ -204,12 +214,11 @@ class Engine:
             grads = [tf.zeros_like(p) if g is None else g for p, g in zip(ps, grads)]
             return tf.cast(out, tf.float64), grads
 
-        return point_gradients.get_concrete_function()
+        return _trace(point_gradients, [self._point_specs(), self._raw_specs(), tf.TensorSpec((), tf.int32)])
 
     def _build_embed(self, key):
         spec = self.layout.spec(key)
 
-        @tf.function(input_signature=[tf.TensorSpec((None, *self.shapes[key]), self.raw_dtypes[key])])
         def embed(raw):
             self.traces["embed"] += 1
             index = spec.lookup(raw) if spec.lookup is not None else raw
@@ -217,7 +226,7 @@ class Engine:
             padded = tf.equal(index, 0) if spec.mask_zero else tf.zeros(tf.shape(index), tf.bool)
             return vectors, padded
 
-        return embed.get_concrete_function()
+        return _trace(embed, [tf.TensorSpec((None, *self.shapes[key]), self.raw_dtypes[key])])
 
     # -- numpy-facing calls ----------------------------------------------------
 
