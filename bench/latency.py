@@ -23,8 +23,10 @@ browser received for the action (all messages: ``ws KB``), and ``draw`` the time
 message before the figures were drawn to the drawing done (the browser's share).
 
 Variants run in the same process, interleaved action by action, so the ratios ``new/old``
-compare like with like: ``new`` is the app as it is, ``old`` the app with ``EXPLAIN_SPEED=off``
-(the per-rerun figure cache, fragments and compact figures switched off; see ``ui/speed.py``).
+compare like with like: ``new`` is the app as it is, started by ``explain serve`` (``ui/launch.py``:
+the startup bundle opened while Streamlit starts); ``plain`` the same app started by ``streamlit
+run app.py``; ``old`` the app under ``streamlit run app.py`` with ``EXPLAIN_SPEED=off`` (no figure
+cache, no fragment for the customer box, figures as Plotly makes them; see ``ui/speed.py``).
 """
 
 from __future__ import annotations
@@ -49,7 +51,10 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1400, "height": 1000}
-VARIANTS = {"new": {}, "old": {"EXPLAIN_SPEED": "off"}}
+# name: (how the server is started, its environment). `explain serve` runs ui/launch.py: `streamlit
+# run app.py` with the startup bundle opened while Streamlit starts (README: the dashboard command).
+VARIANTS = {"new": ("serve", {}), "plain": ("streamlit run", {}), "old": ("streamlit run", {"EXPLAIN_SPEED": "off"})}
+COMMANDS = {"serve": ["ui/launch.py"], "streamlit run": ["-m", "streamlit", "run", "app.py"]}
 TIMING_LINE = re.compile(r"explain-timing run=(\S+) seconds=([0-9.]+)")
 VERBOSE = False
 TIMEOUT_MS = 240_000
@@ -73,9 +78,10 @@ def _free_port() -> int:
 
 
 class Server:
-    """``streamlit run app.py`` with the variant's environment; the log collects the timing lines."""
+    """The dashboard started as the variant says (``explain serve``'s launcher, or ``streamlit run
+    app.py``) with the variant's environment; the log collects the timing lines."""
 
-    def __init__(self, name: str, env: dict, log_dir: Path):
+    def __init__(self, name: str, env: dict, log_dir: Path, how: str = "streamlit run"):
         self.name, self.port = name, _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / f"server-{name}.log"
@@ -83,7 +89,7 @@ class Server:
                "TF_CPP_MIN_LOG_LEVEL": "2", **env}
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
+            [sys.executable, *COMMANDS[how], "--server.port", str(self.port),
              "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
              "--browser.gatherUsageStats", "false"],
             cwd=ROOT, env=env, stdout=self.log_path.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
@@ -296,7 +302,8 @@ def machine() -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5, help="repetitions of every action (default 5)")
-    parser.add_argument("--variants", default="new", help="comma-separated: new, old (default new)")
+    parser.add_argument("--variants", default="new", help="comma-separated: new (explain serve), plain (the same app "
+                        "under streamlit run app.py), old (streamlit run, EXPLAIN_SPEED=off) (default new)")
     parser.add_argument("--verbose", action="store_true", help="print every action's time")
     args = parser.parse_args(argv)
     global VERBOSE
@@ -312,7 +319,8 @@ def main(argv=None) -> int:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             for name in names:  # server start to first heatmap, one server at a time
-                server = servers[name] = Server(name, VARIANTS[name], log_dir)
+                how, env = VARIANTS[name]
+                server = servers[name] = Server(name, env, log_dir, how)
                 session = Session(browser, server)
                 server.wait_healthy()
                 row = session.act(lambda: session.page.goto(f"{server.url}/"),

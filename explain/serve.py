@@ -62,12 +62,13 @@ def config_flags(root: Path) -> list[str]:
 
 def command(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
             address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None) -> list[str]:
-    """The ``streamlit run`` command line that serves ``bundle`` (default: the app's own default);
+    """The command line that serves ``bundle`` (default: the app's own default): ``ui/launch.py``,
+    which is ``streamlit run app.py`` with the startup bundle opened while Streamlit starts;
     ``trust_code``: the owner's custom layers for that bundle (``--trust-code``, ``explain.trust``)."""
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise ExplainError(BAD_PORT.format(port=port))
     root = dashboard_dir()
-    argv = [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), *config_flags(root),
+    argv = [sys.executable, str(root / "ui" / "launch.py"), *config_flags(root),
             f"--server.port={port}", f"--server.address={address}"]
     extra = []
     if bundle is not None:

@@ -13,7 +13,11 @@ LEGEND = ("Each bar and cell is a share of the difference between this customer'
 
 
 def how_to_read(baseline, advice: str) -> None:
-    with st.expander("How to read this", icon=":material/help:"):
+    # lazy: the text is made and sent only while the expander is open (a customer switch sends none of it)
+    box = st.expander("How to read this", icon=":material/help:", key="how_to_read", on_change="rerun")
+    if not box.open:
+        return
+    with box:
         st.markdown(show.md(report.HOW_TO_READ))
         st.markdown(f"**The baseline here** ({show.md(baseline)}): {show.md(baselines.describe(baseline))}")
         st.markdown("**The heatmap**: periods run left to right, one row per monthly feature. Hover a cell for "
@@ -95,8 +99,10 @@ def customer_page():
         show.plot(shown[1], key="static_bars")
     with right:
         show.plot(shown[2], key="history")
-    with st.expander("History as a table"):
-        st.dataframe(pd.DataFrame(inputs["temporal"][0], index=bundle.periods, columns=bundle.temporal_labels))
+    table = st.expander("History as a table", key="history_table", on_change="rerun")  # lazy, as How to read this
+    if table.open:
+        with table:
+            st.dataframe(pd.DataFrame(inputs["temporal"][0], index=bundle.periods, columns=bundle.temporal_labels))
 
     st.subheader("Download")
     downloads(attribution, bundle, cid, settings,
@@ -104,4 +110,4 @@ def customer_page():
 
 
 with show.guard():
-    customer_page()
+    frame.live(customer_page, "customer")

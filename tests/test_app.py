@@ -468,3 +468,16 @@ def test_texts_are_words_not_raw_values():
     label = next(m.label for m in compare.metric if "cohort" in m.label)
     assert f"mean of 100 of {retained:,}" in plain(label)
     assert any(f"100 of the {retained:,} customers with churned = 0" in plain(c.value) for c in compare.caption)
+
+
+def test_the_customer_stays_when_the_box_moves_between_the_sidebar_and_the_customer_page():
+    # on the Customer page the box is drawn in the page's fragment (ui.frame.live), elsewhere by the
+    # sidebar: to Streamlit these are two widgets, and a new one starts at the first id
+    at = app()
+    at.selectbox(key="customer").set_value("C00033").run()
+    assert "C00033" in at.title[0].value
+    at.switch_page("pages/compare.py").run()
+    assert at.session_state["customer"] == "C00033" and at.selectbox(key="customer").value == "C00033"
+    at.switch_page("pages/customer.py").run()
+    assert at.session_state["customer"] == "C00033" and "C00033" in at.title[0].value
+    assert at.query_params["customer"] == "C00033"

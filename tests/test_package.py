@@ -123,8 +123,8 @@ def test_installed_check_and_serve(installed, tmp_path):
                 time.sleep(0.5)
         assert health == "ok"
         command = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")
-        assert str(python.parent.parent / "lib").encode() in command[4]  # the packaged app.py
-        assert command[4].endswith(b"explain/_dashboard/app.py")
+        assert str(python.parent.parent / "lib").encode() in command[1]  # the packaged launcher of app.py
+        assert command[1].endswith(b"explain/_dashboard/ui/launch.py")
         if os.path.exists(CHROMIUM):
             _customer_page_draws(url)
     finally:

@@ -18,7 +18,7 @@ def literal(template: str) -> str:
 
 def test_command_runs_the_checkouts_app_with_its_config(tmp_path):
     argv = serve.command(tmp_path, port=8765)
-    assert argv[1:4] == ["-m", "streamlit", "run"] and argv[4] == str(ROOT / "app.py")  # a source checkout
+    assert argv[1] == str(ROOT / "ui" / "launch.py")  # a source checkout: `streamlit run app.py` with a warm-up
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     flags = [a for a in argv if a.startswith("--") and a != "--bundle" and a != "--"]
     expected = {f"--{section}.{key}={str(value).lower() if isinstance(value, bool) else value}"
@@ -27,6 +27,17 @@ def test_command_runs_the_checkouts_app_with_its_config(tmp_path):
     assert "--server.port=8765" in flags and "--server.address=127.0.0.1" in flags
     assert argv[-3:] == ["--", "--bundle", str(tmp_path.resolve())]
     assert "--bundle" not in serve.command(None)  # the app's default: the demo bundle
+
+
+def test_the_launcher_runs_app_py_with_the_options_and_the_apps_arguments(tmp_path):
+    from ui import launch
+
+    argv = serve.command(tmp_path, port=8765)
+    args, app_args = launch.streamlit_args(argv[2:])
+    assert args[:2] == ["run", str(ROOT / "app.py")] and "--server.port=8765" in args
+    assert args[-3:] == ["--", "--bundle", str(tmp_path.resolve())] and app_args == ["--bundle", str(tmp_path.resolve())]
+    args, app_args = launch.streamlit_args(serve.command(None)[2:])
+    assert "--" not in args and app_args == []
 
 
 @pytest.mark.parametrize("args, template", [

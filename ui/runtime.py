@@ -1,6 +1,6 @@
 """The one module that touches Streamlit's private API (tested with Streamlit 1.67.0).
 
-Three things the public API cannot do, each with a fallback when Streamlit moves them:
+Four things the public API cannot do, each with a fallback when Streamlit moves them:
 
 * :func:`keep_kernel_cache`: Streamlit's script runner calls ``keras.backend.clear_session()``
   after each run (its ``_clean_problem_modules``), which empties TF's kernel cache: the first
@@ -13,6 +13,8 @@ Three things the public API cannot do, each with a fallback when Streamlit moves
   server start that opens a deep link (``/compare?...``) -- and every AppTest run -- executes
   the page file alone, without the frame and its sidebar. Switching the flag and rerunning
   runs app.py, which routes to this same page.
+* :func:`wait_for_server`: whether Streamlit's runtime has started in this process (the
+  launcher's warm-up, ``ui/launch.py``, waits for it before taking the interpreter).
 * :func:`should_stop`: Streamlit checks for a new rerun only when the script writes an
   element. A computation that writes nothing gets this as its ``should_stop`` callback and
   calls it between chunks: it raises Streamlit's own rerun/stop exception when this session
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 
 import streamlit as st
 
@@ -109,6 +112,21 @@ def requested_path() -> str | None:
     if base != "/" and path.startswith(base):
         path = path[len(base):]
     return "/" + path.strip("/")
+
+
+def wait_for_server(timeout: float) -> bool:
+    """Block until Streamlit's runtime exists in this process (the server is starting to listen),
+    at most ``timeout`` seconds; True if it does. (``ui/launch.py``'s warm-up waits for it.)"""
+    try:
+        from streamlit.runtime import Runtime
+    except ImportError:  # pragma: no cover - another Streamlit layout: do not wait
+        return False
+    deadline = time.monotonic() + timeout
+    while not Runtime.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def should_stop() -> bool:

@@ -144,6 +144,17 @@ def attributions(bundle, ids, settings: Settings, *, what: str = "customer"):
     return attribution
 
 
+def warm_up(bundle) -> None:
+    """Outside any session (``ui/launch.py``, while the first visitor's browser loads): every
+    customer's score and the default view's attribution (the highest score, default settings)
+    into the caches the sessions share; this also traces the model's forward and gradient
+    functions."""
+    scores = predictions(bundle)
+    if bundle.plain:  # the default view of other layouts is computed by its first visitor
+        customer = str(bundle.ids[int(np.argmax(scores))])
+        _attributions(bundle, bundle.content_hash, (customer,), Settings().resolved(bundle.output_names).key())
+
+
 def _stores_fingerprint(folder: Path) -> tuple:
     """What changes when a batch run finishes, is repaired or is removed under ``folder``."""
     if not folder.is_dir():

@@ -1,0 +1,61 @@
+"""Start the dashboard with its startup bundle opened while Streamlit starts.
+
+    python ui/launch.py [streamlit run options] [-- --bundle DIR [--trust-code FILE]]
+
+``explain serve`` runs this. It is ``streamlit run app.py`` plus a background thread that, as soon
+as Streamlit's server is up, imports TensorFlow, opens the startup bundle and computes every
+customer's score and the default view's attribution into the caches every session shares
+(``ui.state.warm_up``): the first visitor's run then finds them done instead of doing them
+(about 4.5 s on 2 cores). Nothing is computed twice: a session that arrives before the thread is done waits for
+the same cache entry. A warm-up that fails is logged and left to the first session, which
+reports the problem in the page as it always does.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "app.py"
+LOG = logging.getLogger("explain.app")
+
+
+def warm_up() -> None:
+    """Once Streamlit's server is up, open the startup bundle (``sys.argv`` as the app sees it)
+    and trace its gradient function. (Started earlier, the imports would hold the interpreter
+    while Streamlit itself starts, and the server would answer later.)"""
+    try:
+        from ui import runtime
+
+        runtime.wait_for_server(timeout=60.0)
+        from ui import startup, state
+
+        state.warm_up(state.open_bundle(startup.bundle_path()))
+    except Exception:  # noqa: BLE001 - the first session reports the bundle's problem in the page
+        LOG.warning("warm-up of the startup bundle skipped", exc_info=True)
+
+
+def streamlit_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(the ``streamlit`` command's arguments, the app's own arguments) of this script's ``argv``:
+    Streamlit's ``run`` options, then ``--`` and the app's arguments (``--bundle DIR``)."""
+    split = argv.index("--") if "--" in argv else len(argv)
+    options, app_args = argv[:split], argv[split + 1:]
+    return ["run", str(APP), *options, *(["--", *app_args] if app_args else [])], app_args
+
+
+def main(argv: list[str]) -> int:
+    """Start the warm-up thread, then Streamlit on ``app.py`` (see :func:`streamlit_args`)."""
+    args, app_args = streamlit_args(argv)
+    sys.path[0] = str(ROOT)  # this script's folder (ui/) would put its modules at the top level: `from ui import ...`
+    sys.argv = [str(APP), *app_args]  # what the app reads (ui.startup), as under `streamlit run`
+    threading.Thread(target=warm_up, name="explain-warm-up", daemon=True).start()
+    from streamlit.web import cli
+
+    return cli.main(args=args, prog_name="streamlit", standalone_mode=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
