@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 
 import numpy as np
 import plotly.graph_objects as go
@@ -19,6 +20,7 @@ MAGNITUDE_TITLE = "Size of<br>effect<br>(either<br>direction)"
 FONT = dict(size=13)
 RULE_COLOURS = {"gausslegendre": "#1b9e77", "trapezoid": "#d95f02", "left": "#7570b3",
                 "right": "#e7298a", "middle": "#66a61e"}
+AXIS = re.compile(r"^[xy]axis\d*$")  # a layout's axis keys: xaxis, xaxis2, ..., yaxis, ...
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -68,12 +70,39 @@ def units_for(names, units) -> list[str | None]:
     return list(units)
 
 
+def merge(target: dict, update: dict) -> dict:
+    """``update`` merged into ``target`` (returned) as Plotly's ``update`` merges: nested dicts key
+    by key, anything else replaced; the dicts it inserts are copies."""
+    for key, value in update.items():
+        if isinstance(value, dict):
+            if not isinstance(target.get(key), dict):
+                target[key] = {}
+            merge(target[key], value)
+        else:
+            target[key] = value
+    return target
+
+
+def shared_layout(title: str | None, height: int, **extra) -> dict:
+    """The layout every figure shares (title, height, margins, font, white plot, hover text) and
+    ``extra``, as one ``update_layout`` dict; no title text when ``title`` is empty."""
+    heading = dict(text=esc(title)) if title else {}
+    return dict(title=dict(heading, x=0, xanchor="left", font=dict(size=15)), height=height,
+                margin=dict(l=10, r=10, t=50 if title else 20, b=10), font=dict(FONT),
+                plot_bgcolor="white", hoverlabel=dict(align="left"), **extra)
+
+
+def styled(layout: dict, title: str | None, height: int, **extra) -> dict:
+    """A figure dict's ``layout`` (returned) with automargin on every axis (an "xaxis" and a
+    "yaxis" at least, as ``update_xaxes`` makes) and :func:`shared_layout` merged in."""
+    for key in ["xaxis", "yaxis", *(k for k in layout if AXIS.match(k))]:
+        layout.setdefault(key, {})["automargin"] = True
+    return merge(layout, shared_layout(title, height, **extra))
+
+
 def layout(fig: go.Figure, title: str | None, height: int, **extra) -> go.Figure:
+    """``fig`` with automargin on every axis and :func:`shared_layout`."""
     fig.update_xaxes(automargin=True)
     fig.update_yaxes(automargin=True)
-    fig.update_layout(
-        title=dict(text=esc(title) if title else None, x=0, xanchor="left", font=dict(size=15)),
-        height=height, margin=dict(l=10, r=10, t=50 if title else 20, b=10), font=FONT,
-        plot_bgcolor="white", hoverlabel=dict(align="left"), **extra,
-    )
+    fig.update_layout(shared_layout(title, height, **extra))
     return fig

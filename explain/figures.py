@@ -1,5 +1,11 @@
 """Plotly figure builders: arrays + names -> ``go.Figure``. No streamlit.
 
+The Customer page's three figures also come as plain figure dicts (``temporal_panel_spec``,
+``static_bars_spec``, ``history_spec``: what ``fig.to_dict()`` holds, without the template and
+with numpy arrays, built without Plotly's validation); ``temporal_panel``, ``static_bars`` and
+``history_figure`` are ``go.Figure`` of them. Subplot grids come from ``make_subplots`` once per
+set of arguments (``subplots_layout``).
+
 Colour is honest: attributions use one diverging scale, reversed RdBu, centred on zero with
 symmetric limits (red = raises the prediction, blue = lowers it, white = no effect), and
 figures that are compared share the same limits. Sizes of effect (|attribution|, never
@@ -11,6 +17,7 @@ ticks, titles and hover labels, so each one goes through :func:`esc` first.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -23,8 +30,10 @@ from plotly.subplots import make_subplots
 from explain.figure_style import (  # noqa: F401 (RED, BLUE, ... re-exported: the figures' colours)
     ATTRIBUTION_TITLE, BLUE, DIVERGING, GREY, MAGNITUDE_TITLE, RED, SEQUENTIAL, esc, esc_all, fmt, symmetric_limit)
 from explain.diagnostic_figures import DiagnosticsFigures, diagnostics  # noqa: F401 (part of the Python API)
+from explain.figure_style import AXIS, merge
 from explain.figure_style import layout as _layout
 from explain.figure_style import signed_colours as _signed_colours
+from explain.figure_style import styled as _styled
 from explain.figure_style import units_for as _units_for
 from explain.text import unit_after
 
@@ -35,13 +44,68 @@ NO_DATA_TEXT = "no data (padding)"
 # ----------------------------------------------------------------------------- customer
 
 
-def static_bars(labels, attributions, values, *, units=None, baseline=None, title=None,
-                x_title: str = "Effect on the prediction") -> go.Figure:
-    """Signed horizontal bars sorted by value: the largest raise at the top, the largest cut at the bottom.
+def _colorscale(scale):
+    """A colour scale as a figure dict holds it: a named one as Plotly expands it
+    ([[0.0, "rgb(...)"], ...], made once per name)."""
+    if not isinstance(scale, str):
+        return scale
+    return [list(step) for step in _named_scale(scale)]
 
-    labels: (S,) display names; attributions, values, baseline: (S,); units: (S,) or None.
-    The tick of each bar shows the customer's raw value; hover adds the baseline value.
-    """
+
+@functools.lru_cache(maxsize=16)
+def _named_scale(name: str) -> tuple:
+    return tuple(tuple(step) for step in go.Heatmap(colorscale=name).to_plotly_json()["colorscale"])
+
+
+@functools.lru_cache(maxsize=128)
+def _grid(rows: int, cols: int, options: tuple) -> dict:
+    kwargs = {k: list(v) if isinstance(v, tuple) else v for k, v in options}
+    layout = make_subplots(rows=rows, cols=cols, **kwargs).to_dict()["layout"]
+    layout.pop("template", None)
+    return layout
+
+
+def _copy(value):
+    """A deep copy of a figure dict's JSON-like part (dicts, lists, scalars)."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def subplots_layout(rows: int, cols: int, **options) -> dict:
+    """``make_subplots(rows, cols, **options)``'s layout dict (domains, anchors, shared axes,
+    subplot titles as annotations; no template): made by Plotly once per set of arguments
+    (lists given as tuples or lists), a copy each call."""
+    key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()))
+    return _copy(_grid(rows, cols, key))
+
+
+def _cell(row: int, col: int, cols: int) -> int:
+    return (row - 1) * cols + col
+
+
+def _axis(letter: str, row: int, col: int, cols: int) -> str:
+    """The layout key of a subplot's axis: "xaxis", "xaxis2", ..."""
+    n = _cell(row, col, cols)
+    return f"{letter}axis" if n == 1 else f"{letter}axis{n}"
+
+
+def _placed(trace: dict, row: int, col: int, cols: int) -> dict:
+    """``trace`` drawn in the subplot (row, col), as ``add_trace(row=, col=)`` places it."""
+    n = _cell(row, col, cols)
+    trace["xaxis"], trace["yaxis"] = ("x", "y") if n == 1 else (f"x{n}", f"y{n}")
+    return trace
+
+
+def _spec(data: list, layout: dict) -> dict:
+    return {"data": data, "layout": layout}
+
+
+def static_bars_spec(labels, attributions, values, *, units=None, baseline=None, title=None,
+                     x_title: str = "Effect on the prediction") -> dict:
+    """:func:`static_bars` as a plain figure dict (no template)."""
     attributions = np.asarray(attributions, np.float64)
     values = [v if isinstance(v, str) else float(v) for v in values]  # a category may be text
     base = np.full(len(values), np.nan) if baseline is None else np.asarray(baseline, np.float64)
@@ -55,18 +119,27 @@ def static_bars(labels, attributions, values, *, units=None, baseline=None, titl
         ticks.append(f"{name} = {tick}")
         hover.append(f"<b>{name}</b><br>customer: {shown}"
                      f"<br>baseline: {fmt(base[j], units[j])}<br>attribution: {attributions[j]:+.4g}")
-    fig = go.Figure(go.Bar(
-        x=attributions[order], y=ticks, orientation="h", marker_color=_signed_colours(attributions[order]),
-        text=[f"{a:+.3f}" for a in attributions[order]], textposition="outside", cliponaxis=False,
-        customdata=hover, hovertemplate="%{customdata}<extra></extra>",
-    ))
+    bars = dict(type="bar", x=attributions[order], y=ticks, orientation="h",
+                marker=dict(color=_signed_colours(attributions[order])),
+                text=[f"{a:+.3f}" for a in attributions[order]], textposition="outside", cliponaxis=False,
+                customdata=hover, hovertemplate="%{customdata}<extra></extra>")
     m = symmetric_limit(attributions)
-    fig.update_xaxes(title=x_title, range=[-1.5 * m, 1.5 * m], zeroline=True, zerolinecolor="#444",
-                     gridcolor="#eee")
-    fig.update_yaxes(automargin=True)
-    fig = _layout(fig, title, height=max(260, 34 * len(ticks) + 90), showlegend=False)
-    fig.update_layout(margin_r=30)
-    return fig
+    layout = dict(xaxis=dict(title=dict(text=x_title), range=[-1.5 * m, 1.5 * m], zeroline=True,
+                             zerolinecolor="#444", gridcolor="#eee"), yaxis=dict(automargin=True))
+    layout = _styled(layout, title, height=max(260, 34 * len(ticks) + 90), showlegend=False)
+    layout["margin"]["r"] = 30
+    return _spec([bars], layout)
+
+
+def static_bars(labels, attributions, values, *, units=None, baseline=None, title=None,
+                x_title: str = "Effect on the prediction") -> go.Figure:
+    """Signed horizontal bars sorted by value: the largest raise at the top, the largest cut at the bottom.
+
+    labels: (S,) display names; attributions, values, baseline: (S,); units: (S,) or None.
+    The tick of each bar shows the customer's raw value; hover adds the baseline value.
+    """
+    return go.Figure(static_bars_spec(labels, attributions, values, units=units, baseline=baseline, title=title,
+                                      x_title=x_title))
 
 
 def _cell_text(periods, features, attributions, values, baseline, units, padding=None):
@@ -91,16 +164,11 @@ def _cell_text(periods, features, attributions, values, baseline, units, padding
     return text
 
 
-def heatmap_trace(periods, features, attributions, *, values=None, baseline=None, units=None,
-                  zmax: float | None = None, colorbar_title: str = ATTRIBUTION_TITLE,
-                  colorscale: str = DIVERGING, zmin: float | None = None, colorbar: dict | None = None,
-                  padding=None) -> go.Heatmap:
-    """A period x feature heatmap trace (periods on x, features on y) of ``attributions`` (T, F).
-
-    Diverging (the default): centred on zero, limits [-zmax, zmax] (zmax defaults to the
-    largest |attribution|; pass one zmax to every figure that is compared). ``padding`` (T,)
-    bool: padded periods are left empty here (``no_data_trace`` draws them grey).
-    """
+def heatmap_dict(periods, features, attributions, *, values=None, baseline=None, units=None,
+                 zmax: float | None = None, colorbar_title: str = ATTRIBUTION_TITLE,
+                 colorscale: str = DIVERGING, zmin: float | None = None, colorbar: dict | None = None,
+                 padding=None) -> dict:
+    """:func:`heatmap_trace` as a plain trace dict."""
     attributions = np.asarray(attributions, np.float64)
     padding = None if padding is None or not np.any(padding) else np.asarray(padding, bool)
     values = None if values is None else np.asarray(values, np.float64)
@@ -111,24 +179,45 @@ def heatmap_trace(periods, features, attributions, *, values=None, baseline=None
     bar = dict(title=dict(text=colorbar_title, side="top"), thickness=14, len=0.9)
     bar.update(colorbar or {})
     scale = dict(zmin=low, zmax=m, zmid=0.0) if colorscale == DIVERGING else dict(zmin=low, zmax=m)
-    z = attributions.T if padding is None else np.where(padding[None, :], np.nan, attributions.T)
-    return go.Heatmap(
-        z=z, x=esc_all(periods), y=esc_all(features), colorscale=colorscale, **scale,
+    z = attributions.T.copy() if padding is None else np.where(padding[None, :], np.nan, attributions.T)
+    return dict(
+        type="heatmap", z=z, x=esc_all(periods), y=esc_all(features), colorscale=_colorscale(colorscale), **scale,
         text=_cell_text(periods, features, attributions, values, baseline, units, padding),
         hovertemplate="%{text}<extra></extra>", colorbar=bar, xgap=1, ygap=1, hoverongaps=False,
     )
 
 
-def no_data_trace(periods, features, padding) -> go.Heatmap | None:
-    """Grey cells at the padded periods (T,) bool of a history, drawn under its heatmap; None
-    when nothing is padded."""
+def heatmap_trace(periods, features, attributions, *, values=None, baseline=None, units=None,
+                  zmax: float | None = None, colorbar_title: str = ATTRIBUTION_TITLE,
+                  colorscale: str = DIVERGING, zmin: float | None = None, colorbar: dict | None = None,
+                  padding=None) -> go.Heatmap:
+    """A period x feature heatmap trace (periods on x, features on y) of ``attributions`` (T, F).
+
+    Diverging (the default): centred on zero, limits [-zmax, zmax] (zmax defaults to the
+    largest |attribution|; pass one zmax to every figure that is compared). ``padding`` (T,)
+    bool: padded periods are left empty here (``no_data_trace`` draws them grey).
+    """
+    return go.Heatmap(heatmap_dict(periods, features, attributions, values=values, baseline=baseline, units=units,
+                                   zmax=zmax, colorbar_title=colorbar_title, colorscale=colorscale, zmin=zmin,
+                                   colorbar=colorbar, padding=padding))
+
+
+def no_data_dict(periods, features, padding) -> dict | None:
+    """:func:`no_data_trace` as a plain trace dict; None when nothing is padded."""
     if padding is None or not np.any(padding):
         return None
     pad = np.asarray(padding, bool)
     z = np.where(np.broadcast_to(pad[None, :], (len(features), len(pad))), 1.0, np.nan)
-    return go.Heatmap(z=z, x=esc_all(periods), y=esc_all(features), zmin=0.0, zmax=1.0, showscale=False,
-                      colorscale=[[0.0, NO_DATA], [1.0, NO_DATA]], name="no data", xgap=1, ygap=1,
-                      hovertemplate=f"period: %{{x}}<br>%{{y}}<br>{NO_DATA_TEXT}<extra></extra>", hoverongaps=False)
+    return dict(type="heatmap", z=z, x=esc_all(periods), y=esc_all(features), zmin=0.0, zmax=1.0, showscale=False,
+                colorscale=[[0.0, NO_DATA], [1.0, NO_DATA]], name="no data", xgap=1, ygap=1,
+                hovertemplate=f"period: %{{x}}<br>%{{y}}<br>{NO_DATA_TEXT}<extra></extra>", hoverongaps=False)
+
+
+def no_data_trace(periods, features, padding) -> go.Heatmap | None:
+    """Grey cells at the padded periods (T,) bool of a history, drawn under its heatmap; None
+    when nothing is padded."""
+    grey = no_data_dict(periods, features, padding)
+    return None if grey is None else go.Heatmap(grey)
 
 
 def temporal_heatmap(periods, features, attributions, *, values=None, baseline=None, units=None,
@@ -156,6 +245,43 @@ def magnitude_heatmap(periods, features, magnitudes, *, title: str | None = None
     return _layout(fig, title, height=max(280, 40 * len(features) + 130))
 
 
+PANEL_GRID = dict(rows=2, cols=2, column_widths=(0.8, 0.2), row_heights=(0.24, 0.76), shared_xaxes=True,
+                  shared_yaxes=True, horizontal_spacing=0.015, vertical_spacing=0.03,
+                  subplot_titles=("total per period", "", "", "total per feature"))
+
+
+def temporal_panel_spec(periods, features, attributions, *, values=None, baseline=None, units=None,
+                        zmax: float | None = None, title: str | None = None, padding=None) -> dict:
+    """:func:`temporal_panel` as a plain figure dict (no template)."""
+    attributions = np.asarray(attributions, np.float64)
+    px, fy = esc_all(periods), esc_all(features)
+    layout = subplots_layout(**PANEL_GRID)
+    data = []
+    grey = no_data_dict(periods, features, padding)
+    if grey is not None:
+        data.append(_placed(grey, 2, 1, 2))
+    data.append(_placed(heatmap_dict(periods, features, attributions, values=values, baseline=baseline, units=units,
+                                     zmax=zmax, colorbar=dict(x=1.02, y=0.38, len=0.76, yanchor="middle"),
+                                     padding=padding), 2, 1, 2))
+    per_period = attributions.sum(axis=1)
+    per_feature = attributions.sum(axis=0)
+    data.append(_placed(dict(type="bar", x=px, y=per_period, marker=dict(color=_signed_colours(per_period)),
+                             hovertemplate="period %{x}<br>total: %{y:+.4g}<extra></extra>"), 1, 1, 2))
+    data.append(_placed(dict(type="bar", x=per_feature, y=fy, orientation="h",
+                             marker=dict(color=_signed_colours(per_feature)),
+                             hovertemplate="%{y}<br>total: %{x:+.4g}<extra></extra>"), 2, 2, 2))
+    for col in (1, 2):
+        merge(layout[_axis("y", 2, col, 2)], dict(autorange="reversed", automargin=True))
+    # upright periods: no overlap on a phone
+    merge(layout[_axis("x", 2, 1, 2)], dict(type="category", title=dict(text="period"), tickangle=-90))
+    merge(layout[_axis("x", 1, 1, 2)], dict(type="category"))
+    merge(layout[_axis("y", 1, 1, 2)], dict(zeroline=True, zerolinecolor="#444", gridcolor="#eee"))
+    merge(layout[_axis("x", 2, 2, 2)], dict(zeroline=True, zerolinecolor="#444", gridcolor="#eee"))
+    for note in layout.get("annotations", []):
+        merge(note, dict(font=dict(size=12, color="#555")))
+    return _spec(data, _styled(layout, title, height=max(380, 44 * len(features) + 230), showlegend=False))
+
+
 def temporal_panel(periods, features, attributions, *, values=None, baseline=None, units=None,
                    zmax: float | None = None, title: str | None = None, padding=None) -> go.Figure:
     """The heatmap with its totals beside it: per period above, per feature on the right.
@@ -163,30 +289,44 @@ def temporal_panel(periods, features, attributions, *, values=None, baseline=Non
     The totals are sums of the signed attributions (same colours: red raises, blue lowers).
     Padded periods (``padding`` (T,) bool) are grey, "no data".
     """
-    attributions = np.asarray(attributions, np.float64)
-    px, fy = esc_all(periods), esc_all(features)
-    fig = make_subplots(rows=2, cols=2, column_widths=[0.8, 0.2], row_heights=[0.24, 0.76],
-                        shared_xaxes=True, shared_yaxes=True, horizontal_spacing=0.015, vertical_spacing=0.03,
-                        subplot_titles=("total per period", "", "", "total per feature"))
-    grey = no_data_trace(periods, features, padding)
-    if grey is not None:
-        fig.add_trace(grey, row=2, col=1)
-    fig.add_trace(heatmap_trace(periods, features, attributions, values=values, baseline=baseline, units=units,
-                                zmax=zmax, colorbar=dict(x=1.02, y=0.38, len=0.76, yanchor="middle"),
-                                padding=padding), row=2, col=1)
-    per_period = attributions.sum(axis=1)
-    per_feature = attributions.sum(axis=0)
-    fig.add_trace(go.Bar(x=px, y=per_period, marker_color=_signed_colours(per_period),
-                         hovertemplate="period %{x}<br>total: %{y:+.4g}<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Bar(x=per_feature, y=fy, orientation="h", marker_color=_signed_colours(per_feature),
-                         hovertemplate="%{y}<br>total: %{x:+.4g}<extra></extra>"), row=2, col=2)
-    fig.update_yaxes(autorange="reversed", automargin=True, row=2)
-    fig.update_xaxes(type="category", row=2, col=1, title="period", tickangle=-90)  # upright: no overlap on a phone
-    fig.update_xaxes(type="category", row=1, col=1)
-    fig.update_yaxes(zeroline=True, zerolinecolor="#444", gridcolor="#eee", row=1, col=1)
-    fig.update_xaxes(zeroline=True, zerolinecolor="#444", gridcolor="#eee", row=2, col=2)
-    fig.update_annotations(font=dict(size=12, color="#555"))
-    return _layout(fig, title, height=max(380, 44 * len(features) + 230), showlegend=False)
+    return go.Figure(temporal_panel_spec(periods, features, attributions, values=values, baseline=baseline,
+                                         units=units, zmax=zmax, title=title, padding=padding))
+
+
+def history_spec(periods, labels, values, *, baseline=None, units=None, title: str | None = None,
+                 columns: int = 3) -> dict:
+    """:func:`history_figure` as a plain figure dict (no template)."""
+    values = np.asarray(values, np.float64)
+    base = None if baseline is None else np.asarray(baseline, np.float64)
+    f = values.shape[1]
+    units = _units_for(labels, units)
+    cols = min(columns, f)
+    rows = int(math.ceil(f / cols))
+    names = [f"{esc(labels[j])}" + (f" ({esc(units[j])})" if units[j] and units[j] not in str(labels[j]) else "")
+             for j in range(f)]
+    layout = subplots_layout(rows=rows, cols=cols, subplot_titles=tuple(names), horizontal_spacing=0.08,
+                             vertical_spacing=min(0.12, 0.3 / rows) if rows > 1 else 0.1)
+    x = esc_all(periods)
+    data = []
+    for j in range(f):
+        r, c = j // cols + 1, j % cols + 1
+        data.append(_placed(dict(type="scatter", x=x, y=values[:, j].copy(), mode="lines+markers",
+                                 line=dict(color="#333"), name="customer", showlegend=j == 0, legendgroup="customer",
+                                 hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>customer</extra>"),
+                            r, c, cols))
+        if base is not None:
+            data.append(_placed(dict(type="scatter", x=x, y=base[:, j].copy(), mode="lines",
+                                     line=dict(color=GREY, dash="dash"), name="baseline", showlegend=j == 0,
+                                     legendgroup="baseline",
+                                     hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>baseline</extra>"),
+                                r, c, cols))
+    dtick = max(1, int(math.ceil(len(x) / (4 if cols > 2 else 5))))
+    for key in [k for k in layout if AXIS.match(k)]:
+        merge(layout[key], dict(type="category", showticklabels=True, tickangle=0, tickfont=dict(size=10), dtick=dtick)
+              if key.startswith("x") else dict(gridcolor="#eee", rangemode="tozero", automargin=True))
+    for note in layout.get("annotations", []):
+        merge(note, dict(font=dict(size=12)))
+    return _spec(data, _styled(layout, title, height=170 * rows + 80, showlegend=False))
 
 
 def history_figure(periods, labels, values, *, baseline=None, units=None, title: str | None = None,
@@ -195,33 +335,8 @@ def history_figure(periods, labels, values, *, baseline=None, units=None, title:
 
     values, baseline: (T, F). The baseline, when given, is drawn dashed in grey.
     """
-    values = np.asarray(values, np.float64)
-    f = values.shape[1]
-    units = _units_for(labels, units)
-    cols = min(columns, f)
-    rows = int(math.ceil(f / cols))
-    names = [f"{esc(labels[j])}" + (f" ({esc(units[j])})" if units[j] and units[j] not in str(labels[j]) else "")
-             for j in range(f)]
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.08,
-                        vertical_spacing=min(0.12, 0.3 / rows) if rows > 1 else 0.1)
-    x = esc_all(periods)
-    for j in range(f):
-        r, c = j // cols + 1, j % cols + 1
-        fig.add_trace(go.Scatter(x=x, y=values[:, j], mode="lines+markers", line=dict(color="#333"),
-                                 name="customer", showlegend=j == 0, legendgroup="customer",
-                                 hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>customer</extra>"),
-                      row=r, col=c)
-        if baseline is not None:
-            fig.add_trace(go.Scatter(x=x, y=np.asarray(baseline, np.float64)[:, j], mode="lines",
-                                     line=dict(color=GREY, dash="dash"), name="baseline", showlegend=j == 0,
-                                     legendgroup="baseline",
-                                     hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>baseline</extra>"),
-                          row=r, col=c)
-    fig.update_xaxes(type="category", showticklabels=True, tickangle=0, tickfont=dict(size=10),
-                     dtick=max(1, int(math.ceil(len(x) / (4 if cols > 2 else 5)))))
-    fig.update_yaxes(gridcolor="#eee", rangemode="tozero", automargin=True)
-    fig.update_annotations(font=dict(size=12))
-    return _layout(fig, title, height=170 * rows + 80, showlegend=False)
+    return go.Figure(history_spec(periods, labels, values, baseline=baseline, units=units, title=title,
+                                  columns=columns))
 
 
 # ----------------------------------------------------------------------------- compare

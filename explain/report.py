@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import plotly.io as pio
 
 from explain import verdict
 from explain.errors import ExplainError
@@ -323,7 +324,7 @@ table{border-collapse:collapse;font-size:.92em} td,th{border:1px solid #ddd;padd
 def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), *, title: str | None = None) -> str:
     """A standalone HTML page about customer ``ids[i]`` (row ``i`` of ``attribution``) that opens offline.
 
-    ``figures``: (heading, plotly Figure) pairs; plotly.js is embedded inline once (with the
+    ``figures``: (heading, plotly Figure or figure dict) pairs; plotly.js is embedded inline once (with the
     first figure), so the file needs no network. Every name and id is HTML-escaped.
     """
     from html import escape
@@ -364,7 +365,7 @@ def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), 
     ]
     for k, (heading, fig) in enumerate(figures):
         parts.append(f"<h2>{escape(str(heading))}</h2>")
-        parts.append(fig.to_html(full_html=False, include_plotlyjs=(k == 0),
+        parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=(k == 0),  # a Figure or a figure dict
                                  config={"displaylogo": False, "responsive": True}))
     inputs = bundle.inputs_for([cid])
     rows = sorted(range(attribution.static.shape[1]), key=lambda j: -abs(attribution.static[i, j]))

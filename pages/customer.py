@@ -84,12 +84,12 @@ def customer_page():
     base = state.baseline_arrays(bundle, cid, settings)
     units_s, units_t = show.units(bundle, bundle.static_features), show.units(bundle, bundle.temporal_features)
     (fig_panel, fig_static, fig_history), shown = speed.figures(bundle, "customer", cid, settings, lambda: (
-        figures.temporal_panel(bundle.periods, bundle.temporal_labels, attribution.temporal[0],
+        figures.temporal_panel_spec(bundle.periods, bundle.temporal_labels, attribution.temporal[0],
                                values=inputs["temporal"][0], baseline=base["temporal"], units=units_t,
                                title="Monthly features: effect of each feature in each period"),
-        figures.static_bars(bundle.static_labels, attribution.static[0], inputs["static"][0],
+        figures.static_bars_spec(bundle.static_labels, attribution.static[0], inputs["static"][0],
                             units=units_s, baseline=base["static"], title="Static features (label: the customer's value)"),
-        figures.history_figure(bundle.periods, bundle.temporal_labels, inputs["temporal"][0],
+        figures.history_spec(bundle.periods, bundle.temporal_labels, inputs["temporal"][0],
                                baseline=base["temporal"], units=units_t, columns=2,
                                title="The customer's monthly history (dashed: the baseline)")))
     show.plot(shown[0], key="temporal_heatmap")

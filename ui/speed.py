@@ -9,7 +9,9 @@
   Plotly's default template (about 7 KB a figure) keeps only the trace types the figure draws
   and drops the subplot kinds it has none of (polar, geo, 3-D, ...); float64 arrays are sent
   as float32 (colours and bar lengths; every hover number is formatted text or 4 significant
-  digits). The look is unchanged.
+  digits). The look is unchanged. A builder may return figure dicts instead of ``go.Figure``
+  (``explain.figures.*_spec``): they get the trimmed default template (made once per set of
+  trace types) and typed float32 arrays without a ``go.Figure`` being built or validated.
 * :func:`ranking`: the customer box's options and labels and the highest-risk list, made once
   per bundle instead of on every rerun.
 * :func:`warm_up_xla`: with ``EXPLAIN_XLA=1`` the startup bundle's model answers small requests
@@ -22,12 +24,16 @@
 
 from __future__ import annotations
 
+import base64
+import functools
 import logging
 import os
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 import streamlit as st
+from _plotly_utils.utils import plotlyjsShortTypes, to_typed_array_spec
 
 from explain import quadrature, xla
 from explain.engine import engine_for
@@ -37,6 +43,7 @@ SPEED_ENV = "EXPLAIN_SPEED"
 XLA_ENV = "EXPLAIN_XLA"
 TTL = 3600  # seconds
 UNUSED_SUBPLOTS = ("polar", "ternary", "scene", "geo", "mapbox", "map", "smith")
+UNTYPED = ("geojson", "layer", "layers", "range")  # keys whose arrays to_dict() leaves as they are
 
 
 def enabled() -> bool:
@@ -44,27 +51,68 @@ def enabled() -> bool:
     return os.environ.get(SPEED_ENV, "on").strip().lower() != "off"
 
 
-def _compact(value):
+def _typed(array: np.ndarray):
+    """``array`` as Plotly's typed array {"dtype", "bdata" (base64), "shape"}, as ``to_dict()``
+    makes it (64-bit integers and empty arrays: by Plotly's own code)."""
+    short = plotlyjsShortTypes.get(str(array.dtype))
+    if short is None or not array.size:
+        return to_typed_array_spec(array)
+    out = {"dtype": short, "bdata": base64.b64encode(np.ascontiguousarray(array)).decode("ascii")}
+    if array.ndim > 1:
+        out["shape"] = str(array.shape)[1:-1]
+    return out
+
+
+def _compact(value, typed: bool = False):
+    """float64 arrays as float32 (in dicts, and lists of dicts or arrays); ``typed``: a dict's
+    arrays also as typed arrays (a figure dict's traces: what ``to_dict()`` would have encoded)."""
     if isinstance(value, np.ndarray) and value.dtype == np.float64:
-        return value.astype(np.float32)
+        value = value.astype(np.float32)
     if isinstance(value, dict):
-        return {k: _compact(v) for k, v in value.items()}
+        out = {k: _compact(v, typed) for k, v in value.items()}
+        if typed:
+            out.update({k: _typed(v) for k, v in out.items() if isinstance(v, np.ndarray) and k not in UNTYPED})
+        return out
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], (dict, np.ndarray)):
-        return [_compact(v) for v in value]
+        return [_compact(v, typed) for v in value]
     return value
 
 
-def spec(fig: go.Figure) -> dict:
-    """``fig`` as a compact figure dict (see the module text)."""
+def _kinds(data) -> frozenset:
+    return frozenset(trace.get("type", "scatter") for trace in data)
+
+
+def _trimmed(template: dict, kinds) -> dict:
+    """A figure dict's template with the trace types ``kinds`` only and no unused subplot kinds."""
+    return {
+        "data": {k: v for k, v in template.get("data", {}).items() if k in kinds},
+        "layout": {k: v for k, v in template.get("layout", {}).items() if k not in UNUSED_SUBPLOTS},
+    }
+
+
+@functools.lru_cache(maxsize=64)
+def _default_template(name, kinds: frozenset) -> dict | None:
+    """Plotly's default template (``name``: ``pio.templates.default``) as ``go.Figure().to_dict()``
+    holds it, trimmed to ``kinds``; made once per pair, shared: not to be changed."""
+    template = go.Figure().to_dict().get("layout", {}).get("template")
+    return _trimmed(template, kinds) if isinstance(template, dict) else None
+
+
+def spec(fig) -> dict:
+    """``fig`` (a ``go.Figure`` or a figure dict) as a compact figure dict (see the module text);
+    a figure dict given is not changed (the result may share its strings and lists)."""
+    if isinstance(fig, dict):
+        data = [_compact(trace, typed=True) for trace in fig.get("data", [])]
+        layout = dict(fig.get("layout", {}))
+        template = _default_template(pio.templates.default, _kinds(data))
+        if template is not None and "template" not in layout:
+            layout["template"] = template
+        return {"data": data, "layout": layout}
     out = fig.to_dict()
     layout = out.get("layout", {})
     template = layout.get("template")
     if isinstance(template, dict):
-        kinds = {trace.get("type", "scatter") for trace in out.get("data", [])}
-        layout["template"] = {
-            "data": {k: v for k, v in template.get("data", {}).items() if k in kinds},
-            "layout": {k: v for k, v in template.get("layout", {}).items() if k not in UNUSED_SUBPLOTS},
-        }
+        layout["template"] = _trimmed(template, _kinds(out.get("data", [])))
     out["data"] = [_compact(trace) for trace in out.get("data", [])]
     return out
 
@@ -88,10 +136,13 @@ def _figures(content_hash: str, page: str, customer: str, key: tuple, _build):
 
 def figures(bundle, page: str, customer: str, settings, build) -> tuple[tuple, tuple]:
     """(figures, what to plot) of ``page`` for ``customer`` under ``settings``: ``build()`` returns
-    the figures; it runs once per (bundle content, page, customer, settings) while cached.
-    Plot the second tuple's items with ``ui.show.plot``; the first are Plotly figures (downloads)."""
+    the figures, ``go.Figure`` or figure dicts (``explain.figures.*_spec``); it runs once per
+    (bundle content, page, customer, settings) while cached. Plot the second tuple's items with
+    ``ui.show.plot``; the first are what ``build()`` returned (downloads): a caller that needs a
+    ``go.Figure`` (``report.html_report``) takes ``go.Figure(d)`` of a dict. With the speed off
+    both are ``go.Figure`` (dicts made into figures: what Plotly makes, as before)."""
     if not enabled():
-        built = tuple(build())
+        built = tuple(go.Figure(f) if isinstance(f, dict) else f for f in build())
         return built, built
     return _figures(bundle.content_hash, page, str(customer), settings.key(), build)
 
