@@ -4,7 +4,8 @@ The Customer page's three figures also come as plain figure dicts (``temporal_pa
 ``static_bars_spec``, ``history_spec``: what ``fig.to_dict()`` holds, without the template and
 with numpy arrays, built without Plotly's validation); ``temporal_panel``, ``static_bars`` and
 ``history_figure`` are ``go.Figure`` of them. Subplot grids come from ``make_subplots`` once per
-set of arguments (``subplots_layout``).
+set of arguments (``subplots_layout``); the go builders' figures carry its grid
+(``subplots_figure``: ``add_trace(row=, col=)``, ``update_xaxes(row=, col=)`` work on them).
 
 Colour is honest: attributions use one diverging scale, reversed RdBu, centred on zero with
 symmetric limits (red = raises the prediction, blue = lowers it, white = no effect), and
@@ -57,12 +58,28 @@ def _named_scale(name: str) -> tuple:
     return tuple(tuple(step) for step in go.Heatmap(colorscale=name).to_plotly_json()["colorscale"])
 
 
+class _Grid(NamedTuple):
+    """What ``make_subplots`` makes of one set of arguments: its layout dict (no template) and the
+    grid it keeps on the figure (``_grid_ref``, ``_grid_str``: what ``add_trace(row=, col=)``,
+    ``update_xaxes(row=, col=)``, ``get_subplot`` and ``print_grid`` read; Plotly only reads them)."""
+    layout: dict
+    ref: list
+    text: str
+
+
 @functools.lru_cache(maxsize=128)
-def _grid(rows: int, cols: int, options: tuple) -> dict:
+def _grid(rows: int, cols: int, options: tuple) -> _Grid:
     kwargs = {k: list(v) if isinstance(v, tuple) else v for k, v in options}
-    layout = make_subplots(rows=rows, cols=cols, **kwargs).to_dict()["layout"]
+    fig = make_subplots(rows=rows, cols=cols, **kwargs)
+    layout = fig.to_dict()["layout"]
     layout.pop("template", None)
-    return layout
+    return _Grid(layout, fig._grid_ref, fig._grid_str)
+
+
+def _grid_of(rows: int, cols: int, options: dict) -> _Grid:
+    """The cached :class:`_Grid` of ``make_subplots(rows, cols, **options)`` (lists given as tuples
+    or lists)."""
+    return _grid(rows, cols, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items())))
 
 
 def _copy(value):
@@ -78,8 +95,16 @@ def subplots_layout(rows: int, cols: int, **options) -> dict:
     """``make_subplots(rows, cols, **options)``'s layout dict (domains, anchors, shared axes,
     subplot titles as annotations; no template): made by Plotly once per set of arguments
     (lists given as tuples or lists), a copy each call."""
-    key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()))
-    return _copy(_grid(rows, cols, key))
+    return _copy(_grid_of(rows, cols, options).layout)
+
+
+def subplots_figure(spec: dict, rows: int, cols: int, **options) -> go.Figure:
+    """``go.Figure(spec)`` for a figure dict laid out by ``subplots_layout(rows, cols, **options)``,
+    carrying ``make_subplots``' subplot grid as a figure made by it does (``add_trace(row=, col=)``,
+    ``update_xaxes(row=, col=)``, ``get_subplot`` work); the grid is the cached one, shared as
+    ``go.Figure(fig)`` shares it."""
+    grid = _grid_of(rows, cols, options)
+    return go.Figure({**spec, "_grid_ref": grid.ref, "_grid_str": grid.text})
 
 
 def _cell(row: int, col: int, cols: int) -> int:
@@ -289,8 +314,20 @@ def temporal_panel(periods, features, attributions, *, values=None, baseline=Non
     The totals are sums of the signed attributions (same colours: red raises, blue lowers).
     Padded periods (``padding`` (T,) bool) are grey, "no data".
     """
-    return go.Figure(temporal_panel_spec(periods, features, attributions, values=values, baseline=baseline,
-                                         units=units, zmax=zmax, title=title, padding=padding))
+    return subplots_figure(temporal_panel_spec(periods, features, attributions, values=values, baseline=baseline,
+                                               units=units, zmax=zmax, title=title, padding=padding), **PANEL_GRID)
+
+
+def _history_grid(labels, units, columns: int, f: int) -> dict:
+    """The subplot grid of :func:`history_spec` (``subplots_layout``'s arguments): one chart per
+    feature, titled by its name (and unit), ``columns`` a row at most."""
+    units = _units_for(labels, units)
+    cols = min(columns, f)
+    rows = int(math.ceil(f / cols))
+    names = tuple(f"{esc(labels[j])}" + (f" ({esc(units[j])})" if units[j] and units[j] not in str(labels[j]) else "")
+                  for j in range(f))
+    return dict(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.08,
+                vertical_spacing=min(0.12, 0.3 / rows) if rows > 1 else 0.1)
 
 
 def history_spec(periods, labels, values, *, baseline=None, units=None, title: str | None = None,
@@ -299,13 +336,9 @@ def history_spec(periods, labels, values, *, baseline=None, units=None, title: s
     values = np.asarray(values, np.float64)
     base = None if baseline is None else np.asarray(baseline, np.float64)
     f = values.shape[1]
-    units = _units_for(labels, units)
-    cols = min(columns, f)
-    rows = int(math.ceil(f / cols))
-    names = [f"{esc(labels[j])}" + (f" ({esc(units[j])})" if units[j] and units[j] not in str(labels[j]) else "")
-             for j in range(f)]
-    layout = subplots_layout(rows=rows, cols=cols, subplot_titles=tuple(names), horizontal_spacing=0.08,
-                             vertical_spacing=min(0.12, 0.3 / rows) if rows > 1 else 0.1)
+    grid = _history_grid(labels, units, columns, f)
+    rows, cols, names = grid["rows"], grid["cols"], grid["subplot_titles"]
+    layout = subplots_layout(**grid)
     x = esc_all(periods)
     data = []
     for j in range(f):
@@ -335,8 +368,8 @@ def history_figure(periods, labels, values, *, baseline=None, units=None, title:
 
     values, baseline: (T, F). The baseline, when given, is drawn dashed in grey.
     """
-    return go.Figure(history_spec(periods, labels, values, baseline=baseline, units=units, title=title,
-                                  columns=columns))
+    return subplots_figure(history_spec(periods, labels, values, baseline=baseline, units=units, title=title,
+                                        columns=columns), **_history_grid(labels, units, columns, np.shape(values)[1]))
 
 
 # ----------------------------------------------------------------------------- compare

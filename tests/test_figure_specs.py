@@ -424,3 +424,45 @@ def test_figure_speed_typed_arrays_are_plotlys():
     expected = speed._compact(trace)
     convert_to_base64(expected)
     assert_same(speed._compact(trace, typed=True), expected)
+
+
+def changed_keys(before: dict, after: dict) -> set:
+    return {k for k in set(before) | set(after) if k not in before or k not in after
+            or repr(before[k]) != repr(after[k])}
+
+
+@pytest.mark.parametrize("builder", ["temporal_panel", "history"])
+def test_figure_go_builders_keep_the_subplot_grid(demo, builder):
+    """temporal_panel / history_figure carry make_subplots' grid: update_xaxes(row=, col=),
+    get_subplot and add_trace(row=, col=) do on them what they do on the old make_subplots figure."""
+    index, new_spec, old, new = BUILDERS[builder]
+    for name, args in cases(demo).items():
+        positional, keywords = args[index]
+        mine, theirs = new(*positional, **keywords), old(*positional, **keywords)
+        try:
+            assert mine._grid_str == theirs._grid_str and mine._grid_ref == theirs._grid_ref
+            rows, cols = len(theirs._grid_ref), len(theirs._grid_ref[0])
+            for r in range(1, rows + 1):
+                for c in range(1, cols + 1):
+                    got, expected = mine.get_subplot(r, c), theirs.get_subplot(r, c)
+                    assert (got.xaxis.plotly_name, got.yaxis.plotly_name) == \
+                           (expected.xaxis.plotly_name, expected.yaxis.plotly_name)
+                    assert got == expected
+            row = min(2, rows)
+            changed = []
+            for fig in (mine, theirs):
+                before = decoded(fig.to_dict()["layout"])
+                fig.update_xaxes(title="x", row=row, col=1)
+                changed.append(changed_keys(before, decoded(fig.to_dict()["layout"])))
+            assert changed[0] == changed[1] and len(changed[0]) == 1, changed
+            assert mine.layout[changed[0].pop()].title.text == "x"
+            for fig in (mine, theirs):
+                fig.add_trace(go.Scatter(x=[0, 1], y=[1, 2], name="added"), row=1, col=1)
+            assert (mine.data[-1].xaxis, mine.data[-1].yaxis) == (theirs.data[-1].xaxis, theirs.data[-1].yaxis)
+            assert_same(decoded(mine.to_dict()), decoded(theirs.to_dict()))
+            assert "_grid_ref" not in new_spec(*positional, **keywords)  # the dashboard's dict: no grid
+        except AssertionError as error:
+            raise AssertionError(f"{builder}, {name}: {error}") from error
+    # the cached grid is shared, never changed: a fresh figure still has the old one's
+    fresh, reference = new(*positional, **keywords), old(*positional, **keywords)
+    assert fresh._grid_ref == reference._grid_ref and fresh._grid_str == reference._grid_str
