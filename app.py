@@ -8,7 +8,7 @@
 
 import streamlit as st
 
-from ui import frame, pickers, show, speed, startup, state
+from ui import frame, pickers, show, startup, state
 
 st.set_page_config(page_title="Churn explainer · Integrated Gradients", page_icon=":material/insights:",
                    layout="wide")
@@ -21,7 +21,6 @@ PAGES = [
     st.Page("pages/diagnostics.py", title="Diagnostics", icon=":material/troubleshoot:"),
     st.Page("pages/data.py", title="Data & model", icon=":material/upload_file:"),
 ]
-LIVE = {"customer"}  # pages that draw the customer box in their own fragment (ui.frame.live)
 page = st.navigation(PAGES)
 show.page_style()
 frame.unknown_page_note(PAGES, page)
@@ -34,7 +33,7 @@ with frame.timed(page.url_path or "customer"):
         problem = exc
     if bundle is not None:
         with show.guard():
-            choice = pickers.sidebar_ui(bundle, live=speed.enabled() and (page.url_path or "customer") in LIVE)
+            choice = pickers.sidebar_ui(bundle)
     frame.publish(bundle, choice, problem)
     if badge := startup.trusted_badge():
         st.sidebar.badge(badge, icon=":material/warning:", color="orange")

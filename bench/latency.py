@@ -26,7 +26,7 @@ Variants run in the same process, interleaved action by action, so the ratios ``
 compare like with like: ``new`` is the app as it is, started by ``explain serve`` (``ui/launch.py``:
 the startup bundle opened while Streamlit starts); ``plain`` the same app started by ``streamlit
 run app.py``; ``old`` the app under ``streamlit run app.py`` with ``EXPLAIN_SPEED=off`` (no figure
-cache, no fragment for the customer box, figures as Plotly makes them; see ``ui/speed.py``).
+cache, figures as Plotly makes them, no pause for the heatmap to draw first; see ``ui/speed.py``).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class Server:
     """The dashboard started as the variant says (``explain serve``'s launcher, or ``streamlit run
     app.py``) with the variant's environment; the log collects the timing lines."""
 
-    def __init__(self, name: str, env: dict, log_dir: Path, how: str = "streamlit run"):
+    def __init__(self, name: str, env: dict, log_dir: Path, how: str = "streamlit run", root: Path = ROOT):
         self.name, self.port = name, _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / f"server-{name}.log"
@@ -92,7 +92,7 @@ class Server:
             [sys.executable, *COMMANDS[how], "--server.port", str(self.port),
              "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
              "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env=env, stdout=self.log_path.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+            cwd=root, env=env, stdout=self.log_path.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_healthy(self, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
@@ -305,10 +305,18 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", default="new", help="comma-separated: new (explain serve), plain (the same app "
                         "under streamlit run app.py), old (streamlit run, EXPLAIN_SPEED=off) (default new)")
     parser.add_argument("--verbose", action="store_true", help="print every action's time")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="a checkout of an earlier version (git worktree add DIR REV): adds the variant 'before', "
+                             "that checkout under streamlit run app.py, interleaved with the others")
     args = parser.parse_args(argv)
     global VERBOSE
     VERBOSE = args.verbose
     names = [v.strip() for v in args.variants.split(",") if v.strip()]
+    roots = {name: ROOT for name in names}
+    if args.before is not None:
+        names.append("before")
+        roots["before"] = args.before.resolve()
+        VARIANTS["before"] = ("streamlit run", {})
     from playwright.sync_api import sync_playwright
 
     log_dir = Path(tempfile.mkdtemp(prefix="latency-"))
@@ -320,7 +328,7 @@ def main(argv=None) -> int:
         try:
             for name in names:  # server start to first heatmap, one server at a time
                 how, env = VARIANTS[name]
-                server = servers[name] = Server(name, env, log_dir, how)
+                server = servers[name] = Server(name, env, log_dir, how, roots[name])
                 session = Session(browser, server)
                 server.wait_healthy()
                 row = session.act(lambda: session.page.goto(f"{server.url}/"),
@@ -349,10 +357,10 @@ def main(argv=None) -> int:
             print(f"{action:22s} {len(rows):3d} {p50:7.3f} {p95:7.3f} {top:7.3f} {summary(rows, 'server')[0]:7.3f} "
                   f"{summary(rows, 'draw')[0]:7.3f} {summary(rows, 'figures KB')[0]:10.1f} "
                   f"{summary(rows, 'ws KB')[0]:7.1f}")
-    if "new" in names and "old" in names:
-        print("\nratios new/old (p50 of the total, server time, figure bytes)")
+    for base in [b for b in ("old", "before") if "new" in names and b in names]:
+        print(f"\nratios new/{base} (p50 of the total, server time, figure bytes)")
         for action in actions:
-            new, old = results["new"][action], results["old"][action]
+            new, old = results["new"][action], results[base][action]
             ratio = [summary(new, k)[0] / max(summary(old, k)[0], 1e-9) for k in ("total", "server", "figures KB")]
             print(f"{action:22s} total {ratio[0]:5.2f}  server {ratio[1]:5.2f}  figures {ratio[2]:5.2f}")
     return 0

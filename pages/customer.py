@@ -93,6 +93,7 @@ def customer_page():
                                baseline=base["temporal"], units=units_t, columns=2,
                                title="The customer's monthly history (dashed: the baseline)")))
     show.plot(shown[0], key="temporal_heatmap")
+    speed.heatmap_first()
     words(attribution, bundle, settings, described, advice)
     left, right = st.columns(2)
     with left:
@@ -110,4 +111,4 @@ def customer_page():
 
 
 with show.guard():
-    frame.live(customer_page, "customer")
+    customer_page()

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from explain import report
 from tests.apptest import DEMO, app, array, bundle_files, charts, errors, heatmap, plain, upload
 from tests.test_batch import CHUNK_ATOL
 
@@ -470,14 +471,14 @@ def test_texts_are_words_not_raw_values():
     assert any(f"100 of the {retained:,} customers with churned = 0" in plain(c.value) for c in compare.caption)
 
 
-def test_the_customer_stays_when_the_box_moves_between_the_sidebar_and_the_customer_page():
-    # on the Customer page the box is drawn in the page's fragment (ui.frame.live), elsewhere by the
-    # sidebar: to Streamlit these are two widgets, and a new one starts at the first id
+def test_how_to_read_and_the_history_table_are_sent_only_when_opened():
     at = app()
-    at.selectbox(key="customer").set_value("C00033").run()
-    assert "C00033" in at.title[0].value
-    at.switch_page("pages/compare.py").run()
-    assert at.session_state["customer"] == "C00033" and at.selectbox(key="customer").value == "C00033"
-    at.switch_page("pages/customer.py").run()
-    assert at.session_state["customer"] == "C00033" and "C00033" in at.title[0].value
-    assert at.query_params["customer"] == "C00033"
+    labels = [e.label for e in at.expander]
+    assert "How to read this" in labels and "History as a table" in labels
+    assert not any(report.HOW_TO_READ[:40] in plain(m.value) for m in at.markdown)  # closed: nothing sent
+    assert not at.dataframe
+    at.session_state["how_to_read"] = True  # opened, as the browser's click sets it (on_change="rerun")
+    at.session_state["history_table"] = True
+    at.run()
+    assert any(report.HOW_TO_READ[:40] in plain(m.value) for m in at.markdown)
+    assert len(at.dataframe) == 1 and at.dataframe[0].value.shape == (12, 6)

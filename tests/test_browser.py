@@ -167,6 +167,23 @@ def test_customer_page_shows_a_heatmap_and_redraws_for_another_customer(server, 
     assert "customer=C00002" in page.url
 
 
+def test_how_to_read_opens_on_demand_and_stays_open_for_the_next_customer(server, page):
+    open_page(page, f"{server}/")
+    assert not page.get_by_text("The heatmap", exact=False).count()  # lazy: nothing sent while closed
+    page.get_by_text("How to read this").click()
+    page.get_by_text("The heatmap", exact=False).first.wait_for()
+    wait_idle(page)
+    before = page.evaluate(HEATMAP_Z)
+    select = page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").first
+    select.click()
+    page.keyboard.type("C00007")
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"() => {{ const z = ({HEATMAP_Z})(); return z && z !== {before!r}; }}")
+    wait_idle(page)
+    assert page.get_by_role("heading", name="Customer C00007").is_visible() and "customer=C00007" in page.url
+    assert page.get_by_text("The heatmap", exact=False).first.is_visible()  # still open, for the new customer
+
+
 def test_downloads_arrive(server, page, tmp_path):
     open_page(page, f"{server}/?customer=C00003")
     with page.expect_download() as download:

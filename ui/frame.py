@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from contextlib import contextmanager
 
 import streamlit as st
 
-from ui import pickers, runtime, show
+from ui import runtime, show
 
 _KEY = "_frame"
 TIMING_ENV = "EXPLAIN_TIMING"  # =1: one line per script run on stderr (bench/latency.py reads them)
@@ -65,19 +64,13 @@ def page(required: bool = True):
     return bundle, choice
 
 
-_DEPTH = threading.local()  # timed() blocks open in this thread: only the outermost one prints
-
-
 @contextmanager
 def timed(what: str):
-    """Time a script run (or a fragment's run); with ``EXPLAIN_TIMING=1`` print
-    ``explain-timing run=WHAT seconds=S`` on stderr (the server log), once per run: a fragment
-    that runs inside a full run is part of that run's line; with ``EXPLAIN_PROFILE=DIR`` write
-    the run's cProfile statistics to ``DIR/TIME-WHAT.prof``."""
-    depth = getattr(_DEPTH, "value", 0)
-    _DEPTH.value = depth + 1
+    """Time a script run; with ``EXPLAIN_TIMING=1`` print ``explain-timing run=WHAT seconds=S`` on
+    stderr (the server log); with ``EXPLAIN_PROFILE=DIR`` write the run's cProfile statistics to
+    ``DIR/TIME-WHAT.prof`` (read them with ``pstats``)."""
     start = time.perf_counter()
-    folder = os.environ.get(PROFILE_ENV) if depth == 0 else None
+    folder = os.environ.get(PROFILE_ENV)
     profile = None
     if folder:
         import cProfile
@@ -87,39 +80,9 @@ def timed(what: str):
     try:
         yield
     finally:
-        _DEPTH.value = depth
         if profile is not None:
             profile.disable()
             os.makedirs(folder, exist_ok=True)
             profile.dump_stats(os.path.join(folder, f"{time.time():.3f}-{what.replace('/', '_')}.prof"))
-        if depth == 0 and os.environ.get(TIMING_ENV) == "1":
+        if os.environ.get(TIMING_ENV) == "1":
             print(f"explain-timing run={what} seconds={time.perf_counter() - start:.4f}", file=sys.stderr, flush=True)
-
-
-# ----------------------------------------------------------------------------- live pages
-
-
-def live(body, name: str) -> None:
-    """Run a page's ``body()`` together with the sidebar's customer box as one ``st.fragment``:
-    choosing another customer then reruns only the box and this page (the server runs no other
-    part of the app, the browser redraws nothing else), not the whole app.
-
-    The frame reserved the box's place at the top of the sidebar (``pickers.sidebar_ui`` with
-    ``live=True``); a change of any other sidebar setting, a page switch, Back/Forward and a
-    new session still rerun the whole app. Without that place (``EXPLAIN_SPEED=off``, the
-    benchmark's old behaviour) ``body()`` runs as a plain page.
-    """
-    bundle, choice, trouble = st.session_state.get(_KEY, (None, None, None))
-    slot = st.session_state.get(pickers.SLOT)
-    if bundle is None or choice is None or slot is None:
-        return body()
-
-    @st.fragment
-    def view():
-        with timed(f"{name}/customer"), show.guard():
-            with slot:
-                pickers.customer_ui(bundle, place="fragment")
-            publish(bundle, pickers.current_choice(bundle), trouble)
-            body()
-
-    view()

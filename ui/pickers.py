@@ -28,10 +28,6 @@ class Choice:
     settings: Settings
 
 
-SLOT = "_customer_slot"  # session state: the sidebar's place for the customer box on a live page
-CUSTOMER = "_customer"  # session state: the customer last chosen (kept when the box changes place)
-PLACE = "_customer_place"  # session state: where the customer box was drawn last
-
 # ----------------------------------------------------------------------------- link <-> widgets
 
 
@@ -61,7 +57,6 @@ def _baseline() -> Baseline:
 def _link(bundle) -> url.Link:
     """The link of the widgets' current values."""
     ss = st.session_state
-    ss[CUSTOMER] = ss["customer"]
     settings = Settings(baseline=_baseline(), steps=ss["steps"], method=ss["method"],
                         target=bundle.output_names.index(ss["target"]),
                         space=ss["space"], path=ss["path"],
@@ -102,15 +97,8 @@ def _random_churner(bundle) -> None:
     st.session_state["customer"] = str(bundle.ids[int(rng.choice(rows))])
 
 
-def customer_ui(bundle, place: str = "sidebar") -> str:
-    """Customer: search by id, or pick one of the highest-risk customers, or a random churner.
-    ``place``: where the box is drawn, "sidebar" or "fragment" (``ui.frame.live``)."""
-    ss = st.session_state
-    if ss.get(PLACE, place) != place and CUSTOMER in ss:
-        # the box moved between the sidebar and a live page's fragment (a page switch): to Streamlit
-        # it is a new widget, which would start at the first id; the customer stays the one chosen
-        ss["customer"] = ss[CUSTOMER]
-    ss[PLACE] = place
+def customer_ui(bundle) -> str:
+    """Customer: search by id, or pick one of the highest-risk customers, or a random churner."""
     ids, top, label = speed.ranking(bundle, state.predictions(bundle), options.TOP_RISK)
     st.selectbox("Customer (type to search by id)", ids, key="customer", format_func=lambda i: label.get(i, str(i)))
     st.selectbox(f"…or one of the {options.TOP_RISK} highest-risk customers", top, index=None, key="_top_pick",
@@ -161,31 +149,20 @@ def advanced_ui(bundle) -> None:
         more_inputs.categorical_ui(bundle)
 
 
-def current_choice(bundle) -> Choice:
-    """The widgets' customer and settings (session state); also writes them into the URL."""
-    link = _link(bundle)
-    url.write(url.encode(link, bundle.output_names))
-    return Choice(customer=link.customer, settings=link.settings)
-
-
-def sidebar_ui(bundle, live: bool = False) -> Choice:
-    """All shared pickers, in the sidebar; also writes the settings into the URL.
-
-    ``live=True``: the customer box is left to the page (``ui.frame.live`` draws it in the
-    place kept here, in the page's fragment), so a customer switch reruns only that page.
-    """
+def sidebar_ui(bundle) -> Choice:
+    """All shared pickers, in the sidebar; also writes the settings into the URL."""
     init_state(bundle)
     with st.sidebar:
         for warning in st.session_state.get("param_warnings", []):
             st.warning(show.md(warning))
-        st.session_state[SLOT] = st.container() if live else None
-        if not live:
-            customer_ui(bundle)
+        customer_ui(bundle)
         st.divider()
         baseline_ui(bundle)
         steps_ui()
         advanced_ui(bundle)
-    return current_choice(bundle)
+    link = _link(bundle)
+    url.write(url.encode(link, bundle.output_names))
+    return Choice(customer=link.customer, settings=link.settings)
 
 
 # ----------------------------------------------------------------------------- page-level pickers

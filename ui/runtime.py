@@ -13,8 +13,8 @@ Four things the public API cannot do, each with a fallback when Streamlit moves 
   server start that opens a deep link (``/compare?...``) -- and every AppTest run -- executes
   the page file alone, without the frame and its sidebar. Switching the flag and rerunning
   runs app.py, which routes to this same page.
-* :func:`wait_for_server`: whether Streamlit's runtime has started in this process (the
-  launcher's warm-up, ``ui/launch.py``, waits for it before taking the interpreter).
+* :func:`wait_for_server`: until Streamlit's server in this process answers (the launcher's
+  warm-up, ``ui/launch.py``, waits for it before taking the interpreter).
 * :func:`should_stop`: Streamlit checks for a new rerun only when the script writes an
   element. A computation that writes nothing gets this as its ``should_stop`` callback and
   calls it between chunks: it raises Streamlit's own rerun/stop exception when this session
@@ -115,18 +115,33 @@ def requested_path() -> str | None:
 
 
 def wait_for_server(timeout: float) -> bool:
-    """Block until Streamlit's runtime exists in this process (the server is starting to listen),
-    at most ``timeout`` seconds; True if it does. (``ui/launch.py``'s warm-up waits for it.)"""
+    """Block until Streamlit's server in this process answers its health check (it is listening
+    and has started), at most ``timeout`` seconds; True if it does. (``ui/launch.py``'s warm-up
+    waits for it: started earlier, its imports would hold the interpreter while Streamlit starts.)"""
+    import urllib.request
+
     try:
         from streamlit.runtime import Runtime
     except ImportError:  # pragma: no cover - another Streamlit layout: do not wait
         return False
     deadline = time.monotonic() + timeout
-    while not Runtime.exists():
+    while not Runtime.exists():  # the config is read once the runtime exists
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
-    return True
+    address = st.get_option("server.address") or "127.0.0.1"
+    host = "127.0.0.1" if address in ("0.0.0.0", "::") or address.startswith("unix://") else address
+    base = str(st.get_option("server.baseUrlPath") or "").strip("/")
+    url = f"http://{host}:{st.get_option('server.port')}/{base + '/' if base else ''}_stcore/health"
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                if response.status == 200:
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return False
 
 
 def should_stop() -> bool:
