@@ -151,18 +151,23 @@ def test_deep_link_opens_the_chosen_view(server, page):
     assert "customer=C00010" in page.url and "steps=16" in page.url
 
 
-def test_customer_page_shows_a_heatmap_and_redraws_for_another_customer(server, page):
-    open_page(page, f"{server}/")
+def switch_customer(page, customer: str) -> None:
+    """Type ``customer`` into the sidebar's customer box, press Enter, wait for its heatmap."""
     before = page.evaluate(HEATMAP_Z)
-    assert before, "no heatmap trace on the customer page"
-    screenshot(page, "customer")
-
     select = page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").first
     select.click()
-    page.keyboard.type("C00002")
+    page.keyboard.type(customer)
     page.keyboard.press("Enter")
     page.wait_for_function(f"() => {{ const z = ({HEATMAP_Z})(); return z && z !== {before!r}; }}")
     wait_idle(page)
+
+
+def test_customer_page_shows_a_heatmap_and_redraws_for_another_customer(server, page):
+    open_page(page, f"{server}/")
+    assert page.evaluate(HEATMAP_Z), "no heatmap trace on the customer page"
+    screenshot(page, "customer")
+
+    switch_customer(page, "C00002")
     assert page.get_by_role("heading", name="Customer C00002").is_visible()
     assert "customer=C00002" in page.url
 
@@ -173,13 +178,7 @@ def test_how_to_read_opens_on_demand_and_stays_open_for_the_next_customer(server
     page.get_by_text("How to read this").click()
     page.get_by_text("The heatmap", exact=False).first.wait_for()
     wait_idle(page)
-    before = page.evaluate(HEATMAP_Z)
-    select = page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").first
-    select.click()
-    page.keyboard.type("C00007")
-    page.keyboard.press("Enter")
-    page.wait_for_function(f"() => {{ const z = ({HEATMAP_Z})(); return z && z !== {before!r}; }}")
-    wait_idle(page)
+    switch_customer(page, "C00007")
     assert page.get_by_role("heading", name="Customer C00007").is_visible() and "customer=C00007" in page.url
     assert page.get_by_text("The heatmap", exact=False).first.is_visible()  # still open, for the new customer
 
