@@ -48,3 +48,27 @@ def test_bad_arguments_exit_2_with_a_message(capsys, args, template):
     assert main(["serve", *args]) == 2
     err = capsys.readouterr().err
     assert literal(template) in err and "Traceback" not in err
+
+
+def test_the_warm_up_fills_the_cache_entries_of_the_default_view(monkeypatch):
+    # ui/launch.py's thread: afterwards the first visitor's scores and default view are cache hits
+    import numpy as np
+
+    from explain.settings import Settings
+    from ui import state, url
+
+    bundle = state.open_bundle(ROOT / "bundles" / "demo")
+    state.warm_up(bundle)
+
+    def computed(*args, **kwargs):
+        raise AssertionError("computed again: the warm-up did not fill this cache entry")
+
+    monkeypatch.setattr(state, "explain_customers", computed)
+    monkeypatch.setattr(state.cohort, "scores", computed)
+    scores = state.predictions(bundle)
+    default = str(bundle.ids[int(np.argmax(scores))])
+    link, warnings = url.decode({}, bundle, default_customer=default)  # a first visit: no query string
+    assert link.customer == default and not warnings
+    assert link.settings.key() == Settings().resolved(bundle.output_names).key()
+    attribution, _ = state._attributions(bundle, bundle.content_hash, (default,), link.settings.key())
+    assert attribution.static.shape == (1, len(bundle.static_features))
