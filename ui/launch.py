@@ -33,7 +33,15 @@ def warm_up() -> None:
         runtime.wait_for_server(timeout=60.0)
         from ui import startup, state
 
-        state.warm_up(state.open_bundle(startup.bundle_path()))
+        # Streamlit warns once per cached call made outside a session ("missing ScriptRunContext!
+        # This warning can be ignored"): here it is expected, so it is not logged
+        quiet = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            state.warm_up(state.open_bundle(startup.bundle_path()))
+        finally:
+            quiet.setLevel(level)
     except Exception:  # noqa: BLE001 - the first session reports the bundle's problem in the page
         LOG.warning("warm-up of the startup bundle skipped", exc_info=True)
 
