@@ -7,11 +7,13 @@
   customer, setting or bundle is a different entry and never gets another's figures.
 * :func:`spec`: a figure as the dict the browser gets, smaller and without its data twice:
   Plotly's default template (about 7 KB a figure) keeps only the trace types the figure draws
-  and drops the subplot kinds it has none of (polar, geo, 3-D, ...); float64 arrays are sent
-  as float32 (colours and bar lengths; every hover number is formatted text or 4 significant
-  digits). The look is unchanged. A builder may return figure dicts instead of ``go.Figure``
-  (``explain.figures.*_spec``): they get the trimmed default template (made once per set of
-  trace types) and typed float32 arrays without a ``go.Figure`` being built or validated.
+  and drops the subplot kinds it has none of (polar, geo, 3-D, ...). The look is unchanged. A
+  builder may return figure dicts instead of ``go.Figure`` (``explain.figures.*_spec``, what the
+  Customer page does): they get the trimmed default template (made once per set of trace types)
+  and their float64 arrays are sent as typed float32 arrays (colours and bar lengths; every hover
+  number is formatted text or 4 significant digits), without a ``go.Figure`` being built or
+  validated. (A ``go.Figure``'s ``to_dict()`` with Plotly 7 already encodes its arrays as typed
+  float64: those are sent as they are.)
 * :func:`heatmap_first`: a short pause right after the Customer page's heatmap, so that the
   browser draws it before the charts below it arrive (see ``HEATMAP_FIRST_S``).
 * :func:`ranking`: the customer box's options and labels and the highest-risk list, made once
@@ -146,9 +148,9 @@ def figures(bundle, page: str, customer: str, settings, build) -> tuple[tuple, t
     """(figures, what to plot) of ``page`` for ``customer`` under ``settings``: ``build()`` returns
     the figures, ``go.Figure`` or figure dicts (``explain.figures.*_spec``); it runs once per
     (bundle content, page, customer, settings) while cached. Plot the second tuple's items with
-    ``ui.show.plot``; the first are what ``build()`` returned (downloads): a caller that needs a
-    ``go.Figure`` (``report.html_report``) takes ``go.Figure(d)`` of a dict. With the speed off
-    both are ``go.Figure`` (dicts made into figures: what Plotly makes, as before)."""
+    ``ui.show.plot``; the first are what ``build()`` returned (downloads: ``report.html_report``
+    takes figures and dicts alike). With the speed off both are ``go.Figure`` (dicts made into
+    figures: what Plotly makes, as before)."""
     if not enabled():
         built = tuple(go.Figure(f) if isinstance(f, dict) else f for f in build())
         return built, built
