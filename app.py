@@ -8,7 +8,7 @@
 
 import streamlit as st
 
-from ui import frame, pickers, show, startup, state
+from ui import frame, show, startup
 
 st.set_page_config(page_title="Churn explainer · Integrated Gradients", page_icon=":material/insights:",
                    layout="wide")
@@ -22,8 +22,12 @@ PAGES = [
     st.Page("pages/data.py", title="Data & model", icon=":material/upload_file:"),
 ]
 page = st.navigation(PAGES)
-show.page_style()
+show.page_style()  # first, before TensorFlow is imported: it also starts the browser loading the chart library
 frame.unknown_page_note(PAGES, page)
+
+# TensorFlow and the model: the first run after a server start waits here for the import (seconds), while
+# the browser, which already has the page style, loads and compiles Plotly (see show.CHART_LIBRARY)
+from ui import pickers, state  # noqa: E402
 
 with frame.timed(page.url_path or "customer"):
     bundle, choice, problem = None, None, None

@@ -78,3 +78,42 @@ def test_speed_off_builds_every_time(monkeypatch, demo):
         built, shown = speed.figures(demo, "test", "C00001", settings, build)
         assert shown == built
     assert len(calls) == 2
+
+
+def test_the_page_style_is_sent_before_tensorflow_is_imported():
+    """app.py sends the page style (with the script that loads the chart library) before the imports
+    that bring TensorFlow: the first visit after a server start loads Plotly while the server imports.
+    Fails if a module app.py imports first starts importing TensorFlow, or the order in app.py changes."""
+    import ast
+    import subprocess
+    import sys
+
+    from tests.apptest import ROOT
+
+    tree = ast.parse((ROOT / "app.py").read_text())
+    early = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "ui"]
+    style = next(n for n in tree.body if "page_style" in ast.unparse(n))
+    late = next(n for n in early if "state" in {a.name for a in n.names})
+    assert style.lineno < late.lineno, "show.page_style() must come before `from ui import ... state`"
+    before = sorted({a.name for n in early if n.lineno < style.lineno for a in n.names})
+    assert before and "state" not in before
+    probe = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); import streamlit\n"
+             f"from ui import {', '.join(before)}\n"
+             "print(sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", f"importing ui.{before} imported {out.stdout.strip()}"
+
+
+def test_the_chart_library_script_names_the_plotly_chunk_of_this_streamlit():
+    """A Streamlit upgrade that renames or splits its Plotly chunk fails here (the script would be empty)."""
+    from pathlib import Path
+
+    import streamlit
+
+    from ui import show
+
+    script = show.chart_library_script()
+    chunk = json.loads(script.split("new URL(", 1)[1].split(", main.src", 1)[0])
+    assert (Path(streamlit.__file__).parent / "static" / "static" / "js" / chunk).is_file()
+    assert chunk.startswith("PlotlyChart.") and script.startswith("<script>") and script.endswith("</script>")

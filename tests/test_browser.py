@@ -172,6 +172,22 @@ def test_customer_page_shows_a_heatmap_and_redraws_for_another_customer(server, 
     assert "customer=C00002" in page.url
 
 
+def test_the_chart_library_loads_before_any_chart_and_only_once(server, page):
+    """The page style makes the browser load Streamlit's Plotly chunk at once (ui.show.chart_library_script):
+    on a page without charts it is requested all the same, and the first chart later in the same tab
+    uses it instead of loading it again."""
+    chunks = []
+    page.on("request", lambda request: chunks.append(request.url) if "/PlotlyChart." in request.url else None)
+    open_page(page, f"{server}/data", "[data-testid=stFileUploader]")
+    assert not page.locator(".js-plotly-plot").count()  # the Data & model page draws no chart
+    page.wait_for_function("() => performance.getEntriesByType('resource').some(e => e.name.includes('/PlotlyChart.'))")
+    assert len(chunks) == 1, chunks
+    page.locator("[data-testid=stSidebarNav] a").filter(has_text="Customer").first.click()
+    page.wait_for_function(f"() => ({HEATMAP_Z})() !== null")
+    wait_idle(page)
+    assert len(chunks) == 1, f"the chart library was loaded again: {chunks}"
+
+
 def test_how_to_read_opens_on_demand_and_stays_open_for_the_next_customer(server, page):
     open_page(page, f"{server}/")
     assert not page.get_by_text("The heatmap", exact=False).count()  # lazy: nothing sent while closed
