@@ -117,3 +117,22 @@ def test_the_chart_library_script_names_the_plotly_chunk_of_this_streamlit():
     chunk = json.loads(script.split("new URL(", 1)[1].split(", main.src", 1)[0])
     assert (Path(streamlit.__file__).parent / "static" / "static" / "js" / chunk).is_file()
     assert chunk.startswith("PlotlyChart.") and script.startswith("<script>") and script.endswith("</script>")
+
+
+@pytest.mark.parametrize("params", [{}, {"customer": "C00042"}])
+def test_the_customer_box_message_is_the_same_on_every_run_so_the_browser_keeps_it(params):
+    """The box (3,000 options, 72 KB) is sent again only when its message changes: the session's
+    first customer (the highest score, or the link's) is its starting position, not a value set in
+    session state (which the message would carry once), so switching customer or baseline sends the
+    same box. The box still shows the right customer at every step."""
+    at = app(params)
+    first = at.selectbox(key="customer")
+    assert first.value == params.get("customer", first.value) and first.value == at.session_state["customer"]
+    sent = first.proto.SerializeToString()
+    assert not first.proto.set_value and len(first.proto.options) == 3000
+    for customer, kind in [("C00017", "mean"), ("C00017", "median"), ("C00003", "median")]:
+        at.selectbox(key="customer").set_value(customer)
+        at.selectbox(key="baseline_kind").set_value(kind).run()
+        assert not at.exception
+        assert at.selectbox(key="customer").value == customer and f"Customer {customer}" in at.title[0].value
+        assert at.selectbox(key="customer").proto.SerializeToString() == sent

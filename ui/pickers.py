@@ -31,11 +31,15 @@ class Choice:
 # ----------------------------------------------------------------------------- link <-> widgets
 
 
-def _load(link: url.Link, bundle) -> None:
-    """Put a link's values into the widgets' session state."""
+def _load(link: url.Link, bundle, first: bool = False) -> None:
+    """Put a link's values into the widgets' session state (on a session's ``first`` run the
+    customer box gets its starting position instead: see :func:`customer_ui`)."""
     ss, settings, base = st.session_state, link.settings, link.settings.baseline
     values = labels.values(bundle)
-    ss["customer"] = link.customer
+    if first:
+        ss["_customer_start"] = link.customer
+    else:
+        ss["_customer_start"], ss["customer"] = None, link.customer
     ss["baseline_kind"] = base.kind
     ss["baseline_customer"] = base.argument if base.kind == "customer" else str(bundle.ids[0])
     ss["baseline_cohort"] = base.argument if base.kind == "cohort" else (values[0] if values else None)
@@ -71,7 +75,7 @@ def init_state(bundle) -> None:
     if st.session_state.get("_state_for") != bundle.content_hash or url.moved():
         scores = state.predictions(bundle)
         link, warnings = url.read(bundle, default_customer=str(bundle.ids[int(np.argmax(scores))]))
-        _load(link, bundle)
+        _load(link, bundle, first="_state_for" not in st.session_state)
         st.session_state["param_warnings"] = warnings
         st.session_state["_state_for"] = bundle.content_hash
 
@@ -100,7 +104,13 @@ def _random_churner(bundle) -> None:
 def customer_ui(bundle) -> str:
     """Customer: search by id, or pick one of the highest-risk customers, or a random churner."""
     ids, top, label = speed.ranking(bundle, state.predictions(bundle), options.TOP_RISK)
-    st.selectbox("Customer (type to search by id)", ids, key="customer", format_func=lambda i: label.get(i, str(i)))
+    # The box is one 72 KB message (3,000 options), which the browser keeps and is sent again only
+    # when it changes. A value put in session state makes it carry that value once ("set_value"),
+    # so the session's first customer is the box's starting position instead: the box's message is
+    # then the same on every run, and the first customer switch does not send it again (0.1 s).
+    start = st.session_state.get("_customer_start")
+    st.selectbox("Customer (type to search by id)", ids, index=ids.index(start) if start in label else 0,
+                 key="customer", format_func=lambda i: label.get(i, str(i)))
     st.selectbox(f"…or one of the {options.TOP_RISK} highest-risk customers", top, index=None, key="_top_pick",
                  placeholder="highest scores first", format_func=label.get,
                  on_change=_copy, args=("_top_pick", "customer"))
