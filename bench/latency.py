@@ -9,8 +9,12 @@ environment), drives Debian's Chromium (/usr/bin/chromium, 1400x1000) with Playw
 times, from the user's action to the new figures drawn *and* the script run finished (the
 page idle):
 
-- ``server start``: from ``streamlit run`` to the first heatmap of the first visitor;
-- ``fresh session``: a new browser context opens ``/`` (warm server);
+- ``server start``: from the server's command to the first heatmap of the first visitor (``--starts``
+  times per variant, interleaved);
+- ``fresh session``: a new browser context opens ``/`` (warm server; the browser's caches empty, as on a
+  first visit);
+- ``new tab (cache warm)``: a new tab of that context opens ``/`` (a new session in a browser that has
+  the page's scripts cached);
 - ``customer (sidebar)``: Enter pressed in the customer box -> the new customer's heatmap;
 - ``customer (deep link)``: the page opened at ``/?customer=ID`` (a new session);
 - ``baseline``, ``steps``: the sidebar's baseline box (mean <-> median), the steps slider (one key);
@@ -180,9 +184,9 @@ def _wait_heatmap(page, before) -> float:
 class Session:
     """One browser page on one server, with its websocket wire and results."""
 
-    def __init__(self, browser, server: Server):
+    def __init__(self, browser, server: Server, context=None):
         self.server = server
-        self.context = browser.new_context(viewport=VIEWPORT)
+        self.context = context or browser.new_context(viewport=VIEWPORT)
         self.page = self.context.new_page()
         self.page.set_default_timeout(120_000)
         self.wire = Wire(self.page)
@@ -279,6 +283,8 @@ def repetition(browser, server: Server, rep: int, results: dict) -> None:
         add("Customer page", go_page(fresh, "Customer", "text=How to read this"))
         add("Cohort page", go_page(fresh, "Cohort", "text=customers explained"))
         add("customer (deep link)", open_url(fresh, f"{server.url}/?customer={CUSTOMERS[-1 - rep % 8]}"))
+        tab = Session(browser, server, context=fresh.context)  # a new tab of a browser that has been here
+        add("new tab (cache warm)", open_url(tab, f"{server.url}/"))
     finally:
         fresh.close()
 
@@ -304,10 +310,12 @@ def main(argv=None) -> int:
     parser.add_argument("--reps", type=int, default=5, help="repetitions of every action (default 5)")
     parser.add_argument("--variants", default="new", help="comma-separated: new (explain serve), plain (the same app "
                         "under streamlit run app.py), old (streamlit run, EXPLAIN_SPEED=off) (default new)")
+    parser.add_argument("--starts", type=int, default=3, help="server starts per variant (default 3)")
     parser.add_argument("--verbose", action="store_true", help="print every action's time")
     parser.add_argument("--before", type=Path, default=None,
                         help="a checkout of an earlier version (git worktree add DIR REV): adds the variant 'before', "
-                             "that checkout under streamlit run app.py, interleaved with the others")
+                             "that checkout started as 'new' is (or by streamlit run app.py if it has no ui/launch.py), "
+                             "interleaved with the others")
     args = parser.parse_args(argv)
     global VERBOSE
     VERBOSE = args.verbose
@@ -316,7 +324,8 @@ def main(argv=None) -> int:
     if args.before is not None:
         names.append("before")
         roots["before"] = args.before.resolve()
-        VARIANTS["before"] = ("streamlit run", {})
+        # started as `new` is (explain serve's launcher) when that checkout has one, else streamlit run
+        VARIANTS["before"] = ("serve" if (roots["before"] / COMMANDS["serve"][0]).is_file() else "streamlit run", {})
     from playwright.sync_api import sync_playwright
 
     log_dir = Path(tempfile.mkdtemp(prefix="latency-"))
@@ -326,17 +335,20 @@ def main(argv=None) -> int:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            for name in names:  # server start to first heatmap, one server at a time
-                how, env = VARIANTS[name]
-                server = servers[name] = Server(name, env, log_dir, how, roots[name])
-                session = Session(browser, server)
-                server.wait_healthy()
-                row = session.act(lambda: session.page.goto(f"{server.url}/"),
-                                  lambda: _wait_heatmap(session.page, None))
-                row["total"] = time.perf_counter() - server.started
-                results[name]["server start"] = [row]
-                session.close()
-                print(f"{name}: server start to first heatmap {row['total']:.2f} s", flush=True)
+            for start in range(args.starts):  # server start to first heatmap, one server at a time, interleaved
+                for name in (names if start % 2 == 0 else names[::-1]):
+                    how, env = VARIANTS[name]
+                    if name in servers:
+                        servers.pop(name).stop()
+                    server = servers[name] = Server(name, env, log_dir, how, roots[name])
+                    session = Session(browser, server)
+                    server.wait_healthy()
+                    row = session.act(lambda: session.page.goto(f"{server.url}/"),
+                                      lambda: _wait_heatmap(session.page, None))
+                    row["total"] = time.perf_counter() - server.started
+                    results[name].setdefault("server start", []).append(row)
+                    session.close()
+                    print(f"{name}: server start to first heatmap {row['total']:.2f} s", flush=True)
             for rep in range(args.reps):
                 for name in (names if rep % 2 == 0 else names[::-1]):
                     repetition(browser, servers[name], rep, results[name])
