@@ -27,6 +27,16 @@ def app(params: dict | None = None, page: str | None = None) -> AppTest:
     return at
 
 
+def choose_customer(at, text: str):
+    """Type ``text`` into the sidebar's customer box and press Enter, as the browser sends it: an
+    id's box label when it is one (as if picked from the list), else the text itself. (AppTest sets
+    only values among a box's options: the text is added to this copy of them first.)"""
+    box = at.selectbox(key="customer")
+    if box.format_func(text) not in box.options:
+        box.options.append(box.format_func(text))
+    return box.set_value(text)
+
+
 def charts(at) -> dict:
     """{key: plotly spec} of every chart on the page."""
     return {c.proto.id.split("-", 2)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}

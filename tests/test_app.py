@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from explain import report
-from tests.apptest import DEMO, app, array, bundle_files, charts, errors, heatmap, plain, upload
+from tests.apptest import DEMO, app, array, bundle_files, charts, choose_customer, errors, heatmap, plain, upload
 from tests.test_batch import CHUNK_ATOL
 
 PAGES = ["pages/customer.py", "pages/compare.py", "pages/cohort.py", "pages/diagnostics.py", "pages/data.py"]
@@ -73,7 +73,7 @@ def test_changing_customer_baseline_and_steps_changes_the_figure():
     first = at.session_state["customer"]
     other = "C00002" if first != "C00002" else "C00003"
 
-    at.selectbox(key="customer").set_value(other).run()
+    choose_customer(at, other).run()
     assert not at.exception
     z1 = heatmap(charts(at)["temporal_heatmap"])["z"]
     assert changed(z1, z0) and at.query_params["customer"] == other
@@ -322,7 +322,7 @@ def test_switching_customer_is_fast_and_keeps_the_compiled_function():
     at = app()
     assert getattr(script_runner._clean_problem_modules, "keeps_kernel_cache", False)
     for cid in ("C00031", "C00032", "C00033"):
-        at.selectbox(key="customer").set_value(cid).run()
+        choose_customer(at, cid).run()
         assert not at.exception
         timing = at.session_state["timings"][0]
         assert timing["what"] == "customer" and not timing["from cache"]

@@ -11,7 +11,7 @@ from explain import bundle as bundle_io
 from explain import figures
 from explain.explainer import explain_customers
 from explain.settings import Baseline, Settings
-from tests.apptest import DEMO, app, array, charts, heatmap
+from tests.apptest import DEMO, app, array, charts, choose_customer, heatmap
 from ui import speed
 
 
@@ -33,7 +33,7 @@ def test_the_heatmap_follows_every_change_of_customer_and_settings_back_and_fort
     views = [(first, "mean", "64"), (other, "mean", "64"), (other, "median", "64"), (first, "median", "64"),
              (first, "median", "16"), (first, "mean", "64"), (other, "median", "64"), (other, "median", "16")]
     for customer, kind, steps in views:
-        at.selectbox(key="customer").set_value(customer)
+        choose_customer(at, customer)
         at.selectbox(key="baseline_kind").set_value(kind)
         at.select_slider(key="steps").set_value(steps).run()
         assert not at.exception
@@ -119,20 +119,53 @@ def test_the_chart_library_script_names_the_plotly_chunk_of_this_streamlit():
     assert chunk.startswith("PlotlyChart.") and script.startswith("<script>") and script.endswith("</script>")
 
 
-@pytest.mark.parametrize("params", [{}, {"customer": "C00042"}])
-def test_the_customer_box_message_is_the_same_on_every_run_so_the_browser_keeps_it(params):
-    """The box (3,000 options, 72 KB) is sent again only when its message changes: the session's
-    first customer (the highest score, or the link's) is its starting position, not a value set in
-    session state (which the message would carry once), so switching customer or baseline sends the
-    same box. The box still shows the right customer at every step."""
-    at = app(params)
-    first = at.selectbox(key="customer")
-    assert first.value == params.get("customer", first.value) and first.value == at.session_state["customer"]
-    sent = first.proto.SerializeToString()
-    assert not first.proto.set_value and len(first.proto.options) == 3000
-    for customer, kind in [("C00017", "mean"), ("C00017", "median"), ("C00003", "median")]:
-        at.selectbox(key="customer").set_value(customer)
-        at.selectbox(key="baseline_kind").set_value(kind).run()
-        assert not at.exception
-        assert at.selectbox(key="customer").value == customer and f"Customer {customer}" in at.title[0].value
-        assert at.selectbox(key="customer").proto.SerializeToString() == sent
+def test_find_customer_takes_an_id_in_any_case_a_pasted_label_or_a_part_only_one_id_has():
+    from ui.pickers import find_customer
+
+    ids = ["C00017", "C00170", "C00171", "c9", "X-1", "x-1"]
+    assert find_customer(ids, "C00017") == ("C00017", [], None)
+    assert find_customer(ids, "  c00017 ") == ("C00017", [], None)            # any case, spaces
+    assert find_customer(ids, "C00017  ·  churn 0.42") == ("C00017", [], None)  # the box's label pasted
+    assert find_customer(ids, "0017")[0] is None                              # part of three ids
+    found, matches, note = find_customer(ids, "0017")
+    assert matches == ["C00017", "C00170", "C00171"] and "part of 3 customer ids; they are listed" in note
+    assert find_customer(ids, "171") == ("C00171", [], None)                  # a part only one id has
+    assert find_customer(ids, "x-1") == ("x-1", [], None)                     # exact beats the other case
+    assert find_customer(ids, "X-1") == ("X-1", [], None)
+    found, matches, note = find_customer(ids, "Z99")
+    assert found is None and matches == [] and "No customer id contains 'Z99'" in note and "C00017" in note
+    assert find_customer(ids, "") == (None, [], None) and find_customer(ids, None) == (None, [], None)
+    many = [f"C{i:05d}" for i in range(1, 3001)]
+    found, matches, note = find_customer(many, "C0")
+    assert found is None and len(matches) == 20 and "part of 3000 customer ids; the first 20" in note
+
+
+def test_the_customer_box_lists_a_few_customers_and_takes_any_id_typed():
+    """3,000 customers: the box lists the customers this session looked at (newest first) and the
+    matches of a search, not all ids (a long list slowed every switch in the browser); any id can
+    be typed, a part that names no single id keeps the customer shown and says why."""
+    at = app({"customer": "C00042"})
+    box = at.selectbox(key="customer")
+    assert box.value == "C00042" and len(box.options) == 1 and box.proto.accept_new_options
+    assert len(box.proto.SerializeToString()) < 2_000
+    for typed, expected in [("C00017", "C00017"), ("c00003", "C00003"), ("2999", "C02999"), ("C00017", "C00017")]:
+        choose_customer(at, typed).run()
+        assert not at.exception and not at.warning
+        assert at.session_state["customer"] == expected and f"Customer {expected}" in at.title[0].value
+        assert at.query_params["customer"] == expected
+    assert [o.split()[0] for o in at.selectbox(key="customer").options] == ["C00017", "C02999", "C00003", "C00042"]
+
+    heatmap_before = heatmap(charts(at)["temporal_heatmap"])["z"]
+    choose_customer(at, "0017").run()  # part of several ids: the customer stays, the matches are listed
+    assert not at.exception and at.session_state["customer"] == "C00017"
+    assert "part of" in at.warning[0].value and "0017" in at.warning[0].value
+    listed = [o.split()[0] for o in at.selectbox(key="customer").options]
+    assert listed[:4] == ["C00017", "C02999", "C00003", "C00042"] and "C00170" in listed and len(listed) <= 4 + 20
+    assert np.array_equal(heatmap(charts(at)["temporal_heatmap"])["z"], heatmap_before)
+    choose_customer(at, "C00170").run()  # one of the matches
+    assert at.session_state["customer"] == "C00170" and not at.warning
+
+    choose_customer(at, "nobody").run()
+    assert at.session_state["customer"] == "C00170" and "No customer id contains 'nobody'" in at.warning[0].value
+    at.selectbox(key="baseline_kind").set_value("median").run()  # the note is said once
+    assert not at.exception and at.session_state["customer"] == "C00170" and not at.warning

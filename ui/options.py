@@ -9,6 +9,11 @@ SAMPLE_OPTIONS = cohort.SAMPLE_SIZES
 BLUR_WIDTHS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 SAMPLE_KS = (4, 8, 16, 32, 64)
 TOP_RISK = 25
+# The customer box lists every customer up to FULL_LIST of them; beyond, the RECENT customers a
+# session looked at and a search's first MATCHES_LISTED matches (any id can be typed).
+FULL_LIST = 500
+RECENT = 10
+MATCHES_LISTED = 20
 BASELINE_LABELS = {
     "zero": "zero (all features 0)", "mean": "mean customer", "median": "median customer",
     "customer": "another customer", "cohort": "a cohort's mean (by label)",

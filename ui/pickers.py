@@ -31,15 +31,11 @@ class Choice:
 # ----------------------------------------------------------------------------- link <-> widgets
 
 
-def _load(link: url.Link, bundle, first: bool = False) -> None:
-    """Put a link's values into the widgets' session state (on a session's ``first`` run the
-    customer box gets its starting position instead: see :func:`customer_ui`)."""
+def _load(link: url.Link, bundle) -> None:
+    """Put a link's values into the widgets' session state."""
     ss, settings, base = st.session_state, link.settings, link.settings.baseline
     values = labels.values(bundle)
-    if first:
-        ss["_customer_start"] = link.customer
-    else:
-        ss["_customer_start"], ss["customer"] = None, link.customer
+    ss["customer"], ss["_customer_note"], ss["_customer_matches"] = link.customer, None, []
     ss["baseline_kind"] = base.kind
     ss["baseline_customer"] = base.argument if base.kind == "customer" else str(bundle.ids[0])
     ss["baseline_cohort"] = base.argument if base.kind == "cohort" else (values[0] if values else None)
@@ -75,7 +71,7 @@ def init_state(bundle) -> None:
     if st.session_state.get("_state_for") != bundle.content_hash or url.moved():
         scores = state.predictions(bundle)
         link, warnings = url.read(bundle, default_customer=str(bundle.ids[int(np.argmax(scores))]))
-        _load(link, bundle, first="_state_for" not in st.session_state)
+        _load(link, bundle)
         st.session_state["param_warnings"] = warnings
         st.session_state["_state_for"] = bundle.content_hash
 
@@ -101,16 +97,61 @@ def _random_churner(bundle) -> None:
     st.session_state["customer"] = str(bundle.ids[int(rng.choice(rows))])
 
 
+def find_customer(ids: list[str], text) -> tuple[str | None, list[str], str | None]:
+    """What the customer box's typed ``text`` names: (the id or None, the ids it matches, a note).
+
+    An id as typed, in any case, or pasted with its box label ("C00017 · churn 0.42"); else the
+    one id that contains the text (case-insensitive). Several or none: no id, the matches (first
+    :data:`options.MATCHES_LISTED`) and a note that says what to do."""
+    typed = str(text if text is not None else "").split("·", 1)[0].strip()
+    if typed in ids or not typed:
+        return typed or None, [], None
+    folded = typed.casefold()
+    matches = [i for i in ids if folded in i.casefold()] if folded else []
+    exact = [i for i in matches if i.casefold() == folded]
+    if len(exact) == 1 or len(matches) == 1:
+        return (exact or matches)[0], [], None
+    if not matches:
+        return None, [], (f"No customer id contains '{typed}'. Ids look like {ids[0]}" +
+                          (f" ... {ids[-1]}" if len(ids) > 1 else "") + ".")
+    listed = matches[:options.MATCHES_LISTED]
+    which = "they are" if len(listed) == len(matches) else f"the first {len(listed)} are"
+    return None, listed, (f"'{typed}' is part of {len(matches)} customer ids; {which} listed in the box: "
+                          "pick one, or type more of the id.")
+
+
+def _typed_customer(bundle) -> None:
+    """The customer box changed: an id typed or picked becomes the customer; text that names no
+    single id keeps the customer shown and says why."""
+    ss = st.session_state
+    found, matches, note = find_customer(speed.ranking(bundle, state.predictions(bundle), options.TOP_RISK)[0],
+                                         ss.get("customer"))
+    ss["customer"] = found if found is not None else ss.get("_customer_shown")
+    ss["_customer_note"], ss["_customer_matches"] = note, matches
+
+
 def customer_ui(bundle) -> str:
-    """Customer: search by id, or pick one of the highest-risk customers, or a random churner."""
+    """Customer: type an id (or part of one), or pick one of the highest-risk customers, or a random churner.
+
+    Up to ``options.FULL_LIST`` customers the box lists them all; beyond, it lists the customers
+    this session looked at last and the matches of a search, and takes any id typed: the box
+    listing 3,000 ids took the browser 0.06-0.1 s to handle Enter, on every customer switch, and
+    its 72 KB were sent again whenever its value changed."""
+    ss = st.session_state
     ids, top, label = speed.ranking(bundle, state.predictions(bundle), options.TOP_RISK)
-    # The box is one 72 KB message (3,000 options), which the browser keeps and is sent again only
-    # when it changes. A value put in session state makes it carry that value once ("set_value"),
-    # so the session's first customer is the box's starting position instead: the box's message is
-    # then the same on every run, and the first customer switch does not send it again (0.1 s).
-    start = st.session_state.get("_customer_start")
-    st.selectbox("Customer (type to search by id)", ids, index=ids.index(start) if start in label else 0,
-                 key="customer", format_func=lambda i: label.get(i, str(i)))
+    current = ss["customer"]
+    recent = [current] + [i for i in ss.get("_customer_recent", []) if i != current and i in label]
+    ss["_customer_recent"] = recent[:options.RECENT]
+    listed = ids if len(ids) <= options.FULL_LIST else list(dict.fromkeys(
+        ss["_customer_recent"] + ss.get("_customer_matches", [])))
+    ss["_customer_shown"] = current
+    st.selectbox("Customer (type an id, or part of one)" if listed is not ids else "Customer (type to search by id)",
+                 listed, key="customer", format_func=lambda i: label.get(i, str(i)), accept_new_options=True,
+                 filter_mode="contains", on_change=_typed_customer, args=(bundle,),
+                 help=None if listed is ids else f"Lists the customers you looked at last. Any of the {len(ids):,} "
+                      "ids can be typed: the whole id (any case) or a part that only one id has.")
+    if note := ss.pop("_customer_note", None):  # once, on the run right after the typing
+        st.warning(show.md(note), icon=":material/person_search:")
     st.selectbox(f"…or one of the {options.TOP_RISK} highest-risk customers", top, index=None, key="_top_pick",
                  placeholder="highest scores first", format_func=label.get,
                  on_change=_copy, args=("_top_pick", "customer"))
