@@ -196,7 +196,10 @@ def test_same_rows_as_local_with_an_actor_killed_mid_run(ray_cluster, bundle_dir
     assert "error" not in outcome, outcome.get("error")
     assert killed and _part_files(out) == n_chunks
     result = outcome["result"]
-    assert result.complete and result.computed_chunks == n_chunks and result.reused_chunks == 0
+    # a chunk the killed actor had written before the kill is verified and kept by the retry (reused),
+    # never written twice: which chunks, if any, depends on when the kill lands
+    assert result.complete and result.computed_chunks + result.reused_chunks == n_chunks
+    assert result.reused_chunks < n_chunks // 2, result  # only what was in flight on the killed actor
     _same_store(out, local)
     # the dashboard's reader finds it, and the local engine resumes it as its own: nothing to compute
     assert find_store(load_bundle(bundle_dir), REQUEST, [out.parent], ids=ids) == out
