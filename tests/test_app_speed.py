@@ -95,6 +95,9 @@ def test_the_page_style_is_sent_before_tensorflow_is_imported():
     style = next(n for n in tree.body if "page_style" in ast.unparse(n))
     late = next(n for n in early if "state" in {a.name for a in n.names})
     assert style.lineno < late.lineno, "show.page_style() must come before `from ui import ... state`"
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and n.lineno < style.lineno]
+    others = [ast.unparse(n) for n in imports if not (n in early or ast.unparse(n) == "import streamlit as st")]
+    assert not others, f"imports before the page style that this test does not probe: {others}"
     before = sorted({a.name for n in early if n.lineno < style.lineno for a in n.names})
     assert before and "state" not in before
     probe = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); import streamlit\n"
@@ -126,6 +129,9 @@ def test_find_customer_takes_an_id_in_any_case_a_pasted_label_or_a_part_only_one
     assert find_customer(ids, "C00017") == ("C00017", [], None)
     assert find_customer(ids, "  c00017 ") == ("C00017", [], None)            # any case, spaces
     assert find_customer(ids, "C00017  ·  churn 0.42") == ("C00017", [], None)  # the box's label pasted
+    assert find_customer(ids, "C00017 · churn 0.42") == ("C00017", [], None)    # as the browser copies it
+    assert find_customer(["A", "A·B"], "A·B") == ("A·B", [], None)               # an id with the dot itself
+    assert find_customer(["A", "A·B"], "A·B  ·  churn 0.1") == ("A·B", [], None)
     assert find_customer(ids, "0017")[0] is None                              # part of three ids
     found, matches, note = find_customer(ids, "0017")
     assert matches == ["C00017", "C00170", "C00171"] and "part of 3 customer ids; they are listed" in note

@@ -188,6 +188,27 @@ def test_the_chart_library_loads_before_any_chart_and_only_once(server, page):
     assert len(chunks) == 1, f"the chart library was loaded again: {chunks}"
 
 
+def test_the_customer_box_takes_typed_ids_and_parts_of_ids(server, page):
+    """3,000 customers: the box lists only a few, and what is typed is resolved by the server."""
+    open_page(page, f"{server}/")
+    switch_customer(page, "c00005")  # any case
+    assert page.get_by_role("heading", name="Customer C00005").is_visible() and "customer=C00005" in page.url
+    sidebar = page.locator("[data-testid=stSidebar]")
+    for typed, said in [("0017", "is part of"), ("nobody", "No customer id contains 'nobody'")]:
+        box = sidebar.locator("[data-testid=stSelectbox]").first
+        box.click()
+        page.keyboard.type(typed)
+        page.keyboard.press("Enter")
+        sidebar.locator("[data-testid=stAlert]").filter(has_text=said).wait_for()
+        wait_idle(page)
+        assert page.get_by_role("heading", name="Customer C00005").is_visible()  # the customer stays
+        assert "C00005" in box.inner_html()  # the box shows the customer again (its input's value)
+    box = sidebar.locator("[data-testid=stSelectbox]").first
+    box.click()
+    assert page.get_by_role("option").count() <= 1 + 20 + 10  # the last customers and the matches, not 3,000
+    page.keyboard.press("Escape")
+
+
 def test_how_to_read_opens_on_demand_and_stays_open_for_the_next_customer(server, page):
     open_page(page, f"{server}/")
     assert not page.get_by_text("The heatmap", exact=False).count()  # lazy: nothing sent while closed

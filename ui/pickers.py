@@ -10,6 +10,7 @@ across pages) with their widgets ``w_compare`` and ``w_sample``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,7 +69,8 @@ def _link(bundle) -> url.Link:
 def init_state(bundle) -> None:
     """Read the URL on the session's first run, again when the bundle changes, and when the URL
     is not the one the session wrote (the browser's Back/Forward: the widgets follow the URL)."""
-    if st.session_state.get("_state_for") != bundle.content_hash or url.moved():
+    if (st.session_state.get("_state_for") != bundle.content_hash or url.moved()
+            or "customer" not in st.session_state):  # e.g. a run without the sidebar (the bundle failed) dropped it
         scores = state.predictions(bundle)
         link, warnings = url.read(bundle, default_customer=str(bundle.ids[int(np.argmax(scores))]))
         _load(link, bundle)
@@ -103,7 +105,9 @@ def find_customer(ids: list[str], text) -> tuple[str | None, list[str], str | No
     An id as typed, in any case, or pasted with its box label ("C00017 · churn 0.42"); else the
     one id that contains the text (case-insensitive). Several or none: no id, the matches (first
     :data:`options.MATCHES_LISTED`) and a note that says what to do."""
-    typed = str(text if text is not None else "").split("·", 1)[0].strip()
+    typed = str(text if text is not None else "").strip()
+    pasted = re.match(r"(.+?)\s+·\s", typed) if typed not in ids else None  # a box label ("ID · churn 0.42")
+    typed = pasted[1] if pasted else typed
     if typed in ids or not typed:
         return typed or None, [], None
     folded = typed.casefold()
@@ -126,7 +130,9 @@ def _typed_customer(bundle) -> None:
     ss = st.session_state
     found, matches, note = find_customer(speed.ranking(bundle, state.predictions(bundle), options.TOP_RISK)[0],
                                          ss.get("customer"))
-    ss["customer"] = found if found is not None else ss.get("_customer_shown")
+    found = found if found is not None else ss.get("_customer_shown")
+    if found != ss.get("customer"):  # written only when it differs: a value written is sent with the box again
+        ss["customer"] = found
     ss["_customer_note"], ss["_customer_matches"] = note, matches
 
 

@@ -67,7 +67,7 @@ def chart_library_script() -> str:
     import streamlit
 
     found = sorted((Path(streamlit.__file__).parent / "static" / "static" / "js").glob("PlotlyChart.*.js"))
-    if len(found) != 1 or not re.fullmatch(r"[\w.-]+", found[0].name):
+    if len(found) != 1 or not re.fullmatch(r"[\w.-]+", found[0].name, re.ASCII):
         LOG.info("no single Plotly chunk in Streamlit's static files (%d found): the chart library is not "
                  "preloaded", len(found))
         return ""
