@@ -36,6 +36,7 @@ cache, figures as Plotly makes them, no pause for the heatmap to draw first; see
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -61,6 +62,7 @@ VARIANTS = {"new": ("serve", {}), "plain": ("streamlit run", {}), "old": ("strea
 COMMANDS = {"serve": ["ui/launch.py"], "streamlit run": ["-m", "streamlit", "run", "app.py"]}
 TIMING_LINE = re.compile(r"explain-timing run=(\S+) seconds=([0-9.]+)")
 VERBOSE = False
+STARTS = itertools.count(1)
 TIMEOUT_MS = 240_000
 CUSTOMERS = ["C00002", "C00017", "C00031", "C00044", "C00058", "C00063", "C00077", "C00089", "C00091", "C00105",
              "C00118", "C00123", "C00136", "C00149", "C00150", "C00162"]
@@ -88,7 +90,7 @@ class Server:
     def __init__(self, name: str, env: dict, log_dir: Path, how: str = "streamlit run", root: Path = ROOT):
         self.name, self.port = name, _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_dir / f"server-{name}.log"
+        self.log_path = log_dir / f"server-{name}-{next(STARTS)}.log"  # one log per start
         env = {**{k: v for k, v in os.environ.items() if k != "EXPLAIN_BUNDLE"}, "EXPLAIN_TIMING": "1",
                "TF_CPP_MIN_LOG_LEVEL": "2", **env}
         self.started = time.perf_counter()
@@ -96,7 +98,8 @@ class Server:
             [sys.executable, *COMMANDS[how], "--server.port", str(self.port),
              "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
              "--browser.gatherUsageStats", "false"],
-            cwd=root, env=env, stdout=self.log_path.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+            cwd=root, env=env, stdout=(log := self.log_path.open("w")), stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()  # the child has its own copy of the file
 
     def wait_healthy(self, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
