@@ -333,6 +333,11 @@ def _history_grid(labels, units, columns: int, f: int) -> dict:
 def history_spec(periods, labels, values, *, baseline=None, units=None, title: str | None = None,
                  columns: int = 3) -> dict:
     """:func:`history_figure` as a plain figure dict (no template)."""
+    return _history(periods, labels, values, baseline, units, title, columns)[0]
+
+
+def _history(periods, labels, values, baseline, units, title, columns) -> tuple[dict, dict]:
+    """(:func:`history_spec`'s figure dict, its subplot grid's arguments)."""
     values = np.asarray(values, np.float64)
     base = None if baseline is None else np.asarray(baseline, np.float64)
     f = values.shape[1]
@@ -359,7 +364,7 @@ def history_spec(periods, labels, values, *, baseline=None, units=None, title: s
               if key.startswith("x") else dict(gridcolor="#eee", rangemode="tozero", automargin=True))
     for note in layout.get("annotations", []):
         merge(note, dict(font=dict(size=12)))
-    return _spec(data, _styled(layout, title, height=170 * rows + 80, showlegend=False))
+    return _spec(data, _styled(layout, title, height=170 * rows + 80, showlegend=False)), grid
 
 
 def history_figure(periods, labels, values, *, baseline=None, units=None, title: str | None = None,
@@ -368,8 +373,8 @@ def history_figure(periods, labels, values, *, baseline=None, units=None, title:
 
     values, baseline: (T, F). The baseline, when given, is drawn dashed in grey.
     """
-    return subplots_figure(history_spec(periods, labels, values, baseline=baseline, units=units, title=title,
-                                        columns=columns), **_history_grid(labels, units, columns, np.shape(values)[1]))
+    spec, grid = _history(periods, labels, values, baseline, units, title, columns)
+    return subplots_figure(spec, **grid)
 
 
 # ----------------------------------------------------------------------------- compare

@@ -71,8 +71,7 @@ def init_state(bundle) -> None:
     is not the one the session wrote (the browser's Back/Forward: the widgets follow the URL)."""
     if (st.session_state.get("_state_for") != bundle.content_hash or url.moved()
             or "customer" not in st.session_state):  # e.g. a run without the sidebar (the bundle failed) dropped it
-        scores = state.predictions(bundle)
-        link, warnings = url.read(bundle, default_customer=str(bundle.ids[int(np.argmax(scores))]))
+        link, warnings = url.read(bundle, default_customer=state.default_customer(bundle))
         _load(link, bundle)
         st.session_state["param_warnings"] = warnings
         st.session_state["_state_for"] = bundle.content_hash
@@ -111,7 +110,7 @@ def find_customer(ids: list[str], text) -> tuple[str | None, list[str], str | No
     if typed in ids or not typed:
         return typed or None, [], None
     folded = typed.casefold()
-    matches = [i for i in ids if folded in i.casefold()] if folded else []
+    matches = [i for i in ids if folded in i.casefold()]
     exact = [i for i in matches if i.casefold() == folded]
     if len(exact) == 1 or len(matches) == 1:
         return (exact or matches)[0], [], None
@@ -130,7 +129,7 @@ def _typed_customer(bundle) -> None:
     ss = st.session_state
     found, matches, note = find_customer(speed.ranking(bundle, state.predictions(bundle), options.TOP_RISK)[0],
                                          ss.get("customer"))
-    found = found if found is not None else ss.get("_customer_shown")
+    found = found if found is not None else ss["_customer_recent"][0]  # the customer shown (customer_ui)
     if found != ss.get("customer"):  # written only when it differs: a value written is sent with the box again
         ss["customer"] = found
     ss["_customer_note"], ss["_customer_matches"] = note, matches
@@ -150,7 +149,6 @@ def customer_ui(bundle) -> str:
     ss["_customer_recent"] = recent[:options.RECENT]
     listed = ids if len(ids) <= options.FULL_LIST else list(dict.fromkeys(
         ss["_customer_recent"] + ss.get("_customer_matches", [])))
-    ss["_customer_shown"] = current
     st.selectbox("Customer (type an id, or part of one)" if listed is not ids else "Customer (type to search by id)",
                  listed, key="customer", format_func=lambda i: label.get(i, str(i)), accept_new_options=True,
                  filter_mode="contains", on_change=_typed_customer, args=(bundle,),

@@ -144,14 +144,18 @@ def attributions(bundle, ids, settings: Settings, *, what: str = "customer"):
     return attribution
 
 
+def default_customer(bundle) -> str:
+    """The customer a session opens without a link: the highest score (first output)."""
+    return str(bundle.ids[int(np.argmax(predictions(bundle)))])
+
+
 def warm_up(bundle) -> None:
     """Outside any session (``ui/launch.py``, while the first visitor's browser loads): every
-    customer's score and the default view's attribution (the highest score, default settings)
-    into the caches the sessions share; this also traces the model's forward and gradient
-    functions."""
-    scores = predictions(bundle)
+    customer's score and the default view's attribution (:func:`default_customer`, default
+    settings) into the caches the sessions share; this also traces the model's forward and
+    gradient functions."""
+    customer = default_customer(bundle)
     if bundle.plain:  # the default view of other layouts is computed by its first visitor
-        customer = str(bundle.ids[int(np.argmax(scores))])
         _attributions(bundle, bundle.content_hash, (customer,), Settings().resolved(bundle.output_names).key())
 
 
