@@ -4,7 +4,9 @@ batches (stoppable), with filters."""
 import numpy as np
 import streamlit as st
 
-from explain import cohort, figures, verdict
+from explain.analysis import cohort
+from explain.plots import figures
+from explain.core import verdict
 from ui import frame, inputs as more_inputs, jobs, pickers, show, state
 
 

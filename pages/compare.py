@@ -2,7 +2,9 @@
 
 import streamlit as st
 
-from explain import figures, labels, report
+from explain.plots import figures
+from explain.core import labels
+from explain.analysis import report
 from ui import frame, inputs as more_inputs, pickers, show, state
 
 

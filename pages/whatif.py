@@ -2,7 +2,10 @@
 
 import streamlit as st
 
-from explain import baselines, figures, report, whatif
+from explain.core import baselines
+from explain.plots import figures
+from explain.analysis import report
+from explain.analysis import whatif
 from ui import frame, inputs as more_inputs, show, state
 from ui import whatif as ui
 
