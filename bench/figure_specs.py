@@ -36,10 +36,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from explain import load_bundle
-    from explain.plots import figures
     from explain.analysis.diagnostics import shown_baseline
     from explain.analysis.explainer import explain_customers
     from explain.core.settings import Settings
+    from explain.plots import figures
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     bundle = load_bundle(os.path.join(root, "bundles", "demo"))

@@ -146,8 +146,7 @@ def model_loader(args):
     badge) and opens the model with FILE's Keras objects; a bundle given on the command line only."""
     if not getattr(args, "trust_code", None):
         return None
-    from explain.modelfile import safe_load
-    from explain.modelfile import trust
+    from explain.modelfile import safe_load, trust
 
     trusted = trust.load_trusted_code(args.trust_code)
     print(trusted.badge, file=sys.stderr)
@@ -170,8 +169,8 @@ def cmd_check(args) -> int:
 def model_problems(bundle) -> list[str]:
     """``ig.model_problems`` on a few customers, with the zero and mean baselines built as
     ``attribute`` builds them (``explainer.baseline_for``)."""
-    from explain.core import ig
     from explain.analysis.explainer import baseline_for
+    from explain.core import ig
 
     data = bundle.data()
     inputs = {key: values[:CHECK_CUSTOMERS] for key, values in data.items()}
@@ -181,8 +180,8 @@ def model_problems(bundle) -> list[str]:
 
 def cmd_attribute(args) -> int:
     from explain.analysis import report
-    from explain.bundle.load import load_bundle
     from explain.analysis.explainer import explain_customers
+    from explain.bundle.load import load_bundle
 
     bundle = load_bundle(args.bundle, loader=model_loader(args))
     settings = settings_from_args(args)
@@ -197,8 +196,8 @@ def cmd_attribute(args) -> int:
 
 def cmd_batch(args) -> int:
     from explain.batch.local import check_ids, run_batch_job
-    from explain.bundle.load import load_bundle
     from explain.batch.ray_job import ONLY_WITH_RAY, run_ray_batch_job
+    from explain.bundle.load import load_bundle
 
     if args.engine == "ray":
         if args.trust_code:

@@ -3,12 +3,12 @@
 import pandas as pd
 import streamlit as st
 
-from explain.core import baselines
-from explain.plots import figures
 from explain.analysis import report
+from explain.core import baselines, verdict
+from explain.plots import figures
 from explain.plots import html as html_report
-from explain.core import verdict
-from ui import frame, inputs as more_inputs, show, speed, state
+from ui import frame, show, speed, state
+from ui import inputs as more_inputs
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
 LEGEND = ("Each bar and cell is a share of the difference between this customer's score and the "

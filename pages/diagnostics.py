@@ -3,10 +3,8 @@
 import numpy as np
 import streamlit as st
 
+from explain.analysis import diagnostics, faithfulness, report
 from explain.plots import diagnostics as diagnostic_figures
-from explain.analysis import diagnostics
-from explain.analysis import faithfulness
-from explain.analysis import report
 from ui import frame, show, state
 
 SAMPLE_NOTE = " For sample:K the path to the first sampled baseline is shown."

@@ -18,7 +18,8 @@ import streamlit as st
 
 from explain.core import labels
 from explain.core.settings import DEFAULT_BLUR_WIDTH, DEFAULT_SAMPLES, Baseline, Settings
-from ui import inputs as more_inputs, options, show, speed, state, url
+from ui import inputs as more_inputs
+from ui import options, show, speed, state, url
 
 
 @dataclass(frozen=True)

@@ -30,17 +30,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explain.analysis import cohort
-from explain.analysis import counterfactual
-from explain.analysis import diagnostics
-from explain.analysis import faithfulness
-from explain.analysis import whatif
+from explain.analysis import cohort, counterfactual, diagnostics, faithfulness, whatif
+from explain.analysis.explainer import explain_customers
+from explain.batch.format import SUMMARY_DIR
+from explain.batch.store import STORES_DIR, find_store, open_store
 from explain.bundle import load as bundle_io
 from explain.core.errors import ExplainError
-from explain.analysis.explainer import explain_customers
 from explain.core.settings import Settings, resolve_target
-from explain.batch.store import STORES_DIR, find_store, open_store
-from explain.batch.format import SUMMARY_DIR
 from ui import runtime, speed, startup, uploads
 
 LOG = logging.getLogger("explain.app")

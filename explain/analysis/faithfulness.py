@@ -50,10 +50,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from explain.analysis.explainer import baseline_for, explain_customers
 from explain.core import ig
 from explain.core.engine import StopCheck, engine_for
 from explain.core.errors import ExplainError
-from explain.analysis.explainer import baseline_for, explain_customers
 from explain.core.files import write_atomic
 from explain.core.settings import Settings
 

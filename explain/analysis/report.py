@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from explain.core import verdict
 from explain.core.errors import ExplainError
 from explain.core.files import write_atomic  # noqa: F401  (report.write_atomic: its old home)
 from explain.core.text import unit_after

@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from explain.core import labels
 from explain.analysis.diagnostics import shown_baseline
+from explain.analysis.explainer import baseline_for
+from explain.core import labels
 from explain.core.engine import StopCheck, engine_for
 from explain.core.errors import ExplainError
-from explain.analysis.explainer import baseline_for
 from explain.core.ig import Attribution, integrated_gradients
 from explain.core.settings import Settings
 

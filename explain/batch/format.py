@@ -35,9 +35,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from explain.analysis.report import LONG_COLUMNS, SUMMARY_COLUMNS
 from explain.core.errors import ExplainError
 from explain.core.files import write_atomic
-from explain.analysis.report import LONG_COLUMNS, SUMMARY_COLUMNS
 from explain.core.settings import Settings
 from explain.core.text import examples, one_line
 

@@ -28,13 +28,25 @@ from typing import Iterable
 
 import numpy as np
 
-from explain.core.errors import ExplainError
 from explain.analysis.explainer import explain_customers
 from explain.analysis.report import long_frame, summary_frame
+from explain.batch.format import (
+    LOCK,
+    MANIFEST,
+    SUCCESS,
+    SUMMARY_DIR,
+    FolderLock,
+    completed,
+    inspect_folder,
+    new_manifest,
+    output_folder,
+    verify_chunk,
+    write_chunk,
+    write_json,
+    write_success,
+)
+from explain.core.errors import ExplainError
 from explain.core.settings import Settings
-from explain.batch.format import (LOCK, MANIFEST, SUCCESS, SUMMARY_DIR, FolderLock, completed, inspect_folder,
-                                  new_manifest, output_folder, verify_chunk, write_chunk, write_json,
-                                  write_success)
 from explain.core.text import examples
 
 DEFAULT_CHUNK_SIZE = 200

@@ -41,8 +41,8 @@ import sys
 import time
 from pathlib import Path
 
-from explain.batch import local as batch
 from explain.batch import format as fmt
+from explain.batch import local as batch
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings
 from explain.core.text import one_line
@@ -84,9 +84,9 @@ def _plan(bundle_path: str, ids: list[str] | None, request: Settings, chunk_size
     import numpy as np
     import pyarrow as pa
 
-    from explain.bundle.load import LEGACY_MODEL_FILE, MODEL_FILE, load_bundle
     from explain.analysis.explainer import baseline_for, explain_customers
     from explain.batch.ray_tables import table_layout
+    from explain.bundle.load import LEGACY_MODEL_FILE, MODEL_FILE, load_bundle
 
     bundle = load_bundle(bundle_path)
     if not bundle.content_hash:
@@ -221,8 +221,7 @@ def run_ray_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size
     pool (default: the cluster's CPUs). ``address``: an existing cluster (``auto``,
     ``ray://HOST:PORT``); default: the running Ray of this process, else a new local one.
     """
-    from explain.batch import ray_store
-    from explain.batch import ray_tables
+    from explain.batch import ray_store, ray_tables
 
     started = time.perf_counter()
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:

@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from explain.bundle.load import CONFIG_FILE, DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN, TABLE_FILES
 from explain.bundle.checks import period_ranks
+from explain.bundle.load import CONFIG_FILE, DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN, TABLE_FILES
 from explain.bundle.problems import cell_text
 from explain.core.errors import ExplainError
 

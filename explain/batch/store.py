@@ -22,11 +22,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from explain.core.errors import ExplainError
 from explain.analysis.report import long_layout
+from explain.batch.format import (
+    LONG_SCHEMA,
+    MANIFEST,
+    SUCCESS,
+    SUMMARY_SCHEMA,
+    StoreError,
+    chunk_paths,
+    customers_hash,
+    inspect_folder,
+    output_folder,
+    store_settings,
+)
+from explain.core.errors import ExplainError
 from explain.core.settings import Settings
-from explain.batch.format import (LONG_SCHEMA, MANIFEST, SUCCESS, SUMMARY_SCHEMA, StoreError, chunk_paths,
-                                  customers_hash, inspect_folder, output_folder, store_settings)
 from explain.core.text import examples, one_line
 
 STORES_DIR = "attributions"  # <bundle>/attributions/<name>/ : where find_store looks by default

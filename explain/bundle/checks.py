@@ -10,10 +10,18 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from explain.bundle.config import Config, JSON_UNKNOWN_COLUMN
-from explain.bundle.problems import CONFIG_FILE, EXAMPLES_SHOWN, MISSING_TOKENS, Table, ValidationReport, cell_text, column_texts, rows_text
+from explain.bundle.config import JSON_UNKNOWN_COLUMN, Config
+from explain.bundle.problems import (
+    CONFIG_FILE,
+    EXAMPLES_SHOWN,
+    MISSING_TOKENS,
+    Table,
+    ValidationReport,
+    cell_text,
+    column_texts,
+    rows_text,
+)
 from explain.core.text import examples as _examples
-
 
 NO_FEATURE_COLUMNS = ("{file} has no feature columns (only {columns}). Expected the {role} "
                       "features next to the id column.")

@@ -18,8 +18,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from explain.core.engine import (AMBIGUOUS_ROLES, DISCONNECTED_INPUT, MULTI_OUTPUT, NOT_TWO_INPUTS, StopCheck,
-                            check_stop, engine_for)
+from explain.core.engine import (
+    AMBIGUOUS_ROLES,
+    DISCONNECTED_INPUT,
+    MULTI_OUTPUT,
+    NOT_TWO_INPUTS,
+    StopCheck,
+    check_stop,
+    engine_for,
+)
 from explain.core.errors import AttributionError
 from explain.core.inputs import NON_FLOAT_INPUT, ROLES, MeanEmbedding, input_layout  # noqa: F401
 from explain.core.quadrature import alphas_and_weights

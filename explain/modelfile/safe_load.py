@@ -42,20 +42,55 @@ import zipfile
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from explain.modelfile import h5
 from explain.core.errors import UnsafeModelError, refusal
-from explain.modelfile.limits import (DEFAULT_LIMITS, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_MEMBERS,  # noqa: F401
-                            DEFAULT_MAX_PARAMS, DEFAULT_MAX_UNCOMPRESSED_BYTES, DEFAULT_MEMORY_LIMIT_BYTES,
-                            DEFAULT_TIMEOUT_S, MAX_CONFIG_BYTES, Limits)
-from explain.modelfile.config import (REASON_DENIED_CLASS, REASON_FUNCTION, REASON_LAMBDA,  # noqa: F401
-                                  REASON_MALFORMED, REASON_MODULE, REASON_NO_MODULE, REASON_NOT_MODELING,
-                                  REASON_PY_LAMBDA, REASON_REGISTERED, REASON_VOCAB_FILE, TOO_MANY_PARAMS,
-                                  UNSAFE_CONFIG, UNSAFE_ITEM, check_config)
-from explain.modelfile.common import (EMPTY_FILE, EMPTY_ZIP_MAGIC, FILE_TOO_LARGE, IS_DIRECTORY,  # noqa: F401
-                                LOAD_FAILED, LOAD_OUT_OF_MEMORY, NOT_FOUND, SAVE_HINT, SAVEDMODEL,
-                                SAVEDMODEL_NAMES, ZIP_MAGIC, ModelFileReport, check_path, hdf5_datasets,
-                                is_hdf5, keras_load, sniff_kind, trusted_names)
 from explain.core.text import one_line
+from explain.modelfile import h5
+from explain.modelfile.common import (  # noqa: F401
+    EMPTY_FILE,
+    EMPTY_ZIP_MAGIC,
+    IS_DIRECTORY,
+    LOAD_FAILED,
+    LOAD_OUT_OF_MEMORY,
+    NOT_FOUND,
+    SAVE_HINT,
+    SAVEDMODEL,
+    SAVEDMODEL_NAMES,
+    ZIP_MAGIC,
+    ModelFileReport,
+    check_path,
+    hdf5_datasets,
+    is_hdf5,
+    keras_load,
+    sniff_kind,
+    trusted_names,
+)
+from explain.modelfile.config import (  # noqa: F401
+    REASON_DENIED_CLASS,
+    REASON_FUNCTION,
+    REASON_LAMBDA,
+    REASON_MALFORMED,
+    REASON_MODULE,
+    REASON_NO_MODULE,
+    REASON_NOT_MODELING,
+    REASON_PY_LAMBDA,
+    REASON_REGISTERED,
+    REASON_VOCAB_FILE,
+    TOO_MANY_PARAMS,
+    UNSAFE_CONFIG,
+    UNSAFE_ITEM,
+    check_config,
+)
+from explain.modelfile.limits import (  # noqa: F401
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_MEMBERS,
+    DEFAULT_MAX_PARAMS,
+    DEFAULT_MAX_UNCOMPRESSED_BYTES,
+    DEFAULT_MEMORY_LIMIT_BYTES,
+    DEFAULT_TIMEOUT_S,
+    MAX_CONFIG_BYTES,
+    Limits,
+)
 from explain.modelfile.trial import ISOLATED_FAILED, ISOLATED_TIMEOUT, ISOLATED_TOO_LARGE, run_trial  # noqa: F401
 
 if TYPE_CHECKING:

@@ -26,17 +26,30 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from explain.core.text import unit_after
+from explain.plots.diagnostics import DiagnosticsFigures, diagnostics  # noqa: F401 (part of the Python API)
+
 # The style every figure shares (colours, escaping, number format, layout) lives in
 # explain.plots.style; the Diagnostics page's figures in explain.plots.diagnostics.
 from explain.plots.style import (  # noqa: F401 (RED, BLUE, ... re-exported: the figures' colours)
-    ATTRIBUTION_TITLE, BLUE, DIVERGING, GREY, MAGNITUDE_TITLE, RED, SEQUENTIAL, esc, esc_all, fmt, symmetric_limit)
-from explain.plots.diagnostics import DiagnosticsFigures, diagnostics  # noqa: F401 (part of the Python API)
-from explain.plots.style import AXIS, merge
+    ATTRIBUTION_TITLE,
+    AXIS,
+    BLUE,
+    DIVERGING,
+    GREY,
+    MAGNITUDE_TITLE,
+    RED,
+    SEQUENTIAL,
+    esc,
+    esc_all,
+    fmt,
+    merge,
+    symmetric_limit,
+)
 from explain.plots.style import layout as _layout
 from explain.plots.style import signed_colours as _signed_colours
 from explain.plots.style import styled as _styled
 from explain.plots.style import units_for as _units_for
-from explain.core.text import unit_after
 
 NO_DATA = "#d4d4d4"  # padded periods of a history: drawn grey, "no data"
 NO_DATA_TEXT = "no data (padding)"

@@ -14,7 +14,18 @@ import pandas as pd
 import pytest
 
 from explain.analysis import report
-from tests.support.apptest import DEMO, app, array, bundle_files, charts, choose_customer, errors, heatmap, plain, upload
+from tests.support.apptest import (
+    DEMO,
+    app,
+    array,
+    bundle_files,
+    charts,
+    choose_customer,
+    errors,
+    heatmap,
+    plain,
+    upload,
+)
 from tests.unit.batch.test_batch import CHUNK_ATOL
 
 PAGES = ["pages/customer.py", "pages/compare.py", "pages/cohort.py", "pages/diagnostics.py", "pages/data.py"]
@@ -193,9 +204,9 @@ def test_cohort_job_stopped_halfway_keeps_partial_results_and_continues():
 
 
 def test_cohort_page_reads_a_matching_batch_store_instead_of_computing(tmp_path, monkeypatch):
+    from explain.analysis.explainer import Request
     from explain.batch.local import run_batch_job
     from explain.bundle.load import load_bundle
-    from explain.analysis.explainer import Request
 
     folder = tmp_path / "demo"
     shutil.copytree(DEMO, folder, ignore=shutil.ignore_patterns("attributions"))

@@ -154,7 +154,7 @@ def test_eight_sessions_at_once_get_exactly_the_serial_results(one_runtime):
         try:
             start.wait()
             results[cid] = customer_heatmap(cid)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException:  # noqa: BLE001 - reported below
             failures.append((cid, traceback.format_exc()))
 
     threads = [threading.Thread(target=session, args=(cid,)) for cid in CUSTOMERS]

@@ -8,9 +8,9 @@ import keras
 import numpy as np
 import pytest
 
+from explain.bundle.load import Bundle
 from explain.core import engine as engine_module
 from explain.core import ig
-from explain.bundle.load import Bundle
 from explain.core.errors import ExplainError, Stopped
 
 S, T, F = 3, 4, 2

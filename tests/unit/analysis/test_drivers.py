@@ -5,8 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
-from explain.bundle.load import load_bundle
 from explain.analysis.explainer import Request, explain_customers
+from explain.bundle.load import load_bundle
 
 DEMO = Path(__file__).resolve().parents[3] / "bundles" / "demo"
 

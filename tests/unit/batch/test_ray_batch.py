@@ -28,13 +28,13 @@ import pytest
 
 from explain.batch import ray_job as ray_batch
 from explain.batch import ray_tables
+from explain.batch.format import MANIFEST, StoreError
 from explain.batch.local import run_batch_job
+from explain.batch.store import find_store, open_store, read_store
 from explain.bundle.load import load_bundle
 from explain.cli import main
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings as Request
-from explain.batch.store import find_store, open_store, read_store
-from explain.batch.format import MANIFEST, StoreError
 
 ROOT = Path(__file__).resolve().parents[3]
 REQUEST = Request(steps=8)

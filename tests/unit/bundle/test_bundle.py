@@ -18,8 +18,18 @@ import pytest
 from explain.bundle import load as B
 from explain.bundle.load import load_bundle, load_bundle_from_uploads, validate_bundle
 from explain.core.errors import BundleError, ExplainError
-from tests.support.hostile import (PNG_BYTES, as_parquet_bytes, both, delete, drop_column, edit_config, edit_rows,
-                           rename_column, set_cell, write_bytes)
+from tests.support.hostile import (
+    PNG_BYTES,
+    as_parquet_bytes,
+    both,
+    delete,
+    drop_column,
+    edit_config,
+    edit_rows,
+    rename_column,
+    set_cell,
+    write_bytes,
+)
 from tests.support.hostile import read_csv as _read_csv
 from tests.support.hostile import write_csv as _write_csv
 

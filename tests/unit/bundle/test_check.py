@@ -13,14 +13,12 @@ import keras
 import numpy as np
 import pytest
 
-from explain.core import engine
-from explain.core import ig
-from explain.core import labels
+from explain.bundle.load import POSITIVE_LABEL_NOTE, load_bundle, validate_bundle
+from explain.bundle.save import save_bundle
+from explain.cli import main
+from explain.core import engine, ig, labels
 from explain.core.errors import AttributionError
 from explain.core.ig import integrated_gradients
-from explain.bundle.load import POSITIVE_LABEL_NOTE, load_bundle, validate_bundle
-from explain.cli import main
-from explain.bundle.save import save_bundle
 from tests.unit.modelfile.test_safe_load import template_regex
 
 N, S, T, F = 12, 3, 5, 2

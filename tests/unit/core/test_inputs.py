@@ -14,8 +14,7 @@ import pytest
 import tensorflow as tf
 
 import explain
-from explain.core import baselines
-from explain.core import ig
+from explain.core import baselines, ig
 from explain.core.errors import AttributionError
 from explain.core.inputs import MeanEmbedding, input_layout
 
@@ -367,8 +366,8 @@ def long_rows(ids, values, periods, features, keep=None):
 
 
 def test_three_input_bundle_one_table_per_history(tmp_path):
-    from explain.bundle.load import load_bundle, validate_bundle
     from explain.analysis.explainer import explain_customers
+    from explain.bundle.load import load_bundle, validate_bundle
     from explain.core.settings import Settings
 
     model = three_input_model()
@@ -407,8 +406,8 @@ def test_three_input_bundle_one_table_per_history(tmp_path):
 
 
 def test_padded_history_bundle_with_fewer_rows_per_customer(tmp_path):
-    from explain.bundle.load import PERIODS_PADDED_NOTE, load_bundle
     from explain.analysis.explainer import explain_customers
+    from explain.bundle.load import PERIODS_PADDED_NOTE, load_bundle
     from explain.core.settings import Settings
 
     model, real_only = masked_model()

@@ -11,12 +11,19 @@ import shlex
 import pytest
 
 from explain import Settings as ExportedSettings
+from explain.analysis.explainer import Request
 from explain.cli import build_parser, settings_from_args
 from explain.core.errors import AttributionError
-from explain.analysis.explainer import Request
 from explain.core.ig import Settings as EngineSettings
-from explain.core.settings import (BAD_SPEC, PARSERS, TARGET_OUT_OF_RANGE, UNKNOWN_SETTING, UNKNOWN_TARGET_NAME,
-                              Baseline, Settings)
+from explain.core.settings import (
+    BAD_SPEC,
+    PARSERS,
+    TARGET_OUT_OF_RANGE,
+    UNKNOWN_SETTING,
+    UNKNOWN_TARGET_NAME,
+    Baseline,
+    Settings,
+)
 
 OUTPUT_NAMES = ["stay", "churn"]
 

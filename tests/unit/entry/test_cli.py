@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explain.bundle.load import load_bundle
-from explain.cli import main
 from explain.analysis.explainer import Request, explain_customers
 from explain.analysis.report import LONG_COLUMNS
+from explain.bundle.load import load_bundle
+from explain.cli import main
 
 DEMO = Path(__file__).resolve().parents[3] / "bundles" / "demo"
 ROOT = DEMO.parent.parent

@@ -22,12 +22,23 @@ import numpy as np
 import psutil
 import pytest
 
-from explain.modelfile import safe_load as sl
 from explain.core.errors import UnsafeModelError
+from explain.modelfile import safe_load as sl
 from explain.modelfile.trial import PROJECT_ROOT
-from tests.support.hostile import (DELETE, SAVEDMODEL_ZIPS, archive_with, dense_file, hdf5_file, huge_dense_file,
-                           lambda_file, lookup_file, nested_lambda_file, rewrite_config, tiny_model_file,
-                           write_zip)
+from tests.support.hostile import (
+    DELETE,
+    SAVEDMODEL_ZIPS,
+    archive_with,
+    dense_file,
+    hdf5_file,
+    huge_dense_file,
+    lambda_file,
+    lookup_file,
+    nested_lambda_file,
+    rewrite_config,
+    tiny_model_file,
+    write_zip,
+)
 from tests.support.hostile import replace_dense as _replace_dense
 from tests.support.hostile import set_dense_config as _set_dense_config
 

@@ -13,13 +13,12 @@ import numpy as np
 import pytest
 
 import explain
-from explain.plots import figures
-from explain.analysis import report
-from explain.plots import html as html_report
 from explain.core.errors import ExplainError
-from explain.core.settings import Settings
 from explain.core.quadrature import METHODS
-from tests.support.models import F, S, T, data, linear_model
+from explain.core.settings import Settings
+from explain.plots import figures
+from explain.plots import html as html_report
+from tests.support.models import F, T, data, linear_model
 
 pytest.importorskip("keras")
 
