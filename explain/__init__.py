@@ -29,12 +29,12 @@ _EXPORTS = {
     "validate_bundle": "explain.bundle.load",
 }
 
-# Subpackages, and three modules under short names, reachable as attributes without an import:
-# ``explain.plots.figures.heatmap(...)``, ``explain.figures.heatmap(...)``.
+# Subpackages and two modules under short names, reachable as attributes without an import:
+# ``explain.figures.heatmap(a, bundle)``, ``explain.plots.figures.temporal_heatmap(...)``, ``explain.report``.
 _SUBMODULES = {
     "analysis": "explain.analysis", "batch": "explain.batch", "bundle": "explain.bundle", "core": "explain.core",
     "demo": "explain.demo", "modelfile": "explain.modelfile", "plots": "explain.plots",
-    "baselines": "explain.core.baselines", "figures": "explain.plots.figures", "report": "explain.analysis.report",
+    "baselines": "explain.core.baselines", "figures": "explain.figures", "report": "explain.analysis.report",
 }
 
 __all__ = sorted(_EXPORTS, key=str.lower)

@@ -64,7 +64,8 @@ SUMMARY_SCHEMA = pa.schema([("customer_id", pa.string()), ("prediction", pa.floa
 # ---- messages (tests match these) ------------------------------------------------------------
 START_OVER = ("Nothing was changed. To keep it, choose a new --out folder; to start over, delete "
               "the folder ({delete}). (There is no --force on purpose.)")
-NOT_A_FOLDER = "--out {path} is a file, not a folder. The batch output is a folder (a Parquet dataset); choose another name."
+NOT_A_FOLDER = ("--out {path} is a file, not a folder. The batch output is a folder (a Parquet dataset); "
+                "choose another name.")
 CORRUPT_MANIFEST = ("Refusing to use {folder}: its manifest {manifest} cannot be read ({why}), so "
                     "the files there cannot be checked against these settings. " + START_OVER)
 FOREIGN_FILES = ("Refusing to write into {folder}: it holds {count} file(s) this tool did not write: "
