@@ -165,7 +165,8 @@ def test_mkdocs_build_strict(tmp_path):
     assert done.returncode == 0, done.stderr[-4000:]
     api = (site / "python-api" / "index.html").read_text(encoding="utf-8")
     for name in ("explain.core.ig.integrated_gradients", "explain.bundle.load.Bundle", "explain.core.settings.Settings",
-                 "explain.analysis.explainer.explain_customers", "explain.bundle.save.save_bundle"):
+                 "explain.analysis.explainer.explain_customers", "explain.bundle.save.save_bundle",
+                 "explain.figures.heatmap"):
         assert f'id="{name}"' in api, f"the API page has no entry for {name}"
     log = (site / "benchmark-log" / "index.html").read_text(encoding="utf-8")
     assert "Benchmark results" in log and "966 MiB" in log       # bench/RESULTS.md included as it is
