@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explain.core import baselines
 from explain import figures
+from explain.core import baselines
 from ui import show
 
 INPUTS_HELP = (

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from explain.core.errors import ExplainError
-from explain.core.files import write_atomic  # noqa: F401  (report.write_atomic: its old home)
+from explain.core.files import write_atomic
 from explain.core.text import unit_after
 
 LONG_COLUMNS = ["customer_id", "input", "period", "feature", "value", "attribution"]

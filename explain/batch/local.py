@@ -42,7 +42,7 @@ from explain.batch.format import (
     write_json,
     write_success,
 )
-from explain.batch.job import BAD_CHUNK_SIZE, DEFAULT_CHUNK_SIZE, BatchResult, check_chunk_size, follow, result  # noqa: F401 (BAD_CHUNK_SIZE: tests read it here)
+from explain.batch.job import DEFAULT_CHUNK_SIZE, BatchResult, check_chunk_size, follow, result
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings
 from explain.core.text import examples

@@ -108,16 +108,7 @@ from explain.bundle.roles import (  # noqa: F401 (re-exported)
 )
 from explain.bundle.tables import (  # noqa: F401 (re-exported)
     AMBIGUOUS_FILE,
-    BINARY_CSV,
-    DUPLICATE_COLUMN,
-    EMPTY_FILE,
-    HEADER_SPACES_NOTE,
     MISSING_FILE,
-    NO_DATA_ROWS,
-    NOT_UTF8,
-    RAGGED_ROWS,
-    UNREADABLE_PARQUET,
-    WRONG_SEPARATOR,
     read_table,
 )
 from explain.core import labels as label_values
@@ -125,7 +116,7 @@ from explain.core.errors import BundleError, ExplainError, UnsafeModelError
 from explain.core.files import write_bytes_atomic
 from explain.core.inputs import input_layout
 from explain.core.text import examples as _examples
-from explain.core.text import one_line
+from explain.core.text import first_line
 
 if TYPE_CHECKING:  # annotations only: the module is imported before TensorFlow is needed
     import keras
@@ -551,7 +542,7 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
         report.add(MODEL_FILE, MODEL_REFUSED.format(file=MODEL_FILE, reason=str(error).strip()))
         return None
     except Exception as error:  # UnsafeModelError, a damaged zip, unknown layers, ...
-        report.add(MODEL_FILE, MODEL_UNREADABLE.format(file=MODEL_FILE, reason=one_line(error)))
+        report.add(MODEL_FILE, MODEL_UNREADABLE.format(file=MODEL_FILE, reason=first_line(error)))
         return None
     info = _ModelInfo(model=model, raw=raw)
     roles, shapes, problem = input_roles(model)

@@ -29,17 +29,14 @@ import numpy as np
 
 from explain.core.errors import AttributionError
 from explain.core.inputs import MeanEmbedding
-from explain.core.labels import mask as cohort_mask  # noqa: F401  (baselines.cohort_mask: its old home)
+from explain.core.labels import mask as cohort_mask
 from explain.core.labels import text as labels_text
 from explain.core.settings import (  # noqa: F401
     BAD_CATEGORICAL,
     BAD_SAMPLES,
-    BAD_SPEC,
     BAD_WIDTH,
-    CATEGORICAL_RULES,
     DEFAULT_BLUR_WIDTH,
     DEFAULT_SAMPLES,
-    KINDS,
     MAX_SAMPLES,
     Baseline,
 )

@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from explain.core import xla
 from explain.core.errors import AttributionError, Stopped
-from explain.core.inputs import NON_FLOAT_INPUT, input_layout  # noqa: F401  (engine.NON_FLOAT_INPUT: its old home)
+from explain.core.inputs import input_layout
 
 # Message templates (tests match them).
 NOT_TWO_INPUTS = (

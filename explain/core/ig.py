@@ -28,7 +28,7 @@ from explain.core.engine import (
     engine_for,
 )
 from explain.core.errors import AttributionError
-from explain.core.inputs import NON_FLOAT_INPUT, ROLES, MeanEmbedding, input_layout  # noqa: F401
+from explain.core.inputs import ROLES, MeanEmbedding, input_layout
 from explain.core.quadrature import alphas_and_weights
 from explain.core.settings import AUTO, DEFAULT_TOLERANCE, PATHS, SPACES, Settings, parse_space, resolve_target
 

@@ -46,7 +46,6 @@ from explain.core.errors import UnsafeModelError, refusal
 from explain.core.text import one_line
 from explain.modelfile import h5
 from explain.modelfile.common import (  # noqa: F401
-    EMPTY_FILE,
     EMPTY_ZIP_MAGIC,
     IS_DIRECTORY,
     LOAD_FAILED,
@@ -91,7 +90,7 @@ from explain.modelfile.limits import (  # noqa: F401
     MAX_CONFIG_BYTES,
     Limits,
 )
-from explain.modelfile.trial import ISOLATED_FAILED, ISOLATED_TIMEOUT, ISOLATED_TOO_LARGE, run_trial  # noqa: F401
+from explain.modelfile.trial import run_trial
 
 if TYPE_CHECKING:
     from explain.modelfile.trust import TrustedCode

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import explain
+from explain import figures
 from explain.core.errors import ExplainError
 from explain.core.quadrature import METHODS
 from explain.core.settings import Settings
-from explain import figures
 from tests.support.models import F, T, data, linear_model
 
 pytest.importorskip("keras")

@@ -9,6 +9,7 @@ import pytest
 import explain
 from explain.analysis import report
 from explain.bundle.load import Bundle
+from explain.core import files
 from explain.core.errors import ExplainError
 from tests.support.models import F, S, T, data, linear_model
 
@@ -68,7 +69,7 @@ def test_failed_write_leaves_nothing(tmp_path):
         raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError):
-        report.write_atomic(tmp_path / "x.json", boom)
+        files.write_atomic(tmp_path / "x.json", boom)
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ExplainError, match="must end in one of"):
         report.write_attributions(tmp_path / "x.txt", None, None, [])
