@@ -25,7 +25,7 @@ DELTA_CHECK = 0.05
 
 
 def settings_dict(attribution, request=None) -> dict:
-    """The settings of DESIGN.md's JSON: the attribution's (target as an index), with the
+    """The settings of the CLI's JSON (docs/cli.md): the attribution's (target as an index), with the
     baseline spec of ``request`` when one is given."""
     settings = {**(request.as_dict() if request is not None else {}), **attribution.settings.as_dict()}
     if request is not None:
@@ -34,7 +34,7 @@ def settings_dict(attribution, request=None) -> dict:
 
 
 def to_json_dict(attribution, bundle, ids, request=None) -> dict:
-    """The JSON of shared/DESIGN.md: settings, then one entry per customer.
+    """The JSON of docs/cli.md: settings, then one entry per customer.
 
     A bundle with more inputs (categorical, padded or several histories) also gets
     ``inputs``: every model input by key with its features, periods, attributions and values
@@ -196,7 +196,7 @@ def summary_frame(attribution, ids) -> pd.DataFrame:
 
 
 def write_attributions(path, attribution, bundle, ids, request=None) -> Path:
-    """Write JSON (DESIGN.md's shape), or CSV / Parquet (the long format), chosen by suffix."""
+    """Write JSON (docs/cli.md's shape), or CSV / Parquet (the long format), chosen by suffix."""
     suffix = Path(path).suffix.lower()
     if suffix not in OUTPUT_SUFFIXES:
         raise ExplainError(BAD_SUFFIX.format(path=str(path), suffixes=", ".join(OUTPUT_SUFFIXES)))

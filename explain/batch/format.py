@@ -5,7 +5,7 @@ The output folder (``OUT``; a name ending in ``.parquet`` is a folder too, the u
 Parquet dataset)::
 
     OUT/_manifest.json                 settings, bundle hash, customer list hash, chunk size, ...
-    OUT/part-00000.parquet ...         the long format of DESIGN.md, one file per chunk:
+    OUT/part-00000.parquet ...         the long format of docs/cli.md, one file per chunk:
                                        customer_id, input, period, feature, value, attribution
     OUT/_summary/summary-00000.parquet one row per customer, one file per chunk:
                                        customer_id, prediction, baseline_prediction, delta, steps

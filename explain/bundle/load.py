@@ -1,6 +1,6 @@
 """Open, validate and hold a bundle: a Keras model and the customers' tables.
 
-A bundle is a folder (see DESIGN.md)::
+A bundle is a folder (docs/bundles.md)::
 
     model.keras                      one 2-D input (None, S) and one 3-D input (None, T, F)
     static.csv | static.parquet      one row per customer: id column + S features

@@ -338,7 +338,7 @@ class Settings:
                 "tolerance": repr(self.tolerance), "seed": str(self.seed), "categorical": self.categorical}
 
     def as_dict(self) -> dict:
-        """The settings of DESIGN.md's JSON: baseline (spec), steps, method, target, space, path."""
+        """The settings of the CLI's JSON (docs/cli.md): baseline (spec), steps, method, target, space, path."""
         out = {"baseline": str(self.baseline)} if self.baseline is not None else {}
         out.update({"steps": self.steps, "method": self.method, "target": self.target,
                     "space": self.space, "path": self.path})
