@@ -660,7 +660,7 @@ def cohort(a, bundle, *, bands=None) -> CohortFigures:
     from explain.analysis import cohort as cohorts
 
     agg = cohorts.aggregate(np.asarray(a.static, np.float64), np.asarray(a.temporal, np.float64),
-                            bundle.static_labels, bundle.temporal_labels)
+                            bundle.static_labels, bundle.temporal_labels, cohorts.padding_of(a))
     cuts = list(cohorts.RISK_CUTS if bands is None else bands)
     return CohortFigures(
         risk_histogram(a.prediction, cuts, title="Predicted scores of the customers shown"),
