@@ -48,7 +48,8 @@ def test_gather_joins_finished_batches_in_batch_order_whatever_order_they_finish
     static, temporal = RNG.normal(size=(25, 4)), RNG.normal(size=(25, 3, 2))
     part = lambda rows: SimpleNamespace(static=static[rows], temporal=temporal[rows])  # noqa: E731
     parts = {2: part(slice(20, 25)), 0: part(slice(0, 10))}  # batch 1 not finished (stopped)
-    done, s, t = cohort.gather(parts, ids, size=10)
+    done, s, t, pad = cohort.gather(parts, ids, size=10)
+    assert pad.shape == (15, 3) and not pad.any()  # nothing can be padded here
     assert done == ids[:10] + ids[20:]
     keep = list(range(10)) + list(range(20, 25))
     np.testing.assert_array_equal(s, static[keep])
