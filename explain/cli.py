@@ -162,6 +162,9 @@ def cmd_check(args) -> int:
                           if (bundle.path / name).is_file())
         for message in model_problems(bundle):
             report.add(model_file, message)
+        from explain.core import ig
+
+        report.notes += [f"Warning: {note}" for note in ig.model_notes(bundle.model, roles=bundle.roles or None)]
     print(report.format())
     return 0 if report.ok else 1
 
@@ -188,6 +191,8 @@ def cmd_attribute(args) -> int:
     ids = list(dict.fromkeys(args.customer))
     attribution = explain_customers(bundle, ids, settings, batch_size=args.batch_size)
     path = report.write_attributions(args.out, attribution, bundle, ids, settings)
+    for note in attribution.notes:
+        print(f"note: {note}")
     for i, cid in enumerate(ids):
         print(f"{cid}: {report.summary_text(attribution, bundle, i, customer_id=cid)}")
     print(f"wrote {path}")

@@ -66,6 +66,8 @@ def customer_page():
     st.title(f"Customer {show.md(cid)}")
     st.caption(show.md(f"Explaining {target}{unit} · baseline: {settings.baseline} · {attribution.steps[0]} steps "
                        f"({settings.method}) · {settings.path} path"))
+    for note in attribution.notes:  # an input the model does not use: its attributions are exactly 0
+        st.info(show.md(note), icon=":material/info:")
     score = float(state.predictions(bundle, attribution.settings.target)[bundle.index_of(cid)])
     said = verdict.verdict(score, verdict.bands_of(bundle), target)
     v1, m1, m2, m3 = st.columns([2.2, 1, 1, 1.2])

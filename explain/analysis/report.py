@@ -39,7 +39,8 @@ def to_json_dict(attribution, bundle, ids, request=None) -> dict:
     A bundle with more inputs (categorical, padded or several histories) also gets
     ``inputs``: every model input by key with its features, periods, attributions and values
     (null at padded periods); ``static`` holds every static-like feature side by side and
-    ``temporal`` the one history (left out when there are several)."""
+    ``temporal`` the one history (left out when there are several). ``notes`` and
+    ``ignored_inputs`` (keys of inputs the model does not use) come when there are any."""
     settings = settings_dict(attribution, request)
     settings["space_used"] = attribution.space_used
     settings["target_name"] = bundle.output_names[attribution.settings.target]
@@ -74,7 +75,11 @@ def to_json_dict(attribution, bundle, ids, request=None) -> dict:
                 for role, v in attribution.per_input.items()
             }
         customers.append(entry)
-    return {"settings": settings, "customers": customers}
+    out = {"settings": settings, "customers": customers}
+    if attribution.notes:  # an input the model does not use: its attributions are exactly 0
+        out["notes"] = list(attribution.notes)
+        out["ignored_inputs"] = list(attribution.ignored_inputs)
+    return out
 
 
 class InputView:

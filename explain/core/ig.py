@@ -35,7 +35,7 @@ from explain.core.settings import AUTO, DEFAULT_TOLERANCE, PATHS, SPACES, Settin
 __all__ = ["ABSOLUTE_TOLERANCE", "AMBIGUOUS_ROLES", "AUTO_MAX_STEPS", "AUTO_START_STEPS", "Attribution",
            "DEFAULT_BATCH_SIZE", "DEFAULT_TOLERANCE", "DISCONNECTED_INPUT", "MULTI_OUTPUT", "NOT_TWO_INPUTS",
            "PATHS", "ROLES", "SPACES", "Settings", "describe_model", "engine_for", "integrated_gradients",
-           "model_problems", "path_profile"]
+           "model_notes", "model_problems", "path_profile"]
 
 DEFAULT_BATCH_SIZE = 4096  # interpolation points per gradient call
 AUTO_START_STEPS = 16
@@ -101,6 +101,10 @@ class Attribution:
     ``per_input[key]`` holds ``reference_prediction`` (the model with only that input at its
     baseline), ``delta`` (f(x) - reference - sum of that input's attributions) and ``steps``;
     ``delta`` is the one with the largest magnitude and ``steps`` the largest.
+
+    ``ignored_inputs``: keys of the inputs the model does not use (its graph does not connect
+    them to the output); their attributions are exactly 0 (IG's dummy axiom) and ``notes``
+    says so in a sentence each.
     """
 
     static: np.ndarray  # (n, S) float64
@@ -115,6 +119,8 @@ class Attribution:
     inputs: dict = field(default_factory=dict)  # key -> (n, *input shape)
     padding: dict = field(default_factory=dict)  # key -> (n, T) bool, temporal inputs only
     roles: dict = field(default_factory=dict)  # key -> "static" | "temporal"
+    ignored_inputs: tuple = ()  # keys of the inputs the model does not use: attributions exactly 0
+    notes: tuple = ()  # sentences a reader of the result needs (an ignored input, ...)
 
     def __post_init__(self):
         if not self.inputs:
@@ -410,7 +416,7 @@ def integrated_gradients(
 
     per_key = {}
     for spec in engine.specs:
-        a = attrs[spec.key]
+        a = attrs[spec.key] if spec.key not in engine.ignored else np.zeros_like(attrs[spec.key])  # not -0.0
         if spec.kind == "categorical":  # layer IG: summed over the embedding dimension, per original feature
             a = a.sum(axis=-1)
         per_key[spec.key] = mean_k(a)
@@ -440,6 +446,7 @@ def integrated_gradients(
         prediction=prediction, baseline_prediction=baseline_prediction, delta=delta,
         steps=steps_used.reshape(n, k).max(axis=1), settings=settings, space_used=space_used, per_input=per_input,
         inputs=per_key, padding={key: padding[key] for key in temporal_keys}, roles=dict(engine.roles),
+        ignored_inputs=engine.ignored, notes=tuple(engine.ignored_notes()),
     )
 
 
@@ -550,12 +557,23 @@ def describe_model(model, roles: dict | None = None) -> dict:
     }
 
 
+def model_notes(model, roles=None) -> list[str]:
+    """Warnings about ``model`` that do not stop an attribution: one sentence per input the model
+    does not use (its attributions are exactly 0). Empty when the engine refuses the model
+    (``model_problems`` says why)."""
+    roles = dict(roles) if isinstance(roles, dict) and roles else None
+    try:
+        return engine_for(model, roles).ignored_notes()
+    except AttributionError:
+        return []
+
+
 def model_problems(model, inputs: dict | None = None, baselines: dict | None = None,
                    roles=None) -> list[str]:
     """Every problem the engine would raise for ``model`` before or at its first gradient pass,
     in the words of ``integrated_gradients``: inputs it cannot attribute (an integer input
-    without an Embedding, a 4-D input, roles it cannot tell), inputs the output does not
-    depend on, and (with ``inputs`` and ``baselines``) a baseline period equal to the mask value.
+    without an Embedding, a 4-D input, roles it cannot tell), inputs connected to the output
+    without a gradient (a stop_gradient; an input the model does not use is a note: ``model_notes``), and (with ``inputs`` and ``baselines``) a baseline period equal to the mask value.
 
     ``baselines``: one baseline (arrays by input key) or several by name (``{"zero": {...},
     "mean": {...}}``). ``roles``: {input name: role} as ``integrated_gradients`` takes it (a

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import explain
-from explain.core import ig
+from explain.core import engine, ig
 from explain.core.errors import AttributionError
 from explain.core.quadrature import METHODS, alphas_and_weights
 from tests.support.models import F, S, T, data, linear_model, lstm_model, zero_baseline
@@ -60,6 +60,38 @@ def test_ignored_feature_gets_exactly_zero(role, j):
     values = a.static[:, j] if role == "static" else a.temporal[:, :, j]
     assert np.all(values == 0.0)
     assert np.abs(a.static).sum() > 0 and np.abs(a.temporal).sum() > 0
+
+
+@pytest.mark.parametrize("temporal_first", [False, True])
+def test_input_the_model_does_not_use_gets_exact_zeros_and_a_note(temporal_first):
+    # The static input is an input of the model, connected to nothing: IG's dummy axiom says its
+    # attributions are exactly 0; the history's alone add up to f(x) - f(b).
+    keras.utils.set_random_seed(3)
+    s_in, t_in = keras.Input((S,), name="side"), keras.Input((T, F), name="history")
+    lstm, head = keras.layers.LSTM(4), keras.layers.Dense(1, activation="sigmoid")
+    out = head(lstm(t_in))
+    model = keras.Model([t_in, s_in] if temporal_first else [s_in, t_in], out)
+    x = data(4)
+    b = {"static": np.full((1, S), 0.7), "temporal": np.full((1, T, F), -0.3)}
+    a = explain.integrated_gradients(model, x, b, steps=64)
+    assert a.ignored_inputs == ("static",)
+    assert np.all(a.static == 0.0) and not np.signbit(a.static).any()  # exact zeros, not -0.0
+    assert a.notes == (engine.IGNORED_INPUT.format(role="static", name="side"),)
+    assert "does not use its static input 'side'" in a.notes[0]
+    np.testing.assert_allclose(a.temporal.sum(axis=(1, 2)), a.prediction - a.baseline_prediction, atol=1e-4)
+    # the history's attributions against a hand-written IG of the history-only model
+    alphas, weights = alphas_and_weights("gausslegendre", 64)
+    xt = tf.constant(x["temporal"])
+    bt = tf.constant(np.broadcast_to(b["temporal"], xt.shape), tf.float32)
+    grads = np.zeros(xt.shape)
+    for alpha, w in zip(alphas, weights):
+        point = bt + float(alpha) * (xt - bt)
+        with tf.GradientTape() as tape:
+            tape.watch(point)
+            total = tf.reduce_sum(head(lstm(point)))
+        grads += w * tape.gradient(total, point).numpy()
+    np.testing.assert_allclose(a.temporal, (xt.numpy() - bt.numpy()) * grads, rtol=1e-4, atol=1e-7)
+    assert ig.model_notes(model) == list(a.notes) and ig.model_problems(model) == []
 
 
 def test_batch_size_does_not_change_results(lstm):
@@ -206,9 +238,10 @@ def _int_input_model():
     return keras.Model([s_in, t_in], keras.layers.Dense(1)(h))
 
 
-def _disconnected_model():
+def _stop_gradient_model():
     s_in, t_in = keras.Input((S,), name="side"), keras.Input((T, F), name="history")
-    return keras.Model([s_in, t_in], keras.layers.Dense(1)(keras.layers.LSTM(2)(t_in)))
+    s = keras.ops.stop_gradient(keras.layers.Dense(1)(s_in))
+    return keras.Model([s_in, t_in], keras.layers.Add()([keras.layers.Dense(1)(keras.layers.LSTM(2)(t_in)), s]))
 
 
 def _same_rank_model():
@@ -224,7 +257,7 @@ def _nan(arr, where):
 
 ERROR_CASES = [
     ("int input", _int_input_model, {}, "static input .* has dtype int32; Integrated Gradients needs a float"),
-    ("disconnected", _disconnected_model, {}, "does not depend on its static input 'side'"),
+    ("stop_gradient", _stop_gradient_model, {}, "no gradient with respect to its static input 'side'"),
     ("same ranks", _same_rank_model, {}, "Cannot tell the model's static input from its temporal one"),
     ("baseline shape", None, {"baselines": {"static": np.zeros((1, S + 1)), "temporal": np.zeros((1, T, F))}},
      r"baselines static has shape \(1, 6\); expected \(1 or n, 5\)"),

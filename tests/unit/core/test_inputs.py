@@ -331,11 +331,17 @@ def test_mask_zero_embedding_history():
         np.testing.assert_allclose(a.inputs["static"][i], ref_s[0], rtol=1e-4, atol=1e-6)
 
 
-def test_disconnected_third_input_is_reported_up_front():
+def test_unused_third_input_is_a_note_and_gets_exact_zeros():
     s_in, t_in, q_in = keras.Input((3,), name="profile"), keras.Input((4, 2), name="monthly"), keras.Input((2, 1), name="unused")
     model = keras.Model([s_in, t_in, q_in], keras.layers.Dense(1)(keras.layers.Concatenate()([s_in, keras.layers.Flatten()(t_in)])))
-    problems = ig.model_problems(model)
-    assert any("does not depend on its temporal input 'unused'" in p for p in problems)
+    assert ig.model_problems(model) == []
+    assert ig.model_notes(model) == ["The model does not use its temporal input 'unused' (its graph does not connect it "
+                                     "to the output): every attribution of that input is 0."]
+    rng = np.random.default_rng(0)
+    x = {"profile": rng.normal(size=(2, 3)), "monthly": rng.normal(size=(2, 4, 2)), "unused": rng.normal(size=(2, 2, 1))}
+    a = explain.integrated_gradients(model, x, {k: np.zeros((1, *v.shape[1:])) for k, v in x.items()}, steps=2)
+    assert a.ignored_inputs == ("unused",) and np.all(a.inputs["unused"] == 0.0)
+    np.testing.assert_allclose(a.delta, 0.0, atol=1e-5)  # a linear model: exact at 2 points
 
 
 # --------------------------------------------------------------------------- bundles with these models
