@@ -13,7 +13,7 @@ own ``app.py``.
 import shutil
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
@@ -47,4 +47,4 @@ class BuildWithDashboard(build_py):
             shutil.copy2(ROOT / relative, destination)
 
 
-setup(packages=["explain"], cmdclass={"build_py": BuildWithDashboard})  # metadata: pyproject.toml
+setup(packages=find_packages(include=["explain", "explain.*"]), cmdclass={"build_py": BuildWithDashboard})  # metadata: pyproject.toml

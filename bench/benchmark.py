@@ -107,7 +107,7 @@ def limit_points(x, steps, chunk):
     """The engine's interpolation points (Gauss-Legendre alphas), prebuilt per chunk."""
     import tensorflow as tf
 
-    from explain.quadrature import alphas_and_weights
+    from explain.core.quadrature import alphas_and_weights
 
     alphas, _ = alphas_and_weights("gausslegendre", steps)
     per_call = max(1, chunk // steps)
@@ -169,7 +169,7 @@ def main():
     import tensorflow as tf
 
     import explain
-    from explain import ig
+    from explain.core import ig
 
     model = build_model()
     steps_list = (16, 64, 256)

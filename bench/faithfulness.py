@@ -3,7 +3,7 @@
     python bench/faithfulness.py                  # 200 demo customers, the default settings
     python bench/faithfulness.py --customers 1000
 
-Not a test. In one process: a first run of ``explain.faithfulness.run`` (it traces the compiled
+Not a test. In one process: a first run of ``explain.analysis.faithfulness.run`` (it traces the compiled
 functions), then ``--repeat`` warm runs, printing each part's time (best of the warm runs) and
 the figures of the last run. Then a loop of single-row model calls, one per perturbed input
 (what a per-cell Python loop does), timed over a few customers' deletion curve, is scaled to
@@ -24,10 +24,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from explain import faithfulness as fa  # noqa: E402
-from explain.bundle import load_bundle  # noqa: E402
-from explain.explainer import baseline_for  # noqa: E402
-from explain.settings import Settings  # noqa: E402
+from explain.analysis import faithfulness as fa  # noqa: E402
+from explain.analysis.explainer import baseline_for  # noqa: E402
+from explain.bundle.load import load_bundle  # noqa: E402
+from explain.core.settings import Settings  # noqa: E402
 
 
 def loop_seconds_per_call(bundle, result, customers: int = 2) -> float:

@@ -3,7 +3,7 @@
     python bench/figure_specs.py               # the demo bundle's first customer, 20 repeats
     python bench/figure_specs.py --repeats 5
 
-Prints the median time to build the three figures with ``explain.figures.temporal_panel``,
+Prints the median time to build the three figures with ``explain.plots.figures.temporal_panel``,
 ``static_bars`` and ``history_figure`` (``go.Figure``), with their ``*_spec`` twins (dicts),
 and with the dicts made ready to send (``ui.speed.spec``), and the ratio. Nothing is asserted.
 """
@@ -35,10 +35,11 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=20)
     args = parser.parse_args(argv)
 
-    from explain import figures, load_bundle
-    from explain.diagnostics import shown_baseline
-    from explain.explainer import explain_customers
-    from explain.settings import Settings
+    from explain import load_bundle
+    from explain.analysis.diagnostics import shown_baseline
+    from explain.analysis.explainer import explain_customers
+    from explain.core.settings import Settings
+    from explain.plots import figures
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     bundle = load_bundle(os.path.join(root, "bundles", "demo"))

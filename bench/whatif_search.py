@@ -5,7 +5,7 @@
 
 Not a test. In one process (the engine traced and warm first):
 
-- the search (``explain.counterfactual.search``, the page's defaults: at most 3 edits, 10 s) for the
+- the search (``explain.analysis.counterfactual.search``, the page's defaults: at most 3 edits, 10 s) for the
   ``--customers`` customers the model flags (prediction > 0.5), half the highest-risk ones and
   half drawn with a seed: time per customer (median, 95th percentile, slowest), how many reach
   the threshold, edits and candidate inputs scored per customer;
@@ -27,9 +27,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from explain import counterfactual, whatif  # noqa: E402
-from explain.bundle import load_bundle  # noqa: E402
-from explain.settings import Settings  # noqa: E402
+from explain.analysis import counterfactual, whatif  # noqa: E402
+from explain.bundle.load import load_bundle  # noqa: E402
+from explain.core.settings import Settings  # noqa: E402
 
 
 def main() -> None:

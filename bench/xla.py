@@ -1,4 +1,4 @@
-"""The XLA path (explain.xla) against the graph path on the demo model, as ratios from one run.
+"""The XLA path (explain.core.xla) against the graph path on the demo model, as ratios from one run.
 
     python bench/xla.py              # 1, 100 and 1,000 customers at 64 steps, 5 repeats
     python bench/xla.py --repeats 2  # quicker
@@ -40,10 +40,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     import explain
-    from explain import bundle as bundle_io
-    from explain import xla
-    from explain.demo import DEFAULT_DEMO_DIR
-    from explain.engine import engine_for
+    from explain.bundle import load as bundle_io
+    from explain.core import xla
+    from explain.core.engine import engine_for
+    from explain.demo.churn import DEFAULT_DEMO_DIR
 
     bundle = bundle_io.load_bundle(DEFAULT_DEMO_DIR)
     model, engine = bundle.model, engine_for(bundle.model)

@@ -1,7 +1,7 @@
 """Integrated Gradients for Keras models with a static and a temporal input.
 
-The names below are imported on first use (PEP 562), so ``import explain.errors`` or
-``explain.safe_load`` does not import TensorFlow: the memory-capped child process of
+The names below are imported on first use (PEP 562), so ``import explain.core.errors`` or
+``explain.modelfile.safe_load`` does not import TensorFlow: the memory-capped child process of
 ``safe_load.load_model_isolated`` imports this package before it sets its limit.
 """
 
@@ -11,33 +11,40 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter
 
 _EXPORTS = {
-    "Attribution": "explain.ig",
-    "AttributionError": "explain.errors",
-    "Baseline": "explain.settings",
-    "Bundle": "explain.bundle",
-    "BundleError": "explain.errors",
-    "explain_customers": "explain.explainer",
-    "ExplainError": "explain.errors",
-    "integrated_gradients": "explain.ig",
-    "load_bundle": "explain.bundle",
-    "path_profile": "explain.ig",
-    "Request": "explain.explainer",
-    "save_bundle": "explain.objects",
-    "Settings": "explain.settings",
-    "Stopped": "explain.errors",
-    "UnsafeModelError": "explain.errors",
-    "validate_bundle": "explain.bundle",
+    "Attribution": "explain.core.ig",
+    "AttributionError": "explain.core.errors",
+    "Baseline": "explain.core.settings",
+    "Bundle": "explain.bundle.load",
+    "BundleError": "explain.core.errors",
+    "explain_customers": "explain.analysis.explainer",
+    "ExplainError": "explain.core.errors",
+    "integrated_gradients": "explain.core.ig",
+    "load_bundle": "explain.bundle.load",
+    "path_profile": "explain.core.ig",
+    "Request": "explain.analysis.explainer",
+    "save_bundle": "explain.bundle.save",
+    "Settings": "explain.core.settings",
+    "Stopped": "explain.core.errors",
+    "UnsafeModelError": "explain.core.errors",
+    "validate_bundle": "explain.bundle.load",
 }
 
-# Submodules reachable as attributes without an import: ``explain.figures.heatmap(...)``.
-_SUBMODULES = ("baselines", "figures", "report")
+# Subpackages, and three modules under short names, reachable as attributes without an import:
+# ``explain.plots.figures.heatmap(...)``, ``explain.figures.heatmap(...)``.
+_SUBMODULES = {
+    "analysis": "explain.analysis", "batch": "explain.batch", "bundle": "explain.bundle", "core": "explain.core",
+    "demo": "explain.demo", "modelfile": "explain.modelfile", "plots": "explain.plots",
+    "baselines": "explain.core.baselines", "figures": "explain.plots.figures", "report": "explain.analysis.report",
+}
 
 __all__ = sorted(_EXPORTS, key=str.lower)
 
 
 def __getattr__(name: str):
     if name in _SUBMODULES:
-        return importlib.import_module(f"explain.{name}")  # sets the attribute on the package
+        module = importlib.import_module(_SUBMODULES[name])
+        globals()[name] = module
+        return module
     if name not in _EXPORTS:
         raise AttributeError(f"module 'explain' has no attribute {name!r}")
     value = getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from explain.errors import ExplainError  # noqa: E402
-from explain.quadrature import METHODS  # noqa: E402
-from explain.settings import DEFAULT_TOLERANCE, PARSERS, Settings  # noqa: E402
-from explain.text import one_line  # noqa: E402
+from explain.core.errors import ExplainError  # noqa: E402
+from explain.core.quadrature import METHODS  # noqa: E402
+from explain.core.settings import DEFAULT_TOLERANCE, PARSERS, Settings  # noqa: E402
+from explain.core.text import one_line  # noqa: E402
 
 CUSTOMERS_FILE_MISSING = "The customers file {path} does not exist (--customers-file: one customer id per line)."
 CUSTOMERS_FILE_UNREADABLE = "The customers file {path} cannot be read as UTF-8 text ({why})."
@@ -105,14 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from_args(args) -> Settings:
-    """The ``Settings`` of the command line's options (each parsed by ``explain.settings``)."""
+    """The ``Settings`` of the command line's options (each parsed by ``explain.core.settings``)."""
     return Settings.from_strings({name: getattr(args, name) for name in PARSERS})
 
 
 def read_customers_file(path, with_lines: bool = False):
     """The ids of a text file, one per line (blank lines and surrounding spaces ignored).
     With ``with_lines``: (ids, {id: first line number})."""
-    from explain.batch import NO_CUSTOMERS
+    from explain.batch.local import NO_CUSTOMERS
 
     path = Path(path)
     try:
@@ -132,7 +132,7 @@ def read_customers_file(path, with_lines: bool = False):
 
 
 def cmd_demo(args) -> int:
-    from explain.demo import build_demo
+    from explain.demo.churn import build_demo
 
     out = build_demo(args.out)
     print(f"wrote the demo bundle to {out}")
@@ -142,11 +142,11 @@ def cmd_demo(args) -> int:
 def model_loader(args):
     """The bundle's model loader for ``--trust-code FILE`` (None without it: the default, untrusted).
 
-    Imports FILE (``explain.trust``), says so on stderr (the dashboard shows the same words as a
+    Imports FILE (``explain.modelfile.trust``), says so on stderr (the dashboard shows the same words as a
     badge) and opens the model with FILE's Keras objects; a bundle given on the command line only."""
     if not getattr(args, "trust_code", None):
         return None
-    from explain import safe_load, trust
+    from explain.modelfile import safe_load, trust
 
     trusted = trust.load_trusted_code(args.trust_code)
     print(trusted.badge, file=sys.stderr)
@@ -154,7 +154,7 @@ def model_loader(args):
 
 
 def cmd_check(args) -> int:
-    from explain import bundle as bundle_io
+    from explain.bundle import load as bundle_io
 
     report, bundle = bundle_io.inspect_bundle(args.bundle, loader=model_loader(args))
     if bundle is not None:  # the tables and the model fit: what would make every attribution fail
@@ -169,8 +169,8 @@ def cmd_check(args) -> int:
 def model_problems(bundle) -> list[str]:
     """``ig.model_problems`` on a few customers, with the zero and mean baselines built as
     ``attribute`` builds them (``explainer.baseline_for``)."""
-    from explain import ig
-    from explain.explainer import baseline_for
+    from explain.analysis.explainer import baseline_for
+    from explain.core import ig
 
     data = bundle.data()
     inputs = {key: values[:CHECK_CUSTOMERS] for key, values in data.items()}
@@ -179,9 +179,9 @@ def model_problems(bundle) -> list[str]:
 
 
 def cmd_attribute(args) -> int:
-    from explain import report
-    from explain.bundle import load_bundle
-    from explain.explainer import explain_customers
+    from explain.analysis import report
+    from explain.analysis.explainer import explain_customers
+    from explain.bundle.load import load_bundle
 
     bundle = load_bundle(args.bundle, loader=model_loader(args))
     settings = settings_from_args(args)
@@ -195,9 +195,9 @@ def cmd_attribute(args) -> int:
 
 
 def cmd_batch(args) -> int:
-    from explain.batch import check_ids, run_batch_job
-    from explain.bundle import load_bundle
-    from explain.ray_batch import ONLY_WITH_RAY, run_ray_batch_job
+    from explain.batch.local import check_ids, run_batch_job
+    from explain.batch.ray_job import ONLY_WITH_RAY, run_ray_batch_job
+    from explain.bundle.load import load_bundle
 
     if args.engine == "ray":
         if args.trust_code:
@@ -223,8 +223,8 @@ def cmd_batch(args) -> int:
 
 
 def cmd_faithfulness(args) -> int:
-    from explain import faithfulness
-    from explain.bundle import load_bundle
+    from explain.analysis import faithfulness
+    from explain.bundle.load import load_bundle
 
     faithfulness.check_out(args.out)
     settings = settings_from_args(args)

@@ -21,7 +21,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from explain.errors import ExplainError
+from explain.core.errors import ExplainError
 
 PACKAGED = Path(__file__).resolve().parent / "_dashboard"   # inside an installed wheel
 CHECKOUT = Path(__file__).resolve().parent.parent           # the repository, when run from source
@@ -64,7 +64,7 @@ def command(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
             address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None) -> list[str]:
     """The command line that serves ``bundle`` (default: the app's own default): ``ui/launch.py``,
     which is ``streamlit run app.py`` with the startup bundle opened while Streamlit starts;
-    ``trust_code``: the owner's custom layers for that bundle (``--trust-code``, ``explain.trust``)."""
+    ``trust_code``: the owner's custom layers for that bundle (``--trust-code``, ``explain.modelfile.trust``)."""
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise ExplainError(BAD_PORT.format(port=port))
     root = dashboard_dir()
@@ -77,7 +77,7 @@ def command(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
             raise ExplainError(NOT_A_BUNDLE.format(path=bundle))
         extra += ["--bundle", str(path)]
     if trust_code is not None:
-        from explain.trust import TRUST_NOT_FOUND, TrustError
+        from explain.modelfile.trust import TRUST_NOT_FOUND, TrustError
 
         code = Path(trust_code).expanduser().resolve()
         if not code.is_file():

@@ -4,8 +4,11 @@ batches (stoppable), with filters."""
 import numpy as np
 import streamlit as st
 
-from explain import cohort, figures, verdict
-from ui import frame, inputs as more_inputs, jobs, pickers, show, state
+from explain.analysis import cohort
+from explain.core import verdict
+from explain.plots import figures
+from ui import frame, jobs, pickers, show, state
+from ui import inputs as more_inputs
 
 
 def cohort_page():

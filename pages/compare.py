@@ -2,9 +2,11 @@
 
 import streamlit as st
 
-from explain import figures, labels, report
-from ui import frame, inputs as more_inputs, pickers, show, state
-
+from explain.analysis import report
+from explain.core import labels
+from explain.plots import figures
+from ui import frame, pickers, show, state
+from ui import inputs as more_inputs
 
 COHORT_NOTE = ("The cohort's mean is over {n:,} of the {total:,} customers with {label} = {value}, drawn at random "
                "with a fixed seed (the same ones every time), which keeps the page fast.")

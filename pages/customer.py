@@ -3,8 +3,12 @@
 import pandas as pd
 import streamlit as st
 
-from explain import baselines, figures, report, verdict
-from ui import frame, inputs as more_inputs, show, speed, state
+from explain.analysis import report
+from explain.core import baselines, verdict
+from explain.plots import figures
+from explain.plots import html as html_report
+from ui import frame, show, speed, state
+from ui import inputs as more_inputs
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
 LEGEND = ("Each bar and cell is a share of the difference between this customer's score and the "
@@ -44,7 +48,7 @@ def downloads(attribution, bundle, cid, settings, figs) -> None:
                        mime="application/json", on_click="ignore", icon=":material/data_object:", key="dl_json")
     d3.download_button(  # built only when clicked: it embeds plotly.js (a few MB)
         "HTML report (opens offline)",
-        lambda: report.html_report(attribution, bundle, [cid], 0, settings, figs).encode("utf-8"),
+        lambda: html_report.html_report(attribution, bundle, [cid], 0, settings, figs).encode("utf-8"),
         f"{stem}.html", mime="text/html", on_click="ignore", icon=":material/description:", key="dl_html")
 
 

@@ -5,7 +5,8 @@ import json
 import pandas as pd
 import streamlit as st
 
-from ui import frame, inputs as more_inputs, show, state, uploads
+from ui import frame, show, state, uploads
+from ui import inputs as more_inputs
 
 
 def demo_note(bundle) -> None:

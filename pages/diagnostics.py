@@ -3,7 +3,8 @@
 import numpy as np
 import streamlit as st
 
-from explain import diagnostic_figures, diagnostics, faithfulness, report
+from explain.analysis import diagnostics, faithfulness, report
+from explain.plots import diagnostics as diagnostic_figures
 from ui import frame, show, state
 
 SAMPLE_NOTE = " For sample:K the path to the first sampled baseline is shown."

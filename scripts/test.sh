@@ -11,7 +11,7 @@ if ! command -v chromium >/dev/null 2>&1; then
     $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 python3 -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-# the optional Ray engine (--engine ray): CI installs it so that tests/test_ray_batch.py runs
+# the optional Ray engine (--engine ray): CI installs it so that tests/unit/batch/test_ray_batch.py runs
 python3 -m pip install --quiet --disable-pip-version-check -r requirements-ray.txt
 export TF_CPP_MIN_LOG_LEVEL=2
 python3 -m pytest "$@"

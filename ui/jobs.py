@@ -10,8 +10,8 @@ import time
 
 import streamlit as st
 
-from explain import cohort
-from explain.errors import ExplainError
+from explain.analysis import cohort
+from explain.core.errors import ExplainError
 from ui import show, state
 
 NO_STORE = ("No precomputed batch store matches this bundle and these settings, so the page computes them; "

@@ -1,7 +1,8 @@
 """What the sidebar and the pages offer: the values of each widget (a link may hold only these)
 and their labels."""
 
-from explain import cohort, settings
+from explain.analysis import cohort
+from explain.core import settings
 
 STEP_OPTIONS = ("8", "16", "32", "64", "128", "256", "512", "auto")
 DEFAULT_STEPS = "64"

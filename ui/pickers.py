@@ -1,7 +1,7 @@
 """Sidebar and page pickers: ``*_ui()`` functions that draw widgets and return their values.
 
 On a session's first run (and when the bundle changes) the link (:mod:`ui.url`) is read into
-the widgets' session state; every run builds the one :class:`explain.settings.Settings` from
+the widgets' session state; every run builds the one :class:`explain.core.settings.Settings` from
 the widgets and writes the link back into the URL. Widget keys: ``customer``, ``baseline_kind``
 with ``baseline_customer`` / ``baseline_cohort`` / ``blur_width`` / ``sample_k``, ``steps``,
 ``method``, ``target``, ``space``, ``path``; the pages' ``_compare`` and ``_sample`` (kept
@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from explain import labels
-from explain.settings import DEFAULT_BLUR_WIDTH, DEFAULT_SAMPLES, Baseline, Settings
-from ui import inputs as more_inputs, options, show, speed, state, url
+from explain.core import labels
+from explain.core.settings import DEFAULT_BLUR_WIDTH, DEFAULT_SAMPLES, Baseline, Settings
+from ui import inputs as more_inputs
+from ui import options, show, speed, state, url
 
 
 @dataclass(frozen=True)

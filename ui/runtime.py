@@ -36,7 +36,7 @@ import streamlit as st
 TESTED_VERSION = "1.67.0"
 LOG = logging.getLogger("explain.app")
 VERSION_WARNING = ("Streamlit {found} is installed; this app's workarounds in ui/runtime.py were tested with "
-                   "{tested}. Recheck them (tests/test_app.py: the kernel-cache patch, deep links to a page, "
+                   "{tested}. Recheck them (tests/app/test_app.py: the kernel-cache patch, deep links to a page, "
                    "a rerun that stops a computation) or install streamlit=={tested}.")
 MISSING_WARNING = "Streamlit {found}: {what} is not where ui/runtime.py expects it; {effect}."
 

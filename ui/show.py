@@ -13,8 +13,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from explain.errors import BundleError, ExplainError
-from explain.text import hide_paths
+from explain.core.errors import BundleError, ExplainError
+from explain.core.text import hide_paths
 from ui import startup
 
 LOG = logging.getLogger("explain.app")

@@ -8,7 +8,7 @@
 * :func:`spec`: a figure as the dict the browser gets, smaller and without its data twice:
   Plotly's default template (about 7 KB a figure) keeps only the trace types the figure draws
   and drops the subplot kinds it has none of (polar, geo, 3-D, ...). The look is unchanged. A
-  builder may return figure dicts instead of ``go.Figure`` (``explain.figures.*_spec``, what the
+  builder may return figure dicts instead of ``go.Figure`` (``explain.plots.figures.*_spec``, what the
   Customer page does): they get the trimmed default template (made once per set of trace types)
   and their float64 arrays are sent as typed float32 arrays (colours and bar lengths; every hover
   number is formatted text or 4 significant digits), without a ``go.Figure`` being built or
@@ -19,7 +19,7 @@
 * :func:`ranking`: the customer box's options and labels and the highest-risk list, made once
   per bundle instead of on every rerun.
 * :func:`warm_up_xla`: with ``EXPLAIN_XLA=1`` the startup bundle's model answers small requests
-  on the XLA-compiled path (``explain.xla``), compiled in the background when it opens. Off by
+  on the XLA-compiled path (``explain.core.xla``), compiled in the background when it opens. Off by
   default: on 2 cores each bucket's compile takes seconds of CPU that the first visitors'
   reruns would share, to save about a millisecond per customer.
 * ``EXPLAIN_SPEED=off`` in the server's environment switches them off (figures rebuilt on every
@@ -40,9 +40,9 @@ import plotly.io as pio
 import streamlit as st
 from _plotly_utils.utils import plotlyjsShortTypes, to_typed_array_spec
 
-from explain import quadrature, xla
-from explain.engine import engine_for
-from explain.settings import Settings
+from explain.core import quadrature, xla
+from explain.core.engine import engine_for
+from explain.core.settings import Settings
 
 SPEED_ENV = "EXPLAIN_SPEED"
 # The browser draws the elements that arrive together in one go: sent right behind the heatmap, the
@@ -146,9 +146,9 @@ def _figures(content_hash: str, page: str, customer: str, key: tuple, _build):
 
 def figures(bundle, page: str, customer: str, settings, build) -> tuple[tuple, tuple]:
     """(figures, what to plot) of ``page`` for ``customer`` under ``settings``: ``build()`` returns
-    the figures, ``go.Figure`` or figure dicts (``explain.figures.*_spec``); it runs once per
+    the figures, ``go.Figure`` or figure dicts (``explain.plots.figures.*_spec``); it runs once per
     (bundle content, page, customer, settings) while cached. Plot the second tuple's items with
-    ``ui.show.plot``; the first are what ``build()`` returned (downloads: ``report.html_report``
+    ``ui.show.plot``; the first are what ``build()`` returned (downloads: ``html.html_report``
     takes figures and dicts alike). With the speed off both are ``go.Figure`` (dicts made into
     figures: what Plotly makes, as before)."""
     if not enabled():

@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from explain.errors import ExplainError
+from explain.core.errors import ExplainError
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_DIR = ROOT / "bundles" / "demo"
@@ -44,13 +44,13 @@ def bundle_path(argv: list[str] | None = None, environ=None) -> Path:
 
 
 def trusted_code(argv: list[str] | None = None):
-    """The ``explain.trust.TrustedCode`` of ``--trust-code FILE`` (imported once per process), or None.
+    """The ``explain.modelfile.trust.TrustedCode`` of ``--trust-code FILE`` (imported once per process), or None.
 
     Raises ``TrustError`` (an ``ExplainError`` naming the file) when FILE cannot be used."""
     given = _option("--trust-code", argv)
     if given is None:
         return None
-    from explain import trust
+    from explain.modelfile import trust
 
     return trust.load_trusted_code(Path(given).expanduser())
 
@@ -61,7 +61,7 @@ def model_loader(argv: list[str] | None = None):
     trusted = trusted_code(argv)
     if trusted is None:
         return None
-    from explain import safe_load
+    from explain.modelfile import safe_load
 
     return functools.partial(safe_load.open_model, trusted=trusted)
 

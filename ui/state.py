@@ -2,13 +2,13 @@
 
 * ``st.cache_resource``: bundles (model + tables), keyed by the folder's path and a
   fingerprint of its files (name, size, mtime), shared by every session. Every model call
-  holds the model's engine lock (``explain.ig.engine_for(model).lock``).
+  holds the model's engine lock (``explain.core.ig.engine_for(model).lock``).
 * ``st.cache_data`` (bounded ``max_entries`` and ``ttl``): attribution arrays and other
   derived arrays, keyed by the bundle's content hash and the settings; the bundle itself is
   passed as an unhashed ``_bundle`` argument. The computations are in ``explain/``
   (``explainer``, ``diagnostics``, ``cohort``); this module only caches and times them.
 * ``st.cache_data`` also holds attributions read from a finished batch store
-  (``<bundle>/attributions/*/``, see ``explain.store``), keyed by the same and a fingerprint
+  (``<bundle>/attributions/*/``, see ``explain.batch.store``), keyed by the same and a fingerprint
   of that folder, so a store that appears or changes is seen at the next rerun.
 * Session state: ``timings`` (the last computations, for the Diagnostics page).
 
@@ -30,13 +30,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explain import cohort, counterfactual, diagnostics, faithfulness, whatif
-from explain import bundle as bundle_io
-from explain.errors import ExplainError
-from explain.explainer import explain_customers
-from explain.settings import Settings, resolve_target
-from explain.store import STORES_DIR, find_store, open_store
-from explain.store_format import SUMMARY_DIR
+from explain.analysis import cohort, counterfactual, diagnostics, faithfulness, whatif
+from explain.analysis.explainer import explain_customers
+from explain.batch.format import SUMMARY_DIR
+from explain.batch.store import STORES_DIR, find_store, open_store
+from explain.bundle import load as bundle_io
+from explain.core.errors import ExplainError
+from explain.core.settings import Settings, resolve_target
 from ui import runtime, speed, startup, uploads
 
 LOG = logging.getLogger("explain.app")

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from explain import bundle as bundle_io
-from explain.errors import BundleError
+from explain.bundle import load as bundle_io
+from explain.core.errors import BundleError
 from ui import show
 
 UPLOAD_PREFIX = "explain-upload-"
@@ -84,7 +84,7 @@ def load_upload_model(path: Path, display_name: str):
     A file whose trial load already succeeded (same bytes: the user fixed a table and uploads
     the same model again) skips the child process; the static checks still run.
     """
-    from explain import safe_load
+    from explain.modelfile import safe_load
 
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     with _TRIAL_LOCK:

@@ -15,7 +15,7 @@ compare    Compare page: the second customer's id, or ``cohort:LABEL`` (a cohort
 sample     Cohort page: ``200``, ``500``, ``1000`` or ``all``
 =========  ======================================================================
 
-Each IG setting is parsed by its one parser in :mod:`explain.settings`; a value that does not
+Each IG setting is parsed by its one parser in :mod:`explain.core.settings`; a value that does not
 parse, or that the bundle or the widgets do not offer, is dropped with a warning naming it.
 The page itself is the URL path (``/``, ``/compare``, ``/cohort``, ``/diagnostics``, ``/data``).
 """
@@ -26,9 +26,9 @@ from dataclasses import dataclass, replace
 
 import streamlit as st
 
-from explain import labels
-from explain.errors import ExplainError
-from explain.settings import PARSERS, Baseline, Settings, resolve_target
+from explain.core import labels
+from explain.core.errors import ExplainError
+from explain.core.settings import PARSERS, Baseline, Settings, resolve_target
 from ui import options
 
 WRITTEN = "_url_written"  # session state: the query parameters as this session last wrote them

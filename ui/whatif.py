@@ -1,6 +1,6 @@
 """Widgets of the What-if page (``*_ui()`` helpers) and the scenario's session state and URL.
 
-The scenario is kept in session state as its URL form (``explain.whatif``'s compact text),
+The scenario is kept in session state as its URL form (``explain.analysis.whatif``'s compact text),
 for one customer: choosing another customer starts an empty one. The ``whatif`` query
 parameter is read on the session's first run (a bad one is dropped with a warning naming it)
 and written back after every change. Every widget key carries a version number that changes
@@ -12,8 +12,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from explain import labels, report, whatif
-from explain.whatif import Edit, Scenario, ScenarioError
+from explain.analysis import report, whatif
+from explain.analysis.whatif import Edit, Scenario, ScenarioError
+from explain.core import labels
+from explain.plots import html as html_report
 from ui import show, state, url
 
 PARAM = "whatif"
@@ -172,6 +174,6 @@ def downloads_ui(bundle, cid, settings, outcome, figs) -> None:
     d2.download_button("JSON (with the scenario)", whatif.report_json(bundle, cid, outcome, settings),
                        f"{stem}.json", mime="application/json", on_click="ignore", icon=":material/data_object:",
                        key="wi_json")
-    d3.download_button("HTML report (opens offline)", lambda: report.html_report(
+    d3.download_button("HTML report (opens offline)", lambda: html_report.html_report(
         outcome.attribution, rb, ids, 1, settings, figs, title=f"What-if for customer {cid}").encode("utf-8"),
         f"{stem}.html", mime="text/html", on_click="ignore", icon=":material/description:", key="wi_html")

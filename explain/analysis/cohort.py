@@ -1,0 +1,114 @@
+"""Many customers at once: the Cohort page's sample, its batches, filters and aggregates, and
+the mean attribution of a labelled cohort (the Compare page). No Streamlit: arrays in, arrays out.
+
+Shapes: ``static`` is (n, S) and ``temporal`` (n, T, F) attributions of n customers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from explain.core import labels
+from explain.core.engine import engine_for
+from explain.core.errors import ExplainError
+
+SAMPLE_SIZES = ("200", "500", "1000", "all")
+BATCH = 100  # customers per computation
+SEED = 0
+RISK_CUTS = (0.3, 0.6)
+BANDS = {"low (< 0.3)": (0.0, 0.3), "medium (0.3 to 0.6)": (0.3, 0.6), "high (>= 0.6)": (0.6, 1.0 + 1e-9)}
+PREDICT_CHUNK = 1024  # customers per model call when scoring everyone
+COHORT_MEAN_LIMIT = 100  # customers averaged for a cohort's mean
+NO_LABELS = "This bundle has no label column, so there is no cohort to compare with."
+EMPTY_COHORT = "No customer has the label {value!r}."
+
+
+def scores(bundle, should_stop=None, chunk: int = PREDICT_CHUNK) -> np.ndarray:
+    """Every customer's model output (n, K) float64, ``chunk`` customers per compiled call;
+    ``should_stop`` is asked before each call (see :func:`explain.core.engine.check_stop`)."""
+    return engine_for(bundle.model, getattr(bundle, "roles", None) or None).outputs(  # any inputs (issue 11)
+        bundle.data(), "output", chunk, should_stop)
+
+
+def sample_ids(bundle, size: str, seed: int = SEED) -> list[str]:
+    """A seeded random sample of ``size`` customers ('200', ...) in table order, or all of them ('all')."""
+    if size == "all" or int(size) >= bundle.n_customers:
+        return bundle.ids.tolist()
+    rows = np.sort(np.random.default_rng(seed).choice(bundle.n_customers, size=int(size), replace=False))
+    return [str(i) for i in bundle.ids[rows]]
+
+
+def batches(ids: list, size: int = BATCH) -> list[list]:
+    """``ids`` cut into consecutive batches of ``size`` (the last one shorter)."""
+    return [ids[k:k + size] for k in range(0, len(ids), size)]
+
+
+def gather(parts: dict, ids: list, size: int = BATCH) -> tuple[list, np.ndarray, np.ndarray]:
+    """The finished batches ``parts`` ({batch index: attribution}) joined in batch order:
+    (their ids, static (n, S), temporal (n, T, F))."""
+    order = sorted(parts)
+    done = [i for k in order for i in ids[k * size:(k + 1) * size]]
+    return (done, np.concatenate([parts[k].static for k in order]),
+            np.concatenate([parts[k].temporal for k in order]))
+
+
+def in_bands(risk: np.ndarray, bands, table=None) -> np.ndarray:
+    """Rows whose predicted risk lies in one of the named ``bands`` (keys of ``table``
+    {name: (low, high)}, by default :data:`BANDS`; ``explain.core.verdict.ranges`` gives a bundle's)."""
+    table = BANDS if table is None else table
+    keep = np.zeros(len(risk), bool)
+    for band in bands:
+        low, high = table[band]
+        keep |= (risk >= low) & (risk < high)
+    return keep
+
+
+def with_labels(row_labels, chosen) -> np.ndarray:
+    """Rows whose label (as text, see :mod:`explain.core.labels`) is one of ``chosen``."""
+    return np.isin(np.array([labels.text(v) for v in row_labels], dtype=object), list(chosen))
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """What the Cohort page draws, from the attributions of the customers shown."""
+
+    mean_abs: np.ndarray          # (T, F) mean |attribution| per cell
+    signed_mean: np.ndarray       # (T, F)
+    feature_names: list           # S static names, then F temporal names summed over periods
+    feature_abs: np.ndarray       # (S + F,) mean |attribution| per feature
+    feature_signed: np.ndarray    # (S + F,)
+    period_abs: np.ndarray        # (T,) mean over customers of sum over features of |attribution|
+    period_signed: np.ndarray     # (T,)
+
+
+def aggregate(static: np.ndarray, temporal: np.ndarray, static_names, temporal_names) -> Aggregate:
+    """Means over customers of the attributions ``static`` (n, S) and ``temporal`` (n, T, F)."""
+    per_feature = temporal.sum(axis=1)  # (n, F): each temporal feature summed over periods
+    everything = np.concatenate([static, per_feature], axis=1)  # (n, S + F)
+    names = [f"{name} (static)" for name in static_names] + [f"{name} (all periods)" for name in temporal_names]
+    return Aggregate(mean_abs=np.abs(temporal).mean(axis=0), signed_mean=temporal.mean(axis=0),
+                     feature_names=names, feature_abs=np.abs(everything).mean(axis=0),
+                     feature_signed=everything.mean(axis=0), period_abs=np.abs(temporal).sum(axis=2).mean(axis=0),
+                     period_signed=temporal.sum(axis=2).mean(axis=0))
+
+
+def cohort_ids(bundle, value: str, limit: int = COHORT_MEAN_LIMIT, seed: int = SEED) -> list[str]:
+    """Up to ``limit`` customers (a seeded sample, in table order) whose label is ``value``."""
+    if bundle.labels is None:
+        raise ExplainError(NO_LABELS)
+    rows = np.flatnonzero(labels.mask(bundle.labels, value))
+    if rows.size == 0:
+        raise ExplainError(EMPTY_COHORT.format(value=value))
+    if rows.size > limit:
+        rows = np.sort(np.random.default_rng(seed).choice(rows, size=limit, replace=False))
+    return [str(i) for i in bundle.ids[rows]]
+
+
+def mean_of(attribution, bundle, ids: list) -> dict:
+    """The mean customer of ``ids``: static (S,) and temporal (T, F) attributions, the mean
+    history ``values`` (T, F), ``n`` and the mean ``prediction``."""
+    return {"static": attribution.static.mean(axis=0), "temporal": attribution.temporal.mean(axis=0),
+            "values": bundle.inputs_for(ids)["temporal"].mean(axis=0), "n": len(ids),
+            "prediction": float(attribution.prediction.mean())}

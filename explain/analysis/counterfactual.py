@@ -1,0 +1,255 @@
+"""What would change the outcome: a greedy search for a small edit that brings one customer's
+prediction below a threshold. No streamlit.
+
+Each round explains the current inputs (one IG call), ranks every candidate edit by the fall
+its attributions predict and scores the best of them in one batched model call; see
+:func:`search`. The result is an :class:`explain.analysis.whatif.Scenario` (so the What-if page can show
+it) and comes with :data:`CAUTION`: it is what the model does, not what the customer will do.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from explain.analysis.whatif import ROLES, Context, Edit, Scenario, apply, explain_inputs, predict
+from explain.core.engine import StopCheck
+from explain.core.errors import ExplainError
+from explain.core.ig import Attribution
+
+SEARCH_WINDOWS = (1, 2, 3, 6)  # month window lengths tried by the search (and the whole history)
+SEARCH_CANDIDATES = 128  # candidates evaluated per round (the best ranked by attribution)
+
+# Message templates (tests import them).
+UNKNOWN_LOCKED = "Cannot lock {names}: not a feature of this bundle. The features are: {features}."
+BAD_THRESHOLD = "threshold={value!r} must be a number between 0 and 1 (the prediction to get below)."
+BAD_LIMIT = "{name}={value!r} must be a positive number."
+
+CAUTION = ("This is what the model does, not what the customer will do. The search changes the model's inputs "
+           "until its score falls below {threshold:g}; it does not know which changes are possible, what they "
+           "would cost, or what else would change with them (a customer who calls support less may also use "
+           "less data), and the model has learnt associations in past data, not causes. Use the edits as "
+           "questions to ask, not as a plan.")
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What :func:`search` found: the edits (a scenario), the predictions before and after."""
+
+    scenario: Scenario
+    original_prediction: float
+    prediction: float
+    threshold: float
+    reached: bool
+    rounds: int
+    evaluated: int  # candidate inputs evaluated by the model
+    seconds: float
+    stopped: str  # why the search ended, in words
+    caution: str
+
+
+def candidate_edits(ctx: Context, current: dict, attribution: Attribution, row: int, locked: set, used: set):
+    """(edit, estimated fall of the prediction, change for :func:`with_change`) for the current inputs.
+
+    The estimate is first order: the average gradient along the IG path (attribution / (x - b))
+    times the change of each cell; exact for a linear model.
+    """
+    out = []
+    for role in ROLES:
+        x = current[role]
+        a = (attribution.static if role == "static" else attribution.temporal)[row]
+        gap = x - ctx.baseline[role]
+        safe = np.where(np.abs(gap) > 1e-12, gap, 1.0)
+        slope = np.where(np.abs(gap) > 1e-12, a / safe, 0.0)  # average gradient along the path
+        if role == "static":
+            for j in range(x.shape[0]):
+                if ("static", j) in locked or ("static", j) in used:
+                    continue
+                cats = ctx.observed.static_categories[j]
+                if cats is not None:  # a category: its observed values (a baseline's 0.43 is no category)
+                    options = [(Edit("static", j, "set", v), v) for v in cats]
+                else:
+                    options = [(Edit("static", j, "baseline"), ctx.baseline["static"][j]),
+                               (Edit("static", j, "median"), ctx.median(None)["static"][j])]
+                    options += [(Edit("static", j, "set", float(v)), v) for v in ctx.observed.static_quantiles[:, j]]
+                seen = set()
+                for edit, value in options:
+                    value = float(ctx.observed.fit("static", j, np.array([value]))[0])
+                    if abs(value - x[j]) < 1e-9 or value in seen:
+                        continue
+                    seen.add(value)
+                    out.append((edit, float(slope[j] * (x[j] - value)), {"static": (j, value)}))
+            continue
+        periods = x.shape[0]
+        windows = sorted({w for w in SEARCH_WINDOWS if w < periods} | {periods})
+        real = ~ctx.padded
+        for f in range(x.shape[1]):
+            if ("temporal", f) in locked:
+                continue
+            for kind, source in (("baseline", ctx.baseline["temporal"][:, f]),
+                                 ("median", ctx.median(None)["temporal"][:, f])):
+                target = ctx.observed.fit("temporal", f, source)
+                fall = slope[:, f] * (x[:, f] - target)  # (T,)
+                for w in windows:
+                    for start in range(0, periods - w + 1):
+                        cells = slice(start, start + w)
+                        if not real[cells].all() or np.allclose(x[cells, f], target[cells], rtol=0, atol=1e-9):
+                            continue
+                        edit = Edit("temporal", f, kind, None, (start, start + w - 1))
+                        out.append((edit, float(fall[cells].sum()), {"temporal": (cells, f, target[cells])}))
+    return out
+
+
+def _size(ctx: Context, before: dict, after: dict) -> float:
+    """How far ``after`` moved from ``before``: the sum of |change| / observed range over all values."""
+    o = ctx.observed
+    spans = {"static": np.maximum(o.static_max - o.static_min, 1e-12),
+             "temporal": np.maximum(o.temporal_max - o.temporal_min, 1e-12)}
+    return float(sum((np.abs(after[r] - before[r]) / spans[r]).sum() for r in ROLES))
+
+
+def with_change(current: dict, change: dict) -> dict:
+    """``current`` (static (S,), temporal (T, F)) with one candidate's change applied (a copy)."""
+    static, temporal = current["static"].copy(), current["temporal"].copy()
+    if "static" in change:
+        j, value = change["static"]
+        static[j] = value
+    else:
+        cells, f, values = change["temporal"]
+        temporal[cells, f] = values
+    return {"static": static, "temporal": temporal}
+
+
+def locked_features(bundle, names) -> set:
+    """{("static", j) | ("temporal", j)} for feature names or display labels; ``ExplainError`` naming unknown ones."""
+    found, unknown = set(), []
+    for name in names or ():
+        hits = {(role, j) for role, columns, labels in (
+            ("static", bundle.static_features, bundle.static_labels),
+            ("temporal", bundle.temporal_features, bundle.temporal_labels))
+            for j, (column, label) in enumerate(zip(columns, labels)) if str(name) in (str(column), str(label))}
+        if not hits:
+            unknown.append(str(name))
+        found |= hits
+    if unknown:
+        features = ", ".join(map(str, [*bundle.static_features, *bundle.temporal_features]))
+        raise ExplainError(UNKNOWN_LOCKED.format(names=", ".join(map(repr, unknown)), features=features))
+    return found
+
+
+def search(ctx: Context, *, threshold: float = 0.5, locked=(), max_edits: int = 3, time_limit: float = 10.0,
+           candidates: int = SEARCH_CANDIDATES, should_stop: StopCheck = None) -> SearchResult:
+    """Greedy search for a small edit that brings the prediction below ``threshold``.
+
+    Each round explains the current inputs (one IG call), ranks every candidate edit (a static
+    feature set to the baseline, the median or an observed value; a window of 1, 2, 3, 6 or all
+    months of a monthly feature set to the baseline or the median) by the fall its attributions
+    predict, and evaluates the best ``candidates`` in one batched model call. A round that
+    reaches the threshold takes the reaching edit that changes the fewest values; otherwise the
+    one that lowers the prediction most. At most ``max_edits`` edits, and no new round after
+    ``time_limit`` seconds; locked features (names or labels) and padded months are never
+    edited, and every value stays in the observed range. Edits that are not needed to stay
+    below the threshold are dropped at the end.
+    """
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
+        raise ExplainError(BAD_THRESHOLD.format(value=threshold))
+    for name, value in (("max_edits", max_edits), ("time_limit", time_limit), ("candidates", candidates)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ExplainError(BAD_LIMIT.format(name=name, value=value))
+    locked = locked_features(ctx.bundle, locked)
+    start = time.perf_counter()
+    current = {role: ctx.original[role].copy() for role in ROLES}
+    chosen: list[Edit] = []
+    used: set = set()
+    evaluated = rounds = 0
+    first = explain_inputs(ctx.bundle, {r: current[r][None].astype(np.float32) for r in ROLES}, ctx.settings,
+                           should_stop=should_stop)
+    target = first.settings.target
+    original = prediction = float(predict(ctx.bundle, current["static"][None], current["temporal"][None], target,
+                                          should_stop=should_stop)[0])
+    attribution, stopped = first, ""
+    while prediction >= threshold:
+        if len(chosen) >= max_edits:
+            stopped = f"reached the limit of {max_edits} edit(s)"
+            break
+        if time.perf_counter() - start > time_limit:
+            stopped = f"reached the time limit of {time_limit:g} s"
+            break
+        if rounds:
+            attribution = explain_inputs(ctx.bundle, {r: current[r][None].astype(np.float32) for r in ROLES},
+                                         ctx.settings, should_stop=should_stop)
+        rounds += 1
+        pool = candidate_edits(ctx, current, attribution, 0, locked, used)
+        if not pool:
+            stopped = "no edit is left to try (every feature is locked, edited or already at its value)"
+            break
+        pool.sort(key=lambda item: -item[1])
+        pool = pool[:int(candidates)]
+        trials = [with_change(current, change) for _, _, change in pool]
+        # candidates: (k, S) and (k, T, F) in one batched call
+        scores = predict(ctx.bundle, np.stack([t["static"] for t in trials]),
+                         np.stack([t["temporal"] for t in trials]), target, should_stop=should_stop)
+        evaluated += len(trials)
+        below = np.flatnonzero(scores < threshold)
+        if below.size:  # the smallest edit that reaches: fewest values, then the smallest change
+            best = min(below, key=lambda i: (pool[i][0].cells(), _size(ctx, current, trials[i]), scores[i]))
+        else:
+            best = int(np.argmin(scores))
+            if scores[best] >= prediction - 1e-9:
+                stopped = "no single edit lowers the prediction further"
+                break
+        edit, _, change = pool[best]
+        if below.size and edit.role == "static" and ctx.observed.static_categories[edit.feature] is None:
+            edit, change, scores[best], extra = _closest_static(ctx, current, edit, change, threshold, target,
+                                                                should_stop)
+            evaluated += extra
+        chosen.append(edit)
+        used.add((edit.role, edit.feature))
+        current = with_change(current, change)
+        prediction = float(scores[best])
+    if prediction < threshold:
+        chosen, prediction, extra = _prune(ctx, chosen, threshold, target, prediction, should_stop)
+        evaluated += extra
+        stopped = "the prediction is below the threshold"
+    return SearchResult(Scenario(tuple(chosen)), original, prediction, float(threshold), prediction < threshold,
+                        rounds, evaluated, time.perf_counter() - start, stopped,
+                        CAUTION.format(threshold=threshold))
+
+
+def _closest_static(ctx: Context, current: dict, edit: Edit, change: dict, threshold: float, target: int,
+                    should_stop: StopCheck = None, points: int = 16):
+    """The value between the customer's and the edit's, closest to the customer's, that still
+    gets below ``threshold`` (one batched call over ``points`` values; the edit's own value,
+    known to get below, is the last of them)."""
+    j, value = change["static"]
+    x = current["static"][j]
+    grid = np.linspace(x, value, points + 1)[1:-1]
+    if ctx.observed.static_integer[j]:
+        grid = np.round(grid)
+    grid = np.append(np.unique(grid[np.abs(grid - x) > 1e-9]), value)
+    grid = grid[np.argsort(np.abs(grid - x), kind="stable")]
+    trials = [with_change(current, {"static": (j, float(v))}) for v in grid]
+    scores = predict(ctx.bundle, np.stack([t["static"] for t in trials]), np.stack([t["temporal"] for t in trials]),
+                     target, should_stop=should_stop)
+    k = int(np.flatnonzero(scores < threshold)[0]) if (scores < threshold).any() else len(grid) - 1
+    value = float(grid[k])
+    return Edit("static", j, "set", value), {"static": (j, value)}, float(scores[k]), len(trials)
+
+
+def _prune(ctx: Context, chosen: list, threshold: float, target: int, prediction: float,
+           should_stop: StopCheck = None):
+    """Drop edits the result does not need (each leave-one-out set evaluated in one batched call)."""
+    evaluated = 0
+    while len(chosen) > 1:
+        subsets = [chosen[:k] + chosen[k + 1:] for k in range(len(chosen))]
+        inputs = [apply(ctx, Scenario(tuple(s)))[0] for s in subsets]
+        scores = predict(ctx.bundle, np.concatenate([i["static"] for i in inputs]),
+                         np.concatenate([i["temporal"] for i in inputs]), target, should_stop=should_stop)
+        evaluated += len(subsets)
+        k = int(np.argmin(scores))
+        if scores[k] >= threshold:
+            break
+        chosen, prediction = subsets[k], float(scores[k])
+    return chosen, prediction, evaluated

@@ -1,0 +1,117 @@
+"""What the Diagnostics page shows, computed without Streamlit: the delta of every integration
+rule at several step counts, the path from the baseline to a customer, what the engine
+detected in the model, the model's layers as a table, and the baseline a customer is shown
+against. Every model call goes through the engine (which holds the model's lock).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from explain.analysis.explainer import baseline_for, explain_customers
+from explain.core import ig
+from explain.core.engine import check_stop
+from explain.core.quadrature import METHODS
+from explain.core.settings import resolve_target
+
+SWEEP_STEPS = (4, 8, 16, 32, 64, 128, 256)
+PATH_POINTS = 33
+LAYER_COLUMNS = ["layer", "type", "output shape", "params"]
+
+
+def delta_sweep(bundle, customer: str, settings, steps=SWEEP_STEPS, should_stop=None) -> dict:
+    """delta for each integration rule at each step count, for one customer under ``settings``.
+
+    Returns {"steps": [...], "deltas": {method: [delta per step count]}, "gap": f(x) - f(b),
+    "space": settings.space, "seconds": time taken}. ``should_stop`` is asked before each of
+    the len(METHODS) x len(steps) computations and between their chunks (see
+    :func:`explain.core.engine.check_stop`).
+    """
+    start = time.perf_counter()
+    out = {"steps": list(steps), "deltas": {}, "gap": None}
+    for method in METHODS:
+        deltas = []
+        for n in steps:
+            check_stop(should_stop)
+            attribution = explain_customers(bundle, [customer], replace(settings, steps=n, method=method),
+                                            should_stop=should_stop)
+            deltas.append(float(attribution.delta[0]))
+            out["gap"] = float(attribution.prediction[0] - attribution.baseline_prediction[0])
+        out["deltas"][method] = deltas
+    out["space"] = settings.space
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def path_profile(bundle, customer: str, settings, points: int = PATH_POINTS) -> dict:
+    """Prediction and gradient norms along the straight path from the baseline to ``customer``
+    (see :func:`explain.core.ig.path_profile`); for sample:K the path to the first sampled baseline."""
+    inputs = bundle.inputs_for([customer])
+    base = baseline_for(bundle, inputs, settings.baseline, settings.seed)
+    target = resolve_target(settings.target, len(bundle.output_names), bundle.output_names)
+    return ig.path_profile(bundle.model, inputs, base, points=points, target=target, space=settings.space)
+
+
+def shown_baseline(bundle, customer: str, settings) -> dict:
+    """The baseline ``customer`` is compared with: static (S,), temporal (T, F) float64;
+    a distribution of K baselines (sample:K) is shown as its mean."""
+    inputs = bundle.inputs_for([customer])
+    base = baseline_for(bundle, inputs, settings.baseline, settings.seed)
+    static = np.asarray(base["static"], np.float64)
+    temporal = np.asarray(base["temporal"], np.float64)
+    if temporal.ndim == 4:  # (1, K, T, F): K sampled baselines
+        static, temporal = static.mean(axis=1), temporal.mean(axis=1)
+    return {"static": static[0], "temporal": temporal[0]}
+
+
+def _shape_text(layer) -> str:
+    try:
+        output = layer.output
+    except Exception:  # a layer used at several places has no single output
+        return "(several)"
+    shapes = [tuple(t.shape) for t in output] if isinstance(output, (list, tuple)) else [tuple(output.shape)]
+    return ", ".join(str(s).replace("None", "batch") for s in shapes)
+
+
+def _count(weights) -> int:
+    return int(sum(int(np.prod(w.shape)) for w in weights))
+
+
+def model_layers(model) -> tuple[pd.DataFrame, dict]:
+    """The model summary as a table (layer, type, output shape, params) and the parameter totals
+    {"name", "total", "trainable", "non-trainable"}."""
+    rows = []
+    for layer in model.layers:
+        try:
+            params = int(layer.count_params())
+        except Exception:  # not built
+            params = 0
+        rows.append({"layer": str(layer.name), "type": type(layer).__name__, "output shape": _shape_text(layer),
+                     "params": params})
+    trainable, total = _count(model.trainable_weights), _count(model.weights)
+    return pd.DataFrame(rows, columns=LAYER_COLUMNS), {
+        "name": str(model.name), "total": total, "trainable": trainable, "non-trainable": total - trainable}
+
+
+def traces_text(traces) -> str:
+    """How many times each compiled function was traced, in words: 'path 1, forward 1, points 1'."""
+    if not isinstance(traces, dict):
+        return str(traces)
+    return ", ".join(f"{name} {count}" for name, count in traces.items()) or "none yet"
+
+
+def detected_inputs(model) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What the engine detected: one row per input role (name, shape, dtype, position), and one
+    row for the model (outputs, logit head, compiled traces)."""
+    described = ig.describe_model(model)
+    roles = pd.DataFrame([
+        {"role": role, "input name": str(described[f"{role}_input"]["name"]),
+         "shape": str(described[f"{role}_input"]["shape"]), "dtype": described[f"{role}_input"]["dtype"],
+         "position": described[f"{role}_input"]["position"]} for role in ("static", "temporal")])
+    summary = pd.DataFrame([{"outputs (K)": described["outputs"], "logit space": described["logit_space"],
+                             "compiled traces": traces_text(described["traces"])}])
+    return roles, summary

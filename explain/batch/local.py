@@ -1,0 +1,217 @@
+"""Attributions of every customer of a bundle, in resumable chunks, to a Parquet dataset.
+
+    python -m explain batch --bundle DIR --out OUT [settings] [--batch-size N] [--customers-file F]
+
+This module writes the store (the local engine; ``explain.batch.ray_job`` is the Ray one); its
+files are described in ``explain.batch.format`` and read by ``explain.batch.store`` (``read_store``,
+``open_store``, ``find_store``).
+
+Rerunning the same command after an interruption (Ctrl-C, a crash, kill -9) keeps the chunks
+whose two files read back with the expected customers, removes leftover temporary files and
+computes the rest. A folder written with other settings, another bundle (content hash), other
+customers or another chunk size, a folder with a corrupt manifest, and a folder holding files
+this tool did not write are refused, never overwritten: to start over, delete the folder or
+choose a new ``--out``. There is deliberately no ``--force``.
+
+Memory is bounded by the chunk size: one chunk's attributions are held at a time (the
+bundle's input arrays are in memory anyway).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from explain.analysis.explainer import explain_customers
+from explain.analysis.report import long_frame, summary_frame
+from explain.batch.format import (
+    LOCK,
+    MANIFEST,
+    SUCCESS,
+    SUMMARY_DIR,
+    FolderLock,
+    completed,
+    inspect_folder,
+    new_manifest,
+    output_folder,
+    verify_chunk,
+    write_chunk,
+    write_json,
+    write_success,
+)
+from explain.core.errors import ExplainError
+from explain.core.settings import Settings
+from explain.core.text import examples
+
+DEFAULT_CHUNK_SIZE = 200
+
+# ---- messages (tests match these) ------------------------------------------------------------
+UNKNOWN_IDS = ("{source}: {count} unknown customer id(s): {examples}. Ids are text and case-sensitive; "
+               "this bundle has {n} customers, for example {known}. Fix or remove these lines.")
+NO_CUSTOMERS = "{source} lists no customer ids: expected one id per line."
+CHUNK_FAILED = ("Chunk {chunk} (customers {first} to {last}) failed: {error} The finished chunks are "
+                "kept in {folder}; fix the cause and rerun the same command to resume.")
+BAD_CHUNK_SIZE = "--batch-size (customers per chunk) must be a positive integer, got {value!r}."
+NO_HASH = ("The batch job needs a bundle loaded from a folder (load_bundle): its content hash "
+           "identifies the results, and this bundle has none.")
+
+
+# ---- one chunk ----------------------------------------------------------------------------
+
+
+def compute_chunk(bundle, ids: list[str], request: Settings, engine_batch_size: int | None = None, *,
+                  baseline: dict | None = None):
+    """(long frame, summary frame) of one chunk: ``explain_customers`` on these ids only.
+
+    ``baseline``: the data-wide baseline arrays, when ``bundle`` holds one chunk only (the Ray
+    engine's actors); default: computed from ``bundle`` as always.
+    """
+    attribution = explain_customers(bundle, ids, request, batch_size=engine_batch_size, baseline=baseline)
+    return long_frame(attribution, bundle, ids), summary_frame(attribution, ids)
+
+
+# ---- the job --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What ``run_batch_job`` did."""
+
+    path: Path  # or the URI of a store written by the Ray engine
+    n_customers: int
+    n_chunks: int
+    computed_chunks: int
+    reused_chunks: int
+    removed_temporary_files: int
+    rows: int  # long-format rows of the whole store
+    seconds: float
+    manifest: dict = field(repr=False)
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.manifest.get("complete"))
+
+    def describe(self) -> str:
+        reused = f", reused {self.reused_chunks} finished chunk(s)" if self.reused_chunks else ""
+        return (f"wrote {self.n_customers} customers ({self.rows} rows) in {self.n_chunks} chunk(s) to "
+                f"{self.path}: computed {self.computed_chunks}{reused} in {self.seconds:.1f} s. Read it with "
+                f"pandas.read_parquet('{self.path}') (long format) and "
+                f"pandas.read_parquet('{self.path}/{SUMMARY_DIR}') (one row per customer).")  # path: a Path or a URI
+
+
+def check_ids(bundle, ids: Iterable, source: str = "customers", lines: dict | None = None) -> list[str]:
+    """The ids as text, duplicates dropped (first kept); ``ExplainError`` naming unknown ids
+    (with their line numbers when ``lines`` maps an id to one)."""
+    ids = list(dict.fromkeys(str(i) for i in ids))
+    if not ids:
+        raise ExplainError(NO_CUSTOMERS.format(source=source))
+    known = set(str(i) for i in bundle.ids)
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        shown = [f"{i!r} (line {lines[i]})" if lines and i in lines else repr(i) for i in unknown]
+        raise ExplainError(UNKNOWN_IDS.format(
+            source=source, count=len(unknown), examples=examples(shown, quote=False), n=len(known),
+            known=", ".join(repr(str(i)) for i in list(bundle.ids[:3]))))
+    return ids
+
+
+
+def run_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: int = DEFAULT_CHUNK_SIZE,
+                  ids: Iterable | None = None, progress: bool = True,
+                  engine_batch_size: int | None = None) -> BatchResult:
+    """Attributions of ``ids`` (default: every customer of ``bundle``) into the folder ``out``,
+    ``chunk_size`` customers at a time; resumes an interrupted run of the same job.
+
+    ``bundle``: a ``Bundle`` or a bundle folder. ``progress``: a tqdm bar on stderr.
+    ``engine_batch_size``: interpolation points per gradient call (never changes a number).
+    Raises ``StoreError`` (an ``ExplainError``) when ``out`` must be refused.
+    """
+    started = time.perf_counter()
+    if isinstance(bundle, (str, os.PathLike)):
+        from explain.bundle.load import load_bundle
+
+        bundle = load_bundle(bundle)
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise ExplainError(BAD_CHUNK_SIZE.format(value=chunk_size))
+    chunk_size = int(chunk_size)
+    if not getattr(bundle, "content_hash", ""):
+        raise ExplainError(NO_HASH)
+    all_ids = [str(i) for i in bundle.ids]
+    ids = all_ids if ids is None else check_ids(bundle, ids)
+    folder = output_folder(out)
+    chunks = [list(ids[start:start + chunk_size]) for start in range(0, len(ids), chunk_size)]
+    manifest = new_manifest(bundle, ids, request, chunk_size)
+
+    inspect_folder(folder, manifest)  # refuse early, before any work and without touching anything
+    # Bad settings (baseline, target, steps) fail here, before the folder is made.
+    explain_customers(bundle, ids[:1], request, batch_size=engine_batch_size)
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with FolderLock(folder):
+        stored, temps = inspect_folder(folder, manifest)
+        for temp in temps:
+            temp.unlink(missing_ok=True)
+        if stored is None:
+            write_json(folder / MANIFEST, manifest)
+        else:
+            manifest = stored
+        (folder / SUMMARY_DIR).mkdir(exist_ok=True)
+
+        todo, reused = [], 0
+        for index, chunk_ids in enumerate(chunks):
+            why = verify_chunk(folder, manifest, index, chunk_ids)
+            if why is None:
+                reused += 1
+            else:
+                if why != "missing" and progress:
+                    print(f"chunk {index}: {why}; recomputing it", file=sys.stderr)
+                todo.append(index)
+        if progress and stored is not None:
+            print(f"resuming {folder}: {reused} of {len(chunks)} chunk(s) already done and verified, "
+                  f"{len(todo)} to compute" + (f"; removed {len(temps)} temporary file(s)" if temps else ""),
+                  file=sys.stderr)
+
+        if todo and (manifest.get("complete") or (folder / SUCCESS).exists()):
+            # a finished store with a damaged chunk: not complete while it is repaired
+            (folder / SUCCESS).unlink(missing_ok=True)
+            manifest = {**manifest, "complete": False}
+            write_json(folder / MANIFEST, manifest)
+
+        from tqdm import tqdm
+
+        done_customers = len(ids) - sum(len(chunks[i]) for i in todo)
+        bar = tqdm(total=len(ids), initial=done_customers, unit=" customers", desc="batch",
+                   file=sys.stderr, disable=not progress, dynamic_ncols=True, smoothing=0.1)
+        try:
+            for index in todo:
+                long, summary = compute_chunk(bundle, chunks[index], request, engine_batch_size)
+                write_chunk(folder, manifest, index, long, summary)
+                del long, summary
+                bar.update(len(chunks[index]))
+        except KeyboardInterrupt:
+            bar.close()
+            print(f"interrupted: the finished chunks are kept in {folder}; rerun the same command to "
+                  "resume.", file=sys.stderr)
+            raise
+        except ExplainError as error:
+            bar.close()
+            ids_of = chunks[index]
+            raise ExplainError(CHUNK_FAILED.format(chunk=index, first=ids_of[0], last=ids_of[-1],
+                                                   error=error, folder=folder)) from error
+        bar.close()
+
+        if not manifest.get("complete") or not (folder / SUCCESS).exists():
+            manifest = completed(manifest)
+            write_json(folder / MANIFEST, manifest)
+            write_success(folder)
+    (folder / LOCK).unlink(missing_ok=True)
+    return BatchResult(path=folder, n_customers=len(ids), n_chunks=len(chunks), computed_chunks=len(todo),
+                       reused_chunks=reused, removed_temporary_files=len(temps),
+                       rows=manifest["rows_per_customer"] * len(ids),
+                       seconds=time.perf_counter() - started, manifest=manifest)

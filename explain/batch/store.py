@@ -1,0 +1,310 @@
+"""Reading a batch store (the folder ``python -m explain batch`` writes; see ``store_format``).
+
+``read_store(OUT, ids)`` reads a finished store as tables (long format, summaries), in the
+order of ``ids``; ``open_store(OUT)`` gives a ``Store`` (its manifest, its files read lazily,
+one chunk at a time), whose ``arrays(bundle, ids)`` are the engine's arrays (what the Cohort
+page uses). The dashboard reuses a finished store instead of recomputing: ``find_store(bundle,
+request)`` looks in ``<bundle>/attributions/*/`` for one with this bundle's content hash and
+these settings. ``pandas.read_parquet(OUT)`` and ``pandas.read_parquet(OUT / "_summary")``
+read it too.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from explain.analysis.report import long_layout
+from explain.batch.format import (
+    LONG_SCHEMA,
+    MANIFEST,
+    SUCCESS,
+    SUMMARY_SCHEMA,
+    StoreError,
+    chunk_paths,
+    customers_hash,
+    inspect_folder,
+    output_folder,
+    store_settings,
+)
+from explain.core.errors import ExplainError
+from explain.core.settings import Settings
+from explain.core.text import examples, one_line
+
+STORES_DIR = "attributions"  # <bundle>/attributions/<name>/ : where find_store looks by default
+
+# ---- messages (tests match these) ------------------------------------------------------------
+NO_MANIFEST = "{folder} is not a batch output folder: it has no {manifest}. Run `python -m explain batch` to make one."
+INCOMPLETE = ("The batch output {folder} is incomplete: {done} of {total} chunks are there. Rerun the "
+              "same `python -m explain batch` command to finish it (finished chunks are kept).")
+NOT_IN_STORE = "{count} customer id(s) are not in the batch output {folder}: {examples}."
+UNREADABLE_CHUNK = ("The batch output file {path} cannot be read ({why}). Rerun the `python -m explain batch` "
+                    "command that made it: it verifies every chunk and recomputes the damaged ones.")
+WRONG_LAYOUT = ("The batch output {folder} does not fit this bundle's features and periods (chunk {chunk}: "
+                "{why}). It was written with another table layout; recompute it with `python -m explain batch` "
+                "into a new --out folder.")
+
+
+class Store:
+    """A batch output folder: its manifest, and its files read lazily (one chunk at a time)."""
+
+    def __init__(self, path, manifest: dict):
+        self.path = Path(path)
+        self.manifest = manifest
+
+    def __repr__(self) -> str:
+        return (f"Store({str(self.path)!r}, customers={self.n_customers}, chunks={self.n_chunks}, "
+                f"complete={self.complete})")
+
+    @property
+    def settings(self) -> dict:
+        return dict(self.manifest["settings"])
+
+    @property
+    def bundle_hash(self) -> str:
+        return self.manifest["bundle"]["content_hash"]
+
+    @property
+    def n_customers(self) -> int:
+        return int(self.manifest["customers"]["count"])
+
+    @property
+    def chunk_size(self) -> int:
+        return int(self.manifest["chunk_size"])
+
+    @property
+    def n_chunks(self) -> int:
+        return int(self.manifest["n_chunks"])
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.manifest.get("complete")) and (self.path / SUCCESS).exists() and all(
+            all(p.exists() for p in chunk_paths(self.path, i)) for i in range(self.n_chunks))
+
+    def chunk_paths(self, chunk: int) -> tuple[Path, Path]:
+        """(long file, summary file) of one chunk."""
+        return chunk_paths(self.path, chunk)
+
+    def done_chunks(self) -> list[int]:
+        return [i for i in range(self.n_chunks) if all(p.exists() for p in chunk_paths(self.path, i))]
+
+    def require_complete(self) -> "Store":
+        if not self.complete:
+            raise StoreError(INCOMPLETE.format(folder=self.path, done=len(self.done_chunks()), total=self.n_chunks))
+        return self
+
+    def customer_ids(self) -> list[str]:
+        """Every customer id, in the order of the run (from the summary files)."""
+        return self.summary()["customer_id"].tolist()
+
+    def summary(self, ids: Sequence[str] | None = None) -> pd.DataFrame:
+        """One row per customer: customer_id, prediction, baseline_prediction, delta, steps."""
+        return self._summary_of(self._summaries(), ids)
+
+    def _summaries(self) -> dict[int, pa.Table]:
+        """{chunk: its summary table} of every finished chunk."""
+        return {i: _read_table(chunk_paths(self.path, i)[1]) for i in self.done_chunks()}
+
+    def _summary_of(self, summaries: dict[int, pa.Table], ids: Sequence[str] | None) -> pd.DataFrame:
+        table = pa.concat_tables(list(summaries.values())) if summaries else SUMMARY_SCHEMA.empty_table()
+        return _select(table, ids, self.path)
+
+    def iter_chunks(self) -> Iterator[tuple[int, pd.DataFrame, pd.DataFrame]]:
+        """(chunk, long frame, summary frame) of every finished chunk, one at a time."""
+        for i in self.done_chunks():
+            long_path, summary_path = chunk_paths(self.path, i)
+            yield i, _read_table(long_path).to_pandas(), _read_table(summary_path).to_pandas()
+
+    def long(self, ids: Sequence[str] | None = None, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """The long format of ``ids`` (default: all); reads only the chunks that hold them."""
+        chunks = self.done_chunks()
+        if ids is not None:
+            ids = [str(i) for i in ids]
+            chunks = self._chunks_holding(ids, self._summaries())
+        read_columns = None if columns is None else list(dict.fromkeys(["customer_id", *columns]))
+        tables = []
+        for i in chunks:
+            table = _read_table(chunk_paths(self.path, i)[0], read_columns)
+            if ids is not None:
+                table = table.filter(pc.is_in(table["customer_id"], value_set=pa.array(ids, pa.string())))
+            tables.append(table)
+        schema = LONG_SCHEMA if read_columns is None else pa.schema([LONG_SCHEMA.field(c) for c in read_columns])
+        table = pa.concat_tables(tables) if tables else schema.empty_table()
+        frame = _select(table, ids, self.path, check=False)
+        return frame if columns is None else frame[list(columns)]
+
+
+    def _chunks_holding(self, ids: Sequence[str], summaries: dict[int, pa.Table]) -> list[int]:
+        """The chunks of ``summaries`` ({chunk: summary table}) that hold ``ids``; ``StoreError``
+        naming the ids that none holds."""
+        wanted, where = set(ids), {}
+        for i, table in summaries.items():
+            for cid in table.column("customer_id").to_pylist():
+                if cid in wanted:
+                    where[cid] = i
+        missing = [cid for cid in ids if cid not in where]
+        if missing:
+            raise StoreError(NOT_IN_STORE.format(count=len(missing), folder=self.path, examples=examples(missing)))
+        return sorted(set(where.values()))
+
+    def arrays(self, bundle, ids: Sequence[str]) -> "StoredAttributions":
+        """The attributions of ``ids`` as arrays shaped like the engine's (``Attribution``):
+        static (n, S), temporal (n, T, F), in the order of ``ids``.
+
+        Reads one chunk at a time, only the chunks that hold ``ids``, and checks that every
+        row is where ``bundle``'s features and periods put it (``StoreError`` if not).
+        """
+        ids = list(dict.fromkeys(str(i) for i in ids))
+        n, s, t, f = len(ids), bundle.n_static, bundle.n_periods, bundle.n_temporal
+        per = s + t * f
+        expected = long_layout(bundle)
+        position = {cid: k for k, cid in enumerate(ids)}
+        static, temporal = np.zeros((n, s)), np.zeros((n, t, f))
+        wanted = pa.array(ids, pa.string())
+        summaries = self._summaries()  # read once: which chunks to open, and the summary rows
+        for chunk in self._chunks_holding(ids, summaries):
+            table = _read_table(chunk_paths(self.path, chunk)[0],
+                                ["customer_id", "input", "period", "feature", "attribution"])
+            table = table.filter(pc.is_in(table["customer_id"], value_set=wanted))
+            if table.num_rows % per:
+                raise StoreError(WRONG_LAYOUT.format(folder=self.path, chunk=chunk, why=(
+                    f"{table.num_rows} rows for the customers asked for, not a multiple of the {per} rows "
+                    f"per customer ({s} static + {t} periods x {f} temporal)")))
+            k = table.num_rows // per
+            column = {name: table[name].to_numpy(zero_copy_only=False).reshape(k, per)
+                      for name in ("customer_id", *expected)}
+            if not (column["customer_id"] == column["customer_id"][:, :1]).all():
+                raise StoreError(WRONG_LAYOUT.format(folder=self.path, chunk=chunk,
+                                                     why="a customer's rows are not together"))
+            for name, values in expected.items():
+                bad = np.flatnonzero((column[name] != values).any(axis=0))
+                if bad.size:
+                    j = int(bad[0])
+                    got = column[name][:, j][column[name][:, j] != values[j]][0]
+                    raise StoreError(WRONG_LAYOUT.format(folder=self.path, chunk=chunk, why=(
+                        f"row {j + 1} of a customer has {name} {got!r}, this bundle expects {values[j]!r}")))
+            rows = np.array([position[cid] for cid in column["customer_id"][:, 0]], dtype=np.int64)
+            values = table["attribution"].to_numpy().reshape(k, per)
+            static[rows] = values[:, :s]
+            temporal[rows] = values[:, s:].reshape(k, t, f)
+        summary = self._summary_of(summaries, ids)
+        return StoredAttributions(
+            static=static, temporal=temporal, prediction=summary["prediction"].to_numpy(np.float64),
+            baseline_prediction=summary["baseline_prediction"].to_numpy(np.float64),
+            delta=summary["delta"].to_numpy(np.float64), steps=summary["steps"].to_numpy(np.int64),
+            path=self.path, settings=self.settings, completed=str(self.manifest.get("completed", "")))
+
+
+@dataclass(frozen=True)
+class StoredAttributions:
+    """Attributions read back from a store: the arrays of ``explain.core.ig.Attribution`` (static
+    (n, S), temporal (n, T, F), prediction, baseline_prediction, delta, steps) and where they
+    came from."""
+
+    static: np.ndarray
+    temporal: np.ndarray
+    prediction: np.ndarray
+    baseline_prediction: np.ndarray
+    delta: np.ndarray
+    steps: np.ndarray
+    path: Path
+    settings: dict
+    completed: str  # when the batch run finished (UTC, ISO 8601)
+
+    @property
+    def n_customers(self) -> int:
+        return int(self.prediction.shape[0])
+
+    def total(self) -> np.ndarray:
+        return self.static.sum(axis=1) + self.temporal.sum(axis=(1, 2))
+
+
+def _read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
+    """One Parquet file of a store; ``StoreError`` (not an Arrow traceback) if it is damaged."""
+    try:
+        return pq.read_table(path, columns=None if columns is None else list(columns))
+    except (OSError, pa.ArrowException) as error:
+        raise StoreError(UNREADABLE_CHUNK.format(path=path, why=one_line(error))) from None
+
+
+def _select(table: pa.Table, ids, folder, check: bool = True) -> pd.DataFrame:
+    """``table`` as pandas, restricted to ``ids`` in their order (stable within a customer)."""
+    if ids is None:
+        return table.to_pandas()
+    ids = [str(i) for i in ids]
+    table = table.filter(pc.is_in(table["customer_id"], value_set=pa.array(ids, pa.string())))
+    frame = table.to_pandas()
+    if check:
+        missing = sorted(set(ids) - set(frame["customer_id"]), key=ids.index)
+        if missing:
+            raise StoreError(NOT_IN_STORE.format(count=len(missing), folder=folder, examples=examples(missing)))
+    position = {cid: k for k, cid in enumerate(dict.fromkeys(ids))}
+    order = np.argsort(frame["customer_id"].map(position).to_numpy(), kind="stable")
+    return frame.iloc[order].reset_index(drop=True)
+
+
+def open_store(out) -> Store:
+    """The batch output folder ``out`` (finished or not); ``StoreError`` if it is not one."""
+    folder = output_folder(out)
+    if not (folder / MANIFEST).is_file():
+        raise StoreError(NO_MANIFEST.format(folder=folder, manifest=MANIFEST))
+    manifest, _ = inspect_folder(folder, None)
+    return Store(folder, manifest)
+
+
+def read_store(path, ids: Sequence[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(long frame, summary frame) of a finished store, for ``ids`` (default: every customer),
+    in the order of ``ids`` (or of the run)."""
+    store = open_store(path).require_complete()
+    return store.long(ids), store.summary(ids)
+
+
+def find_store(bundle, request: Settings, search_dirs: Iterable | None = None, *,
+               ids: Sequence[str] | None = None) -> Path | None:
+    """A finished store computed from this bundle (same content hash) with these settings, or None.
+
+    Looks in each folder of ``search_dirs`` (default ``<bundle>/attributions``) and its
+    subfolders. With ``ids=None`` the store must hold every customer of the bundle; otherwise
+    at least ``ids``. The most recently finished match wins.
+    """
+    if search_dirs is None:
+        if getattr(bundle, "path", None) is None:
+            return None
+        search_dirs = [Path(bundle.path) / STORES_DIR]
+    elif isinstance(search_dirs, (str, os.PathLike)):
+        search_dirs = [search_dirs]
+    settings = store_settings(request, bundle)
+    all_ids = [str(i) for i in bundle.ids]
+    wanted_hash = customers_hash(all_ids)
+    candidates = []
+    for base in search_dirs:
+        base = Path(base)
+        if not base.is_dir():
+            continue
+        folders = [base] if (base / MANIFEST).is_file() else [
+            d for d in sorted(base.iterdir()) if d.is_dir() and (d / MANIFEST).is_file()]
+        for folder in folders:
+            try:
+                store = open_store(folder)
+            except ExplainError:
+                continue
+            if store.bundle_hash != bundle.content_hash or store.settings != settings or not store.complete:
+                continue
+            customers = store.manifest["customers"]
+            if ids is None:
+                if not (customers.get("count") == len(all_ids) and customers.get("sha256") == wanted_hash):
+                    continue
+            elif not set(map(str, ids)) <= set(store.customer_ids()):
+                continue
+            candidates.append((str(store.manifest.get("completed", "")), str(folder), folder))
+    if not candidates:
+        return None
+    return max(candidates)[2]

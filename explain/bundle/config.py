@@ -1,0 +1,196 @@
+"""``bundle.json``: column roles, display names, units, output names, label, and the ``inputs``
+of models with more than two inputs; every problem of the file goes to the report."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from explain.bundle.problems import CONFIG_FILE, TABLE_FILES, ValidationReport
+from explain.core import verdict
+from explain.core.text import examples as _examples
+
+DEFAULT_ID_COLUMN = "customer_id"
+DEFAULT_PERIOD_COLUMN = "period"
+CONFIG_KEYS = ("id_column", "period_column", "static_features", "temporal_features",
+               "display_names", "units", "output_names", "label_column", "positive_label",
+               "inputs", "temporal_padding", "categories", "risk_bands")
+PADDING_SIDES = ("start", "end")
+INPUT_KEYS = ("features", "display_name", "role", "table")
+INPUTS_INCOMPLETE = ("'inputs' must list 'features' for every model input; missing for {names}. "
+                     "List each input's table columns in the model's order.")
+INVALID_JSON = ("{file} is not valid JSON: {reason} (line {line}, column {col}). Fix the syntax "
+                "or delete {file} to use the defaults.")
+JSON_NOT_OBJECT = "{file} must hold a JSON object ({{\"key\": value, ...}}); it holds {found}."
+JSON_BAD_TYPE = "'{key}' must be {expected}; it is {found}."
+JSON_UNKNOWN_KEY_NOTE = "{file}: unknown key(s) {keys} were ignored (known keys: {known})."
+JSON_UNKNOWN_COLUMN = ("'{key}' names column(s) that are in neither table: {columns}. "
+                       "Columns found: {found}. Fix the names (they are case-sensitive).")
+JSON_DUPLICATE_FEATURE = "'{key}' lists column(s) more than once: {columns}."
+
+
+@dataclass
+class Config:
+    present: bool = False
+    id_column: str = DEFAULT_ID_COLUMN
+    period_column: str = DEFAULT_PERIOD_COLUMN
+    static_features: list[str] | None = None
+    temporal_features: list[str] | None = None
+    display_names: dict[str, str] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+    output_names: list[str] | None = None
+    label_column: str | None = None
+    positive_label: Any = None
+    inputs: dict[str, dict] | None = None
+    temporal_padding: str = "start"
+    categories: dict[str, dict] = field(default_factory=dict)
+    risk_bands: tuple | None = None  # explain.core.verdict bands
+    raw: bytes = b""
+
+
+def _input_config(config: Config, layout, spec) -> dict:
+    """bundle.json 'inputs' entry of ``spec`` (by engine key, input name or dict key)."""
+    entries = config.inputs or {}
+    keys = [spec.key, spec.name] + ([layout.keys[spec.position]] if layout.keys is not None else [])
+    for key in keys:
+        if key is not None and str(key) in entries:
+            return entries[str(key)]
+    return {}
+
+
+def input_plan(config: Config, layout, report: ValidationReport) -> dict:
+    """Which columns feed which input and which table each history comes from.
+
+    {"listed": {key: columns or None}, "tables": {key: (csv name, parquet name)},
+     "labels": {key: display name}, "specs": {key: InputSpec}, "features": filled in by the checks}.
+    """
+    plan = {"listed": {}, "tables": {}, "labels": {}, "specs": {}, "features": {}}
+    if layout is None:  # no usable model: check the tables as a plain two-input bundle
+        plan["listed"] = {"static": config.static_features, "temporal": config.temporal_features}
+        plan["tables"] = {"temporal": TABLE_FILES["temporal"]}
+        return plan
+    temporal_specs = [spec for spec in layout.specs if spec.role == "temporal"]
+    missing = []
+    for spec in layout.specs:
+        entry = _input_config(config, layout, spec)
+        plan["specs"][spec.key] = spec
+        plan["labels"][spec.key] = entry.get("display_name", spec.key)
+        listed = entry.get("features")
+        if listed is None and spec.role == "static" and len(layout.keys_of("static")) == 1:
+            listed = config.static_features
+        if listed is None and spec.role == "temporal" and len(temporal_specs) == 1:
+            listed = config.temporal_features
+        if listed is None and config.inputs is not None:
+            missing.append(spec.key)
+        plan["listed"][spec.key] = listed
+        if spec.role == "temporal":
+            table = entry.get("table")
+            if table:
+                stem = table.rsplit(".", 1)[0] if table.lower().endswith((".csv", ".parquet")) else table
+                plan["tables"][spec.key] = (f"{stem}.csv", f"{stem}.parquet")
+            elif len(temporal_specs) == 1:
+                plan["tables"][spec.key] = TABLE_FILES["temporal"]
+            else:
+                plan["tables"][spec.key] = (f"temporal_{spec.key}.csv", f"temporal_{spec.key}.parquet")
+    if missing:
+        report.add(CONFIG_FILE, INPUTS_INCOMPLETE.format(names=_examples(missing)), column="inputs")
+    return plan
+
+
+def read_config(folder: Path, report: ValidationReport) -> Config:
+    config = Config()
+    path = folder / CONFIG_FILE
+    if not path.is_file():
+        return config
+    config.raw = path.read_bytes()
+    config.present = True
+    try:
+        data = json.loads(config.raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as error:
+        report.add(CONFIG_FILE, INVALID_JSON.format(
+            file=CONFIG_FILE, reason="it is not UTF-8 text", line="?", col=error.start))
+        return config
+    except json.JSONDecodeError as error:
+        report.add(CONFIG_FILE, INVALID_JSON.format(
+            file=CONFIG_FILE, reason=error.msg, line=error.lineno, col=error.colno))
+        return config
+    if not isinstance(data, dict):
+        report.add(CONFIG_FILE, JSON_NOT_OBJECT.format(file=CONFIG_FILE, found=json_kind(data)))
+        return config
+
+    unknown = [key for key in data if key not in CONFIG_KEYS]
+    if unknown:
+        report.notes.append(JSON_UNKNOWN_KEY_NOTE.format(
+            file=CONFIG_FILE, keys=_examples(unknown, limit=20), known=", ".join(CONFIG_KEYS)))
+
+    def take(key: str, expected: str, check) -> Any:
+        if key not in data or data[key] is None:
+            return None
+        value = data[key]
+        if not check(value):
+            report.add(CONFIG_FILE, JSON_BAD_TYPE.format(
+                file=CONFIG_FILE, key=key, expected=expected, found=json_kind(value)), column=key)
+            return None
+        return value
+
+    def is_str(v):
+        return isinstance(v, str) and v != ""
+
+    def is_str_list(v):
+        return isinstance(v, list) and len(v) > 0 and all(is_str(x) for x in v)
+
+    def is_str_map(v):
+        return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
+
+    config.id_column = take("id_column", "a column name (text)", is_str) or DEFAULT_ID_COLUMN
+    config.period_column = (take("period_column", "a column name (text)", is_str)
+                            or DEFAULT_PERIOD_COLUMN)
+    for key in ("static_features", "temporal_features"):
+        value = take(key, "a non-empty list of column names", is_str_list)
+        if value is not None:
+            repeated = sorted(c for c, k in Counter(value).items() if k > 1)
+            if repeated:
+                report.add(CONFIG_FILE, JSON_DUPLICATE_FEATURE.format(
+                    file=CONFIG_FILE, key=key, columns=_examples(repeated)), column=key)
+            setattr(config, key, list(value))
+    config.display_names = dict(take("display_names", "an object {column: text}", is_str_map) or {})
+    config.units = dict(take("units", "an object {column: text}", is_str_map) or {})
+    config.output_names = take("output_names", "a non-empty list of names", is_str_list)
+    config.label_column = take("label_column", "a column name (text) or null", is_str)
+
+    def is_inputs(v):
+        return isinstance(v, dict) and v and all(
+            isinstance(spec, dict) and set(spec) <= set(INPUT_KEYS)
+            and is_str_list(spec.get("features", ["x"]))
+            and all(is_str(spec[k]) for k in ("display_name", "role", "table") if k in spec)
+            and spec.get("role", "static") in ("static", "temporal") for spec in v.values())
+
+    inputs = take("inputs", "an object {input name: {\"features\": [columns], \"display_name\": text, "
+                  "\"role\": \"static\" or \"temporal\", \"table\": file name}}", is_inputs)
+    config.inputs = {str(k): dict(v) for k, v in inputs.items()} if inputs else None
+    config.temporal_padding = take("temporal_padding", "\"start\" or \"end\"",
+                                   lambda v: v in PADDING_SIDES) or "start"
+    categories = take("categories", "an object {column: {id or text: display text}}",
+                      lambda v: isinstance(v, dict) and all(is_str_map(m) for m in v.values()))
+    config.categories = {str(c): dict(m) for c, m in (categories or {}).items()}
+    positive = data.get("positive_label")
+    if positive is not None and not isinstance(positive, (str, int, float, bool)):
+        report.add(CONFIG_FILE, JSON_BAD_TYPE.format(
+            file=CONFIG_FILE, key="positive_label", expected="a number or a text",
+            found=json_kind(positive)), column="positive_label")
+    else:
+        config.positive_label = positive
+    if data.get("risk_bands") is not None:
+        config.risk_bands, problem = verdict.parse_bands(data["risk_bands"])
+        if problem:
+            report.add(CONFIG_FILE, problem, column="risk_bands")
+    return config
+
+
+def json_kind(value: Any) -> str:
+    kinds = {dict: "an object", list: "a list", str: "a text", bool: "true/false",
+             int: "a number", float: "a number", type(None): "null"}
+    return f"{kinds.get(type(value), type(value).__name__)} ({json.dumps(value)[:60]})"

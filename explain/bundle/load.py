@@ -1,0 +1,595 @@
+"""Open, validate and hold a bundle: a Keras model and the customers' tables.
+
+A bundle is a folder (see DESIGN.md)::
+
+    model.keras                      one 2-D input (None, S) and one 3-D input (None, T, F)
+    static.csv | static.parquet      one row per customer: id column + S features
+    temporal.csv | temporal.parquet  long format: id column, period column, F features;
+                                     exactly T rows per customer
+    bundle.json (optional)           column roles, display names, units, output names, label
+
+A model with more inputs (several static-like and temporal-like ones, categorical ids into
+embeddings, padded histories) is described by ``bundle.json``'s ``inputs``: every static
+input's columns come from the one static table, every temporal input has its own long table
+(``temporal.csv`` when there is one temporal input, else ``temporal_<input>.csv`` or the
+table named in ``inputs``). Histories behind a Masking layer (or ``mask_zero`` ids) may have
+fewer than T rows per customer, padded at the start or the end (``temporal_padding``).
+
+``validate_bundle(path)`` collects every problem it can find (tables are checked even when the
+model cannot be opened, and the reverse) into a ``ValidationReport``; ``load_bundle(path)``
+raises ``BundleError`` with the report's text when there is any problem, else returns a frozen
+``Bundle`` holding float32 arrays in the model's feature order.
+
+Where things are: the report and file names in ``explain.bundle.problems``, ``bundle.json`` in
+``explain.bundle.config``, reading the tables in ``explain.bundle.tables``, the tables' checks in
+``explain.bundle.checks``; this module opens the model, puts it all together and holds the
+``Bundle``. Every message template is importable from here too (tests and callers use
+``explain.bundle.load.MISSING_COLUMN`` and the like).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from explain.bundle import objects
+from explain.bundle.checks import (  # noqa: F401 (re-exported)
+    CATEGORY_IDS_FIX,
+    DECIMAL_COMMA_FIX,
+    DUPLICATE_IDS,
+    DUPLICATE_PERIODS,
+    EMPTY_KEYS,
+    EXTRA_COLUMNS_NOTE,
+    FEATURE_COUNT_MISMATCH,
+    IDS_MISSING_FROM,
+    INFINITE_VALUES,
+    INPUT_WIDTH,
+    MISSING_COLUMN,
+    MISSING_VALUES,
+    MIXED_PERIODS_NOTE,
+    NO_FEATURE_COLUMNS,
+    NO_PAD_TOKEN,
+    NON_NUMERIC,
+    NON_NUMERIC_FIX,
+    NOT_CATEGORY_IDS,
+    PERIODS_PADDED_NOTE,
+    PERIODS_SORTED_NOTE,
+    WRONG_PERIOD_COUNT,
+    check_config_columns,
+    check_same_customers,
+    check_static,
+    check_temporal,
+    history_array,
+)
+from explain.bundle.config import (  # noqa: F401 (re-exported)
+    CONFIG_KEYS,
+    DEFAULT_ID_COLUMN,
+    DEFAULT_PERIOD_COLUMN,
+    INPUT_KEYS,
+    INPUTS_INCOMPLETE,
+    INVALID_JSON,
+    JSON_BAD_TYPE,
+    JSON_DUPLICATE_FEATURE,
+    JSON_NOT_OBJECT,
+    JSON_UNKNOWN_COLUMN,
+    JSON_UNKNOWN_KEY_NOTE,
+    PADDING_SIDES,
+    Config,
+    input_plan,
+    read_config,
+)
+from explain.bundle.problems import (  # noqa: F401 (re-exported)
+    BUNDLE_FILES,
+    CONFIG_FILE,
+    EXAMPLES_SHOWN,
+    LEGACY_MODEL_FILE,
+    MISSING_TOKENS,
+    MODEL_FILE,
+    ROW_CONVENTION_CSV,
+    ROW_CONVENTION_PARQUET,
+    TABLE_FILES,
+    Problem,
+    ValidationReport,
+)
+from explain.bundle.roles import (  # noqa: F401 (re-exported)
+    MODEL_INPUTS,
+    MODEL_OUTPUT,
+    OUTPUT_NAMES_COUNT,
+    default_output_names,
+    input_roles,
+    model_roles,
+    output_width,
+)
+from explain.bundle.tables import (  # noqa: F401 (re-exported)
+    AMBIGUOUS_FILE,
+    BINARY_CSV,
+    DUPLICATE_COLUMN,
+    EMPTY_FILE,
+    HEADER_SPACES_NOTE,
+    MISSING_FILE,
+    NO_DATA_ROWS,
+    NOT_UTF8,
+    RAGGED_ROWS,
+    UNREADABLE_PARQUET,
+    WRONG_SEPARATOR,
+    read_table,
+)
+from explain.core import labels as label_values
+from explain.core.errors import BundleError, ExplainError, UnsafeModelError
+from explain.core.files import write_bytes_atomic
+from explain.core.inputs import input_layout
+from explain.core.text import examples as _examples
+from explain.core.text import one_line
+
+if TYPE_CHECKING:  # annotations only: the module is imported before TensorFlow is needed
+    import keras
+
+ModelLoader = Callable[[Path], "keras.Model"]  # opens model.keras / model.h5: safe_load.open_model or load_model_isolated
+
+NOT_A_FOLDER = "{folder} is not a folder. A bundle is a folder holding {files}."
+MODEL_UNREADABLE = ("{file} could not be opened: {reason}. Save the model from Keras 3 with "
+                    "model.save('model.keras').")
+MODEL_REFUSED = "{file} was refused before loading: {reason}"
+MODEL_INPUT_PROBLEM = "{problem}"
+INPUTS_UNKNOWN = ("'inputs' names {names}, which the model does not have; its inputs are {known}. "
+                  "Use the model's input names (or its dict keys).")
+POSITIVE_LABEL_NOTE = "{file}: positive_label {label!r} does not occur in label column '{column}'."
+UNKNOWN_UPLOAD = ("cannot tell what the uploaded file '{name}' is. Expected a model '*.keras', "
+                  "tables whose names contain 'static' or 'temporal' ending in .csv or .parquet, "
+                  "and optionally 'bundle.json'. Rename the file.")
+DUPLICATE_UPLOAD = "the uploaded files {names} would all be {target}; upload only one of them."
+UNKNOWN_ID = ("unknown customer id(s): {unknown}. Ids are text and case-sensitive; this bundle "
+              "has {n} customers, for example {examples}.")
+
+
+@dataclass(frozen=True, eq=False)
+class Bundle:
+    """A model and its customers' data, in the model's input order and feature order."""
+
+    path: Path | None
+    model: "keras.Model"
+    ids: np.ndarray                      # (n,) str
+    static: np.ndarray                   # (n, S) float32
+    temporal: np.ndarray                 # (n, T, F) float32
+    static_features: list[str]
+    temporal_features: list[str]
+    static_labels: list[str] = field(default_factory=list)
+    temporal_labels: list[str] = field(default_factory=list)
+    units: dict[str, str] = field(default_factory=dict)
+    periods: list[str] = field(default_factory=list)
+    output_names: list[str] = field(default_factory=list)
+    labels: np.ndarray | None = None     # (n,) true outcome, never fed to the model
+    label_name: str | None = None
+    positive_label: Any = None
+    risk_bands: tuple | None = None      # explain.core.verdict bands from bundle.json, None: the defaults
+    content_hash: str = ""
+    notes: list[str] = field(default_factory=list)
+    input_roles: tuple[str, ...] = ("static", "temporal")   # roles in model.inputs order
+    # Every model input by the engine's key ("static"/"temporal" for two-input models, else
+    # input names): arrays as the model takes them (floats, ids or texts; padded histories
+    # padded), their columns, display names and periods. Empty for a plain two-input bundle.
+    input_arrays: dict = field(default_factory=dict)
+    layout: Any = None                   # explain.core.inputs.InputLayout
+    input_features: dict = field(default_factory=dict)
+    input_labels: dict = field(default_factory=dict)
+    feature_labels: dict = field(default_factory=dict)   # column -> display name, every input
+    input_periods: dict = field(default_factory=dict)
+    temporal_padding: str = "start"
+    categories: dict = field(default_factory=dict)   # column -> {id or text: display text}
+    roles: dict = field(default_factory=dict)        # bundle.json 'inputs' roles, for the engine
+    _positions: dict = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.ids)
+        if self.static.shape[0] != n or self.temporal.shape[0] != n:
+            raise ExplainError(
+                f"Bundle arrays disagree on the number of customers: ids {n}, static "
+                f"{self.static.shape[0]}, temporal {self.temporal.shape[0]}.")
+        if not self.static_labels:
+            object.__setattr__(self, "static_labels", list(self.static_features))
+        if not self.temporal_labels:
+            object.__setattr__(self, "temporal_labels", list(self.temporal_features))
+        if not self.periods:
+            object.__setattr__(self, "periods", [f"t{i + 1}" for i in range(self.n_periods)])
+        if not self.output_names:
+            object.__setattr__(self, "output_names", default_output_names(output_width(self.model)))
+        object.__setattr__(self, "_positions", {str(i): k for k, i in enumerate(self.ids)})
+
+    @property
+    def arrays(self) -> dict:
+        """Every model input's array by the engine's key: ``input_arrays``, or static and
+        temporal for a plain two-input bundle."""
+        return self.input_arrays or {"static": self.static, "temporal": self.temporal}
+
+    @property
+    def plain(self) -> bool:
+        """A model with one numeric static and one numeric temporal input, nothing padded."""
+        return self.layout is None or (set(self.layout.engine_keys) == {"static", "temporal"} and all(
+            spec.embedding is None and spec.padded_by is None for spec in self.layout.specs))
+
+    @property
+    def engine_layout(self):
+        """The layout to build baselines with (None for a plain bundle: the classic builders)."""
+        return None if self.plain else self.layout
+
+    def padding(self, key: str, rows=None) -> np.ndarray | None:
+        """(k, T) True where input ``key``'s history is padding (None if it cannot be padded)."""
+        if self.layout is None:
+            return None
+        spec = self.layout.spec(key)
+        values = self.arrays[key] if rows is None else self.arrays[key][rows]
+        if spec.mask_value is not None:
+            return spec.padding(values)
+        if spec.mask_zero:
+            token = getattr(spec.lookup, "mask_token", None) if spec.lookup is not None else 0
+            pad = values == token
+            return pad if pad.ndim == 2 else pad.all(axis=-1)
+        return None
+
+    @classmethod
+    def from_arrays(cls, model: "keras.Model", static: np.ndarray, temporal: np.ndarray, *,
+                    ids: Sequence[str] | None = None, static_features: Sequence[str] | None = None,
+                    temporal_features: Sequence[str] | None = None,
+                    periods: Sequence[str] | None = None,
+                    output_names: Sequence[str] | None = None) -> "Bundle":
+        """An in-memory bundle (no files): names default to ``static_0``, ``temporal_0``, ..."""
+        static = np.asarray(static, dtype=np.float32)
+        temporal = np.asarray(temporal, dtype=np.float32)
+        roles, shapes, problem = input_roles(model)
+        if problem:
+            raise ExplainError(problem)
+        if static.shape[1:] != shapes["static"][1:] or temporal.shape[1:] != shapes["temporal"][1:]:
+            raise ExplainError(
+                f"The arrays do not fit the model: static {static.shape}, temporal "
+                f"{temporal.shape}; the model expects {shapes['static']} and {shapes['temporal']}.")
+        n = static.shape[0]
+        return cls(
+            path=None, model=model,
+            ids=np.array([str(i) for i in (ids if ids is not None else range(n))], dtype=object),
+            static=static, temporal=temporal,
+            static_features=list(static_features or [f"static_{j}" for j in range(static.shape[1])]),
+            temporal_features=list(temporal_features
+                                   or [f"temporal_{j}" for j in range(temporal.shape[2])]),
+            periods=list(periods or []), output_names=list(output_names or []),
+            input_roles=roles)
+
+    @classmethod
+    def from_objects(cls, model: "keras.Model", static, temporal, **names) -> "Bundle":
+        """An in-memory bundle from a model, a DataFrame or (n, S) array and an (n, T, F) array
+        or long DataFrame, every argument checked (see :mod:`explain.bundle.objects`)."""
+        return cls(path=None, **objects.fields(model, static, temporal, **names))
+
+    # ---- sizes ----
+    @property
+    def n_customers(self) -> int:
+        return int(self.static.shape[0])
+
+    @property
+    def n_static(self) -> int:
+        return int(self.static.shape[1])
+
+    @property
+    def n_periods(self) -> int:
+        return int(self.temporal.shape[1])
+
+    @property
+    def n_temporal(self) -> int:
+        return int(self.temporal.shape[2])
+
+    # ---- access ----
+    def index_of(self, customer_id: str) -> int:
+        """Row of one customer; ``ExplainError`` naming the id (and valid examples) if unknown."""
+        return self._indices([customer_id])[0]
+
+    def inputs_for(self, ids: str | Iterable[str]) -> dict[str, np.ndarray]:
+        """{"static": (k, S), "temporal": (k, T, F)} float32 copies for these customers."""
+        if isinstance(ids, (str, bytes, int, np.integer)):
+            ids = [ids]
+        rows = np.asarray(self._indices(list(ids)), dtype=np.int64)
+        return {key: value[rows] for key, value in self.arrays.items()}
+
+    def data(self) -> dict[str, np.ndarray]:
+        return dict(self.arrays)
+
+    def model_inputs(self, inputs: Mapping[str, np.ndarray]) -> Any:
+        """The structure the model is called with, from arrays keyed like ``data()``."""
+        layout = self.layout if self.layout is not None else input_layout(self.model)
+        return layout.feed(inputs)
+
+    def predict(self, inputs: Mapping[str, np.ndarray] | None = None,
+                batch_size: int = 1024, *, should_stop=None) -> np.ndarray:
+        """Model outputs (k, K) for ``inputs`` (default: every customer), in batches
+        (``explain.core.engine.predict``: the model's lock held per batch, ``should_stop`` asked before each)."""
+        from explain.core.engine import predict
+
+        inputs = self.data() if inputs is None else inputs
+        out = predict(self.model, inputs, batch_size=batch_size, should_stop=should_stop)
+        return out if out.shape[0] else np.zeros((0, len(self.output_names)))
+
+    def _indices(self, ids: list) -> list[int]:
+        keys = [str(i) for i in ids]
+        unknown = [key for key in keys if key not in self._positions]
+        if unknown:
+            raise ExplainError(UNKNOWN_ID.format(
+                unknown=_examples(unknown), n=self.n_customers,
+                examples=_examples(self.ids[:3].tolist(), limit=3, more=False)))
+        return [self._positions[key] for key in keys]
+
+
+def validate_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> ValidationReport:
+    """Check a bundle folder and return every problem and note found (never raises for data)."""
+    report, _ = _inspect(Path(path), loader)
+    return report
+
+
+def inspect_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None
+                   ) -> tuple[ValidationReport, Bundle | None]:
+    """(every problem and note, the bundle when there is no problem): ``check`` then looks at the model."""
+    return _inspect(Path(path), loader)
+
+
+def load_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> Bundle:
+    """Open a bundle folder; ``BundleError`` (text = the full report) if it has any problem.
+
+    ``loader(path) -> keras.Model`` opens model.keras or model.h5 (default ``safe_load.load_model`` / ``open_model``; the
+    dashboard passes ``safe_load.load_model_isolated`` for uploads).
+    """
+    report, parts = _inspect(Path(path), loader)
+    if not report.ok or parts is None:
+        raise BundleError(report.format(), report.problems)
+    return parts
+
+
+def load_bundle_from_uploads(files: Mapping[str, bytes], workdir: str | os.PathLike, *,
+                             loader: ModelLoader | None = None) -> Bundle:
+    """Write uploaded files into ``workdir`` under the bundle's own names, then load it.
+
+    Names are matched loosely: one ``*.keras`` model, tables whose names contain ``static`` /
+    ``temporal`` (``.csv``, ``.parquet`` or ``.pq``) and ``bundle.json``. Any other name is
+    refused (``BundleError``) before anything is written. The bundle files already in
+    ``workdir`` (model.keras, static.csv, ...) are replaced; other files there are left alone.
+    ``loader`` as in :func:`load_bundle`.
+    """
+    report = ValidationReport(path=Path(workdir))
+    targets: dict[str, list[str]] = {}
+    for name in files:
+        base = PurePath(str(name).replace("\\", "/")).name
+        target = _upload_target(base)
+        if target is None:
+            report.add(base, UNKNOWN_UPLOAD.format(name=base))
+        else:
+            targets.setdefault(target, []).append(str(name))
+    for target, names in targets.items():
+        if len(names) > 1:
+            report.add(target, DUPLICATE_UPLOAD.format(names=_examples(names), target=target))
+    for kind, (csv_name, parquet_name) in TABLE_FILES.items():
+        if csv_name in targets and parquet_name in targets:
+            report.add(csv_name, AMBIGUOUS_FILE.format(
+                first=targets[csv_name][0], second=targets[parquet_name][0], folder="the upload"))
+    if not report.ok:
+        raise BundleError(report.format(), report.problems)
+
+    folder = Path(workdir)
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in BUNDLE_FILES:
+        (folder / stale).unlink(missing_ok=True)
+    for target, names in targets.items():
+        write_bytes_atomic(folder / target, bytes(files[names[0]]))
+    return load_bundle(folder, loader=loader)
+
+
+@dataclass
+class _ModelInfo:
+    model: Any
+    roles: tuple[str, ...] | None = None
+    shapes: dict[str, tuple] | None = None       # role -> input shape
+    outputs: int | None = None                    # K
+    layout: Any = None                            # explain.core.inputs.InputLayout
+    raw: bytes = b""
+
+
+def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[ValidationReport, Bundle | None]:
+    report = ValidationReport(path=folder)
+    if not folder.is_dir():
+        report.add(str(folder), NOT_A_FOLDER.format(
+            folder=folder, files=", ".join((MODEL_FILE, "static.csv", "temporal.csv"))))
+        return report, None
+
+    config = read_config(folder, report)
+    static_table = read_table(folder, "static", report)
+    model_info = _read_model(folder, report, loader)
+    layout = _model_layout(model_info, config, report)
+    plan = input_plan(config, layout, report)
+    temporal_tables = {key: read_table(folder, "temporal", report, names)
+                       for key, names in plan["tables"].items()}
+
+    static = check_static(static_table, config, plan, report)
+    temporal = {key: check_temporal(table, config, plan, key, report)
+                for key, table in temporal_tables.items()}
+    first_temporal = next(iter(temporal_tables.values()), None)
+    check_config_columns(config, static_table, first_temporal, report,
+                          [t for t in temporal_tables.values() if t is not None])
+    for key, checked in temporal.items():
+        if static and checked:
+            check_same_customers(static, checked, static_table, temporal_tables[key],
+                                  config.id_column, report)
+    if model_info and model_info.outputs is not None and config.output_names is not None:
+        if len(config.output_names) != model_info.outputs:
+            report.add(CONFIG_FILE, OUTPUT_NAMES_COUNT.format(
+                file=CONFIG_FILE, given=len(config.output_names), expected=model_info.outputs))
+
+    complete = static and temporal and all(temporal.values()) and model_info and layout is not None
+    if not report.ok or not complete:
+        if report.ok:  # cannot happen, but never hand back a half-checked bundle
+            report.add(str(folder), "the bundle could not be checked completely.")
+        return report, None
+
+    arrays = dict(static["values"])
+    order = pd.Series(np.arange(len(static["ids"])), index=static["ids"])
+    for key, checked in temporal.items():
+        arrays[key] = history_array(checked, layout.spec(key), order, config.temporal_padding,
+                                     temporal_tables[key], report)
+        if arrays[key] is None:
+            return report, None
+
+    names = {**config.display_names}
+    labels = static["labels"]
+    if labels is not None and config.positive_label is not None:
+        if not label_values.occurs(labels, config.positive_label):  # as text and as numbers
+            report.notes.append(POSITIVE_LABEL_NOTE.format(
+                file=CONFIG_FILE, label=config.positive_label, column=config.label_column))
+    static_keys, temporal_keys = layout.keys_of("static"), layout.keys_of("temporal")
+    first = temporal_keys[0]
+    static_x = _side_by_side([arrays[key] for key in static_keys])
+    temporal_x = arrays[first] if arrays[first].ndim == 3 else arrays[first][..., None]
+    features = {key: list(plan["features"][key]) for key in layout.engine_keys}
+    all_columns = [c for key in layout.engine_keys for c in features[key]]
+    plain = set(layout.engine_keys) == {"static", "temporal"} and all(
+        spec.embedding is None and spec.padded_by is None for spec in layout.specs)
+    bundle = Bundle(
+        path=folder,
+        model=model_info.model,
+        ids=np.asarray(static["ids"], dtype=object),
+        static=static_x,
+        temporal=temporal_x if temporal_x.dtype.kind != "f" else temporal_x,
+        static_features=[c for key in static_keys for c in features[key]],
+        temporal_features=list(features[first]),
+        static_labels=[names.get(c, c) for key in static_keys for c in features[key]],
+        temporal_labels=[names.get(c, c) for c in features[first]],
+        units={c: u for c, u in config.units.items() if c in all_columns},
+        periods=list(temporal[first]["periods"]),
+        output_names=list(config.output_names or default_output_names(model_info.outputs)),
+        labels=labels,
+        label_name=config.label_column if labels is not None else None,
+        positive_label=config.positive_label,
+        risk_bands=config.risk_bands,
+        content_hash=_content_hash(model_info.raw, static_table.raw,
+                                   *[t.raw for t in temporal_tables.values()], config.raw),
+        notes=list(report.notes),
+        input_roles=tuple(spec.role for spec in layout.specs),
+        input_arrays={} if plain else arrays,
+        layout=layout,
+        input_features=features,
+        input_labels={key: plan["labels"][key] for key in layout.engine_keys},
+        feature_labels={c: names.get(c, c) for c in all_columns},
+        input_periods={key: list(temporal[key]["periods"]) for key in temporal_keys},
+        temporal_padding=config.temporal_padding,
+        categories={c: dict(m) for c, m in config.categories.items() if c in all_columns},
+        roles={key: spec["role"] for key, spec in (config.inputs or {}).items() if "role" in spec},
+    )
+    report.summary = (f"{bundle.n_customers} customers, {bundle.n_static} static features, "
+                      f"{bundle.n_periods} periods x {bundle.n_temporal} temporal features, "
+                      f"{len(bundle.output_names)} output(s)")
+    if not plain:
+        parts = [f"{len(layout.specs)} inputs"]
+        categorical = [key for key in layout.engine_keys if layout.spec(key).kind == "categorical"]
+        if categorical:
+            parts.append(f"categorical: {', '.join(categorical)}")
+        if len(temporal_keys) > 1:
+            parts.append("histories: " + ", ".join(
+                f"{key} {arrays[key].shape[1]} periods" for key in temporal_keys))
+        padded = [key for key in temporal_keys if layout.spec(key).padded_by]
+        if padded:
+            parts.append(f"padded at the {config.temporal_padding}: {', '.join(padded)}")
+        report.summary += " (" + "; ".join(parts) + ")"
+    return report, bundle
+
+
+def _side_by_side(parts: list[np.ndarray]) -> np.ndarray:
+    """(n, S_total) of every static input: float32 (float64 stays), or object when texts occur."""
+    flat = [p.reshape(len(p), -1) for p in parts]
+    if all(p.dtype.kind == "f" for p in flat):
+        return np.concatenate(flat, axis=1) if len(flat) > 1 else flat[0]
+    if all(p.dtype.kind in "fiub" for p in flat):
+        return np.concatenate([p.astype(np.float64) for p in flat], axis=1).astype(np.float32)
+    return np.concatenate([p.astype(object) for p in flat], axis=1)
+
+
+def _model_layout(model_info: _ModelInfo | None, config: Config, report: ValidationReport):
+    """The model's input layout with the roles of bundle.json 'inputs' (None if unusable)."""
+    if model_info is None or model_info.roles is None:
+        return None
+    roles = {key: spec["role"] for key, spec in (config.inputs or {}).items() if "role" in spec}
+    layout = input_layout(model_info.model, roles)
+    if layout.problem is not None or layout.roles is None:
+        report.add(MODEL_FILE, layout.problem if layout.problem != "roles" else MODEL_INPUTS.format(
+            found=" and ".join(str(s) for s in layout.shapes)))
+        return None
+    if config.inputs is not None:
+        known = set(layout.engine_keys) | set(layout.names) | set(layout.keys or ())
+        unknown = [key for key in config.inputs if key not in known]
+        if unknown:
+            report.add(CONFIG_FILE, INPUTS_UNKNOWN.format(
+                names=_examples(unknown), known=_examples(layout.engine_keys)), column="inputs")
+            return None
+    return layout
+
+
+def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | None = None) -> _ModelInfo | None:
+    path = folder / MODEL_FILE
+    if not path.is_file() and (folder / LEGACY_MODEL_FILE).is_file():
+        path = folder / LEGACY_MODEL_FILE  # a legacy HDF5 model: the same checks (explain.modelfile.h5)
+    if not path.is_file():
+        others = sorted(p.name for p in folder.glob("*.keras")) + sorted(
+            p.name for p in folder.glob("*.h5"))
+        hint = f" (found {_examples(others)}; rename the Keras 3 file to {MODEL_FILE})" if others else ""
+        report.add(MODEL_FILE, MISSING_FILE.format(
+            file=MODEL_FILE, folder=folder, accepted=f"{MODEL_FILE} (or {LEGACY_MODEL_FILE}){hint}"))
+        return None
+    raw = path.read_bytes()
+    from explain.modelfile import safe_load  # imports keras (seconds); only when a model is opened
+
+    try:
+        model = (loader or (safe_load.open_model if path.name == LEGACY_MODEL_FILE else safe_load.load_model))(path)
+    except UnsafeModelError as error:  # its message names the file and says how to fix it
+        report.add(MODEL_FILE, MODEL_REFUSED.format(file=MODEL_FILE, reason=str(error).strip()))
+        return None
+    except Exception as error:  # UnsafeModelError, a damaged zip, unknown layers, ...
+        report.add(MODEL_FILE, MODEL_UNREADABLE.format(file=MODEL_FILE, reason=one_line(error)))
+        return None
+    info = _ModelInfo(model=model, raw=raw)
+    roles, shapes, problem = input_roles(model)
+    if problem:
+        report.add(MODEL_FILE, problem)
+    else:
+        info.roles, info.shapes = roles, shapes
+    try:
+        outputs = [tuple(t.shape) for t in model.outputs]
+    except Exception:  # a subclassed model without symbolic outputs
+        outputs = []
+    if len(outputs) != 1 or len(outputs[0]) != 2 or outputs[0][1] is None:
+        report.add(MODEL_FILE, MODEL_OUTPUT.format(
+            found=", ".join(str(s) for s in outputs) or "no symbolic output"))
+    else:
+        info.outputs = int(outputs[0][1])
+    return info
+
+
+def _content_hash(*parts: bytes) -> str:
+    """sha256 of model.keras, the static table, the temporal table and bundle.json bytes."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part)
+    return digest.hexdigest()
+
+
+def _upload_target(base: str) -> str | None:
+    lower = base.lower()
+    stem, dot, ext = lower.rpartition(".")
+    if not dot:
+        return None
+    if ext == "keras":
+        return MODEL_FILE
+    if ext == "json":
+        return CONFIG_FILE if "bundle" in stem else None
+    if ext in ("csv", "parquet", "pq"):
+        kinds = [kind for kind in TABLE_FILES if kind in stem]
+        if len(kinds) == 1:
+            return f"{kinds[0]}.{'csv' if ext == 'csv' else 'parquet'}"
+    return None

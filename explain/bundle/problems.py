@@ -1,0 +1,119 @@
+"""What every check of a bundle writes: the problems (file, column, data rows, message) in a
+``ValidationReport``, the bundle's file names, and how messages name rows and values.
+
+Row numbers in messages are data rows counted from 1, as a spreadsheet shows them below the
+header: row 5 of a CSV file is line 6 of the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+MODEL_FILE = "model.keras"
+LEGACY_MODEL_FILE = "model.h5"  # used when there is no model.keras
+
+CONFIG_FILE = "bundle.json"
+TABLE_FILES = {
+    "static": ("static.csv", "static.parquet"),
+    "temporal": ("temporal.csv", "temporal.parquet"),
+}
+BUNDLE_FILES = (MODEL_FILE, *TABLE_FILES["static"], *TABLE_FILES["temporal"], CONFIG_FILE)
+MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "#n/a", "nil", "-", "?"})
+EXAMPLES_SHOWN = 5
+
+ROW_CONVENTION_CSV = "row 1 is the first data row, line 2 of the file counting the header"
+ROW_CONVENTION_PARQUET = "rows counted from 1"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem of a bundle: which file, which column (if any), which data rows (1-based)."""
+
+    file: str
+    column: str | None
+    rows: tuple[int, ...]
+    message: str
+
+    def __str__(self) -> str:
+        if self.message.startswith(self.file + " "):
+            return self.message  # "static.csv is empty. ..." names its file already
+        return f"{self.file}: {self.message}"
+
+
+@dataclass
+class ValidationReport:
+    """Every problem and note found in a bundle; ``ok`` when there are no problems."""
+
+    path: Path | None = None
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    summary: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def add(self, file: str, message: str, column: str | None = None,
+            rows: Iterable[int] = ()) -> None:
+        self.problems.append(Problem(file, column, tuple(int(r) for r in rows), message))
+
+    def format(self) -> str:
+        where = f"Bundle {self.path}" if self.path is not None else "Bundle"
+        if self.ok:
+            lines = [f"{where} is valid" + (f": {self.summary}." if self.summary else ".")]
+        else:
+            count = len(self.problems)
+            lines = [f"{where} has {count} problem{'s' if count != 1 else ''}:"]
+            lines += [f"  {i}. {problem}" for i, problem in enumerate(self.problems, 1)]
+        if self.notes:
+            lines.append("Notes:")
+            lines += [f"  - {note}" for note in self.notes]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+@dataclass
+class Table:
+    file: str
+    path: Path
+    frame: pd.DataFrame
+    rows: np.ndarray          # (len(frame),) the 1-based data row number of each frame row
+    is_csv: bool
+    raw: bytes
+
+
+def rows_text(file: str, is_csv: bool, rows: Sequence[int], shown: Sequence[str] | None = None) -> str:
+    """'rows 5 ('12,5'), 9 ('abc') and 3 more of static.csv (row 1 is the first data row ...)'."""
+    rows = [int(r) for r in rows]
+    items = [str(r) if not shown or not shown[k] else f"{r} ({shown[k]})"
+             for k, r in enumerate(rows[:EXAMPLES_SHOWN])]
+    more = f" and {len(rows) - EXAMPLES_SHOWN} more" if len(rows) > EXAMPLES_SHOWN else ""
+    word = "row" if len(rows) == 1 else "rows"
+    if is_csv and len(rows) == 1:
+        convention = f"line {rows[0] + 1} counting the header"
+    else:
+        convention = ROW_CONVENTION_CSV if is_csv else ROW_CONVENTION_PARQUET
+    return f"{word} {', '.join(items)}{more} of {file} ({convention})"
+
+
+def column_texts(table: Table, column: str) -> pd.Series:
+    """The cells of a column as stripped text ("" for a missing Parquet cell)."""
+    series = table.frame[column]
+    if table.is_csv:
+        return series.str.strip()
+    return series.map(cell_text).astype(object)
+
+
+def cell_text(value: Any) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value).strip()

@@ -1,0 +1,95 @@
+"""``save_bundle``: a bundle folder written from Python objects, checked as ``explain check`` checks it, then renamed
+into place (nothing is left half-written)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from explain.bundle import load as bundle_io
+from explain.bundle.objects import (
+    ID_COLUMN,
+    NOT_A_BUNDLE_FOLDER,
+    PATH_IN_USE,
+    PERIOD_COLUMN,
+    SAVED_BUT_INVALID,
+    TABLE_FORMATS,
+    UNKNOWN_TABLE_FORMAT,
+    _examples,
+    gather,
+)
+from explain.core.errors import BundleError, ExplainError
+
+
+def save_bundle(path: str | os.PathLike, model, static, temporal, *, tables: str = "parquet",
+                overwrite: bool = False, **names) -> Path:
+    """Write a bundle folder from Python objects (arguments as ``Bundle.from_objects``); return its path.
+
+    ``tables``: ``"parquet"`` (default) or ``"csv"``. The folder is written next to ``path``
+    under a temporary name, checked with ``validate_bundle`` (what ``explain check`` runs:
+    the model is opened through ``safe_load``) and only then renamed to ``path``, so a failed
+    save leaves nothing behind. An existing non-empty ``path`` is refused unless
+    ``overwrite=True`` and it is a bundle folder.
+    """
+    if tables not in TABLE_FORMATS:
+        raise ExplainError(UNKNOWN_TABLE_FORMAT.format(value=tables))
+    fields = gather(model, static, temporal, **names)
+    path = Path(path).expanduser()
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        if not overwrite or not path.is_dir():
+            raise ExplainError(PATH_IN_USE.format(path=path))
+        foreign = [p.name for p in path.iterdir() if p.name not in (*bundle_io.BUNDLE_FILES, "demo_metrics.json",
+                                                                     "attributions")]
+        if foreign:
+            raise ExplainError(NOT_A_BUNDLE_FOLDER.format(path=path, examples=_examples(foreign)))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
+    try:
+        _write(staging, fields, tables)
+        report = bundle_io.validate_bundle(staging)
+        if not report.ok:
+            raise BundleError(SAVED_BUT_INVALID.format(report=report.format()), report.problems)
+        if path.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
+            os.replace(path, old / path.name)
+            os.replace(staging, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(staging, path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return path
+
+
+def _write(folder: Path, fields: dict, tables: str) -> None:
+    """model.keras, static and temporal tables (float32 values as float64: exact) and bundle.json."""
+    ids = fields["ids"].astype(str)
+    n, t, f = fields["temporal"].shape
+    static = pd.DataFrame(fields["static"].astype(np.float64), columns=fields["static_features"])
+    static.insert(0, ID_COLUMN, ids)
+    if fields["labels"] is not None:
+        static[fields["label_name"]] = fields["labels"]
+    temporal = pd.DataFrame(fields["temporal"].astype(np.float64).reshape(n * t, f),
+                            columns=fields["temporal_features"])
+    temporal.insert(0, PERIOD_COLUMN, np.tile(np.asarray(fields["periods"], dtype=object), n))
+    temporal.insert(0, ID_COLUMN, np.repeat(ids, t))
+    for name, frame in (("static", static), ("temporal", temporal)):
+        if tables == "parquet":
+            frame.to_parquet(folder / f"{name}.parquet", index=False)
+        else:
+            frame.to_csv(folder / f"{name}.csv", index=False)
+    config = {"id_column": ID_COLUMN, "period_column": PERIOD_COLUMN,
+              "static_features": fields["static_features"], "temporal_features": fields["temporal_features"],
+              "display_names": fields["display_names"], "units": fields["units"],
+              "output_names": fields["output_names"]}
+    if fields["labels"] is not None:
+        config["label_column"] = fields["label_name"]
+    (folder / bundle_io.CONFIG_FILE).write_text(json.dumps(config, indent=1, ensure_ascii=False) + "\n",
+                                                encoding="utf-8")
+    fields["model"].save(folder / bundle_io.MODEL_FILE)

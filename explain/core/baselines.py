@@ -1,0 +1,380 @@
+"""Baseline builders: each returns ``{"static": ..., "temporal": ...}`` arrays for the engine.
+
+A baseline is the reference an explanation is measured against: attributions add up to
+f(customer) - f(baseline). Shapes: ``(1, S)`` and ``(1, T, F)`` for one baseline shared by
+all customers, ``(n, S)`` and ``(n, T, F)`` for one per customer, and ``(1, K, S)`` and
+``(1, K, T, F)`` for a distribution of K baselines (expected gradients).
+
+``data`` is the whole data set, ``inputs`` the customers being explained, both
+``{"static": (n, S), "temporal": (n, T, F)}``; with ``layout`` (``explain.core.inputs.input_layout``)
+any model's inputs, keyed as the engine keys them, with two more rules:
+
+- **Categorical inputs** (ids into an Embedding) get the ``categorical`` rule wherever a
+  numeric input gets zero, a mean or a median: ``"mode"`` (the most frequent category, the
+  default), ``"mean-embedding"`` (the frequency-weighted mean of the categories' embedding
+  vectors) or ``"category:FEATURE=VALUE;..."`` (chosen categories; unnamed ones: the mode).
+  ``customer``, ``cohort`` and ``sample`` take the categories of those customers
+  (a cohort: its most frequent ones), ``flat`` and ``blur`` the customer's own.
+- **Padded histories** (a Masking layer, or ``mask_zero`` ids): statistics use real months
+  only, a baseline customer's padded months are filled with that customer's own mean, and no
+  real month of a baseline equals the mask value: one that would (every feature at the mask
+  value, as zero with ``Masking(0)``) is moved off it by ``MASK_OFFSET`` (1e-6, times the
+  mask value's size if above 1). The customer's own padded months stay padding (the engine
+  sets the baseline to the customer's values there).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from explain.core.errors import AttributionError
+from explain.core.inputs import MeanEmbedding
+from explain.core.labels import mask as cohort_mask  # noqa: F401  (baselines.cohort_mask: its old home)
+from explain.core.labels import text as labels_text
+from explain.core.settings import (  # noqa: F401
+    BAD_CATEGORICAL,
+    BAD_SAMPLES,
+    BAD_SPEC,
+    BAD_WIDTH,
+    CATEGORICAL_RULES,
+    DEFAULT_BLUR_WIDTH,
+    DEFAULT_SAMPLES,
+    KINDS,
+    MAX_SAMPLES,
+    Baseline,
+)
+from explain.core.settings import parse_categorical as parse_rule
+
+MASK_OFFSET = 1e-6
+
+UNKNOWN_CUSTOMER = "Baseline customer {customer!r} is not in the data set. Some valid ids: {examples}."
+EMPTY_COHORT = (
+    "The cohort {value!r} has no customers: the label column holds {present}. Pick one of "
+    "those values, or a bundle with a label column."
+)
+NO_LABELS = "A cohort baseline needs a label column in the bundle (bundle.json 'label_column'); this bundle has none."
+UNKNOWN_CATEGORY_FEATURE = "category:{feature}=...: {feature!r} is not a categorical input; they are {names}."
+CATEGORICAL_WORDS = {
+    "mode": "Categorical features ({names}) are at their most frequent category.",
+    "mean-embedding": "Categorical features ({names}) are at the mean embedding of their categories, each "
+                      "category weighted by its frequency in the data (no single category).",
+    "category": "Categorical features ({names}) are at chosen categories: {chosen} (the others at their most "
+                "frequent one).",
+}
+MASK_WORDS = (
+    "Months that are padding for the customer ({padded_by}) stay padding along the whole path and get no "
+    "attribution; the baseline's real months never equal the mask value {value:g} (a month that would, every "
+    "feature at {value:g}, is moved off it by {offset:g}), so the model never reads a real month as padding."
+)
+
+DESCRIPTIONS = {
+    "zero": "every feature at 0 (in the model's raw units): 'nothing at all'. Simple, but 0 may "
+            "be an unrealistic customer (zero tenure, zero charge).",
+    "mean": "the average customer: each static feature at its mean, each monthly feature at its "
+            "mean over all customers and months. Attributions say how this customer differs from average.",
+    "median": "the typical customer: each feature at its median, robust to outliers.",
+    "customer": "another real customer: attributions explain the difference between the two scores.",
+    "cohort": "the average of a group of customers sharing a label (for example customers who stayed): "
+              "attributions explain why this customer scores differently from that group.",
+    "flat": "the customer's own data with each monthly feature held flat at its own average: "
+            "static features get no attribution; the heatmap shows which months' ups and downs matter.",
+    "blur": "the customer's own history smoothed over time: static features get no attribution; "
+            "attributions show the effect of sudden changes, not of overall levels.",
+    "sample": "K customers drawn at random (expected gradients): IG is averaged over K baselines, "
+              "so no single reference point dominates.",
+}
+
+
+def zero(data: dict) -> dict:
+    return {"static": np.zeros((1, *data["static"].shape[1:])),
+            "temporal": np.zeros((1, *data["temporal"].shape[1:]))}
+
+
+def mean(data: dict) -> dict:
+    """Per-feature mean; temporal: per feature over customers and periods, same every period."""
+    return _per_feature(data, np.mean)
+
+
+def median(data: dict) -> dict:
+    return _per_feature(data, np.median)
+
+
+def _per_feature(data, reduce):
+    static = np.asarray(data["static"], np.float64)
+    temporal = np.asarray(data["temporal"], np.float64)
+    t_feature = reduce(temporal.reshape(-1, temporal.shape[-1]), axis=0)  # (F,)
+    return {"static": reduce(static, axis=0)[None],
+            "temporal": np.broadcast_to(t_feature, temporal.shape[1:])[None].copy()}
+
+
+def customer(data: dict, index: int) -> dict:
+    return {"static": np.asarray(data["static"][index:index + 1], np.float64),
+            "temporal": np.asarray(data["temporal"][index:index + 1], np.float64)}
+
+
+def cohort(data: dict, mask) -> dict:
+    """Mean of the rows selected by ``mask`` (temporal: per period and feature)."""
+    mask = np.asarray(mask, bool)
+    return {"static": np.asarray(data["static"], np.float64)[mask].mean(axis=0)[None],
+            "temporal": np.asarray(data["temporal"], np.float64)[mask].mean(axis=0)[None]}
+
+
+def flat(inputs: dict) -> dict:
+    """Each customer's own history held at its mean over periods; static at its own values."""
+    temporal = np.asarray(inputs["temporal"], np.float64)
+    return {"static": np.asarray(inputs["static"], np.float64),
+            "temporal": np.broadcast_to(temporal.mean(axis=1, keepdims=True), temporal.shape).copy()}
+
+
+def blur(inputs: dict, width: float = DEFAULT_BLUR_WIDTH) -> dict:
+    """Each customer's history smoothed along time by a Gaussian of ``width`` periods (sigma).
+
+    The edges are reflected (scipy's mode "reflect"), so a constant history stays constant
+    and a very wide blur tends to the customer's own mean. Static at its own values.
+    """
+    if isinstance(width, bool) or not isinstance(width, (int, float)) or not width > 0:
+        raise AttributionError(BAD_WIDTH.format(width=width))
+    temporal = np.asarray(inputs["temporal"], np.float64)
+    periods = temporal.shape[1]
+    radius = int(min(np.ceil(4.0 * width), 50 * periods))  # truncated at 4 sigma, as scipy's gaussian_filter
+    offsets = np.arange(-radius, radius + 1)
+    kernel = np.exp(-0.5 * (offsets / width) ** 2)
+    # weights[t, u]: contribution of period u to smoothed period t, with reflection at the ends
+    weights = np.zeros((periods, periods))
+    for t in range(periods):
+        for o, w in zip(offsets, kernel):
+            u = t + o
+            while u < 0 or u >= periods:
+                u = -u - 1 if u < 0 else 2 * periods - u - 1
+            weights[t, u] += w
+    weights /= weights.sum(axis=1, keepdims=True)
+    return {"static": np.asarray(inputs["static"], np.float64),
+            "temporal": np.einsum("tu,nuf->ntf", weights, temporal)}
+
+
+def sample(data: dict, k: int = DEFAULT_SAMPLES, seed: int = 0) -> dict:
+    """K customers drawn without replacement (seeded): ``(1, K, S)`` and ``(1, K, T, F)``."""
+    n = data["static"].shape[0]
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_SAMPLES:
+        raise AttributionError(BAD_SAMPLES.format(high=MAX_SAMPLES, k=k))
+    rows = np.sort(np.random.default_rng(seed).choice(n, size=min(k, n), replace=False))
+    return {"static": np.asarray(data["static"], np.float64)[rows][None],
+            "temporal": np.asarray(data["temporal"], np.float64)[rows][None]}
+
+
+def parse_spec(spec: str | Baseline) -> tuple[str, str | float | int | None]:
+    """'customer:C00042' -> ('customer', 'C00042'); 'mean' -> ('mean', None) (``Baseline.parse``)."""
+    parsed = Baseline.parse(spec)
+    return parsed.kind, parsed.argument
+
+
+def from_spec(spec: str | Baseline, data: dict, inputs: dict, *, ids=None, labels=None, seed: int = 0,
+              layout=None, categorical: str = "mode") -> dict:
+    """Build the baseline named by ``spec`` (a ``Baseline`` or its text, the CLI's ``--baseline``).
+
+    ``layout`` (``explain.core.inputs.input_layout(model)``): build it for every input of that model,
+    categorical and padded ones included, with the ``categorical`` rule (module docstring).
+    """
+    spec = Baseline.parse(spec)
+    kind, arg = spec.kind, spec.argument
+    if layout is not None:
+        return _for_layout(spec, data, inputs, ids, labels, seed, layout, categorical)
+    if kind == "zero":
+        return zero(data)
+    if kind in ("mean", "median"):
+        return {"mean": mean, "median": median}[kind](data)
+    if kind == "customer":
+        return customer(data, _customer_index(arg, ids, _n_rows(data)))
+    if kind == "cohort":
+        return cohort(data, _cohort_rows(arg, labels))
+    if kind == "flat":
+        return flat(inputs)
+    if kind == "blur":
+        return blur(inputs, spec.width)
+    return sample(data, arg, seed)
+
+
+def _n_rows(data: dict) -> int:
+    return int(len(next(iter(data.values()))))
+
+
+def _customer_index(arg, ids, n) -> int:
+    id_list = [str(i) for i in (ids if ids is not None else range(n))]
+    if arg not in id_list:
+        raise AttributionError(UNKNOWN_CUSTOMER.format(customer=arg, examples=", ".join(id_list[:5])))
+    return id_list.index(arg)
+
+
+def _cohort_rows(arg, labels) -> np.ndarray:
+    if labels is None:
+        raise AttributionError(NO_LABELS)
+    mask = cohort_mask(labels, arg)
+    if not mask.any():
+        present = ", ".join(sorted({labels_text(v) for v in labels}))
+        raise AttributionError(EMPTY_COHORT.format(value=arg, present=present))
+    return mask
+
+
+# ---- any model's inputs: categorical and padded ones ------------------------------------
+
+def parse_categorical(rule: str, layout=None) -> tuple[str, dict]:
+    """'mode' -> ('mode', {}); 'category:plan=basic;contract=0' -> ('category', {'plan': 'basic', ...}).
+
+    With ``layout``, every named feature must be a categorical input of the model."""
+    kind, _, arg = parse_rule(rule or "mode").partition(":")
+    chosen = {}
+    for item in filter(None, arg.split(";")):
+        feature, _, value = item.partition("=")
+        chosen[feature.strip()] = value.strip()
+    if layout is not None:
+        names = [s.key for s in layout.specs if s.kind == "categorical"]
+        for feature in chosen:
+            if feature not in names:
+                raise AttributionError(UNKNOWN_CATEGORY_FEATURE.format(feature=feature, names=", ".join(names) or "none"))
+    return kind, chosen
+
+
+def _for_layout(spec, data, inputs, ids, labels, seed, layout, categorical) -> dict:
+    kind, arg = spec.kind, spec.argument
+    rule, chosen = parse_categorical(categorical, layout)
+    n = _n_rows(data)
+    rows = None
+    if kind == "customer":
+        rows = np.array([_customer_index(arg, ids, n)])
+    elif kind == "cohort":
+        rows = np.flatnonzero(_cohort_rows(arg, labels))
+    elif kind == "sample":
+        rows = np.sort(np.random.default_rng(seed).choice(n, size=min(arg, n), replace=False))
+    width = spec.width if kind == "blur" else None
+    out = {}
+    for item in layout.specs:
+        if item.kind == "categorical":
+            out[item.key] = _categorical(kind, item, data[item.key], inputs[item.key], rows, rule, chosen)
+        else:
+            out[item.key] = _numeric(kind, item, data[item.key], inputs[item.key], rows, width)
+    return out
+
+
+def _numeric(kind, spec, values, own, rows, width):
+    values = np.asarray(values, np.float64)
+    if spec.role == "static":
+        if kind == "zero":
+            return np.zeros((1, *values.shape[1:]))
+        if kind in ("mean", "median"):
+            return {"mean": np.mean, "median": np.median}[kind](values, axis=0)[None]
+        if kind in ("flat", "blur"):
+            return np.asarray(own, np.float64)
+        chosen = values[rows]
+        return chosen.mean(axis=0)[None] if kind == "cohort" else (chosen if kind == "customer" else chosen[None])
+    real = _real_months(spec, values)
+    if kind == "zero":
+        b = np.zeros((1, *values.shape[1:]))
+    elif kind in ("mean", "median"):
+        reduce = {"mean": np.mean, "median": np.median}[kind]
+        b = np.broadcast_to(reduce(values[real], axis=0), values.shape[1:])[None].copy()  # (T, F) from real cells
+    elif kind == "flat":
+        own = np.asarray(own, np.float64)
+        b = np.broadcast_to(_own_mean(own, _real_months(spec, own))[:, None], own.shape).copy()
+    elif kind == "blur":
+        own = np.asarray(own, np.float64)
+        b = blur({"static": np.zeros((len(own), 0)), "temporal": _fill_padded(own, _real_months(spec, own))}, width)["temporal"]
+    elif kind == "cohort":
+        chosen, ok = values[rows], real[rows]
+        count = ok.sum(axis=0)[:, None]  # (T, 1): cohort customers with data in each period
+        overall = chosen[ok].mean(axis=0)  # (F,)
+        b = np.where(count > 0, (chosen * ok[..., None]).sum(axis=0) / np.maximum(count, 1), overall)[None]
+    else:  # customer, sample: those customers, their padded months at their own mean
+        b = _fill_padded(values[rows], real[rows])
+        b = b if kind == "customer" else b[None]
+    return _off_mask(b, spec.mask_value)
+
+
+def _real_months(spec, values) -> np.ndarray:
+    padded = spec.padding(values)
+    return np.ones(values.shape[:2], bool) if padded is None else ~padded
+
+
+def _own_mean(values, real) -> np.ndarray:
+    """(n, F): each customer's mean over its real months (0 for a customer without any)."""
+    return (values * real[..., None]).sum(axis=1) / np.maximum(real.sum(axis=1), 1)[:, None]
+
+
+def _fill_padded(values, real) -> np.ndarray:
+    return np.where(real[..., None], values, _own_mean(values, real)[:, None])
+
+
+def _off_mask(b, mask_value):
+    """No real month equal to the mask value in every feature: move such months off it."""
+    if mask_value is None:
+        return b
+    at_mask = np.all(b == mask_value, axis=-1)
+    if at_mask.any():
+        b = b.copy()
+        b[at_mask] = mask_value + MASK_OFFSET * max(1.0, abs(mask_value))
+    return b
+
+
+def _categorical(kind, spec, values, own, rows, rule, chosen):
+    values = np.asarray(values)
+    real = ~_padded_ids(spec, values)
+    if kind in ("flat", "blur"):
+        return np.asarray(own)  # the customer's own categories: no attribution
+    if kind in ("customer", "sample"):
+        picked = np.where(real[rows], values[rows], _mode(spec, values, real)[0])
+        return picked if kind == "customer" else picked[None]
+    if kind == "cohort":
+        values, real = values[rows], real[rows]
+    if rule == "mean-embedding":
+        return MeanEmbedding(values)
+    mode = _mode(spec, values, real)
+    if rule == "category" and spec.key in chosen:
+        value = chosen[spec.key]
+        if spec.dtype != "string":
+            try:
+                value = int(value)
+            except ValueError:
+                raise AttributionError(BAD_CATEGORICAL.format(rule=f"category:{spec.key}={value}")) from None
+        return np.full_like(mode, value)
+    return mode
+
+
+def _padded_ids(spec, values) -> np.ndarray:
+    if not spec.mask_zero:
+        return np.zeros(values.shape, bool)
+    token = getattr(spec.lookup, "mask_token", None) if spec.lookup is not None else 0
+    return values == token if token is not None else np.zeros(values.shape, bool)
+
+
+def _mode(spec, values, real) -> np.ndarray:
+    """The most frequent real category: per column (static), or over every real cell (history)."""
+    def most_frequent(cells):
+        found, counts = np.unique(cells, return_counts=True)
+        return found[np.argmax(counts)] if found.size else values.reshape(-1)[0]
+
+    if spec.role == "static":
+        return np.array([[most_frequent(values[real[:, j], j]) for j in range(values.shape[1])]], dtype=values.dtype)
+    return np.full((1, *values.shape[1:]), most_frequent(values[real]), dtype=values.dtype)
+
+
+def describe(spec: str | Baseline, *, layout=None, categorical: str = "mode") -> str:
+    """What the baseline is, for the 'how to read this' text; with ``layout`` also what its
+    categorical features are set to and how padded months are handled."""
+    spec = Baseline.parse(spec)
+    text = DESCRIPTIONS[spec.kind]
+    if spec.argument is not None:
+        text = f"({spec.kind} {str(spec).partition(':')[2]}) " + text
+    if layout is None:
+        return text
+    names = [s.key for s in layout.specs if s.kind == "categorical"]
+    if names and spec.kind not in ("flat", "blur", "customer", "sample"):
+        rule, chosen = parse_categorical(categorical, layout)
+        shown = ", ".join(f"{k}={v}" for k, v in chosen.items())
+        text += " " + CATEGORICAL_WORDS[rule].format(names=", ".join(names), chosen=shown)
+    for s in layout.specs:
+        if s.mask_value is not None:
+            text += " " + MASK_WORDS.format(padded_by=s.padded_by, value=s.mask_value,
+                                             offset=MASK_OFFSET * max(1.0, abs(s.mask_value)))
+        elif s.mask_zero:
+            text += (f" Periods that are padding for the customer (id 0 of {s.key}, {s.padded_by}) stay padding "
+                     "and get no attribution; the mask value is never a baseline category.")
+    return text

@@ -1,0 +1,448 @@
+"""The compiled side of the IG engine: one set of TensorFlow functions per model.
+
+The engine works in *interpolation space*: one float tensor per model input, the input itself
+for a numeric input and the output of its ``Embedding`` for a categorical one (layer IG).
+``embed`` maps category ids (or text, through the model's lookup layer) to their vectors;
+``path_sums`` (one call per chunk of customers) returns the quadrature-weighted gradient sums
+of every input, f(x) and f(b); ``forward`` and ``point_gradients`` complete it. While such a
+function is traced, each Embedding's ``call`` is replaced (for the tracing thread only) by one
+that returns the interpolated vectors, while the model still receives the customer's ids: its
+lookups and ``mask_zero`` masks see the customer's real ids all along the path.
+
+Each function has a dynamic batch dimension (an ``input_signature`` with ``None``), so the
+number of customers, the steps or the chunk size never retrace it: one trace per model and
+output space. Every call holds the engine's lock (one model is shared by the dashboard's
+sessions) and first asks ``should_stop`` (a callable returning True to stop; it may also
+raise): ``Stopped`` is raised between two chunks, never in the middle of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+from typing import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from explain.core import xla
+from explain.core.errors import AttributionError, Stopped
+from explain.core.inputs import NON_FLOAT_INPUT, input_layout  # noqa: F401  (engine.NON_FLOAT_INPUT: its old home)
+
+# Message templates (tests match them).
+NOT_TWO_INPUTS = (
+    "The model has {count} input(s) {shapes}; expected at least two: a static input of shape "
+    "(None, S) and a temporal input of shape (None, T, F), in any order (more of either are fine)."
+)
+AMBIGUOUS_ROLES = (
+    "Cannot tell the model's static input from its temporal one: input shapes are {shapes}. "
+    "Expected at least one 2-D input (None, S) and one 3-D input (None, T, F). Reshape the inputs "
+    "so that their ranks differ, or wrap the model so that it does."
+)
+DISCONNECTED_INPUT = (
+    "The model's output {target} does not depend on its {role} input {name!r}: its gradient "
+    "is None. Check that the input is connected to the output (not only to a side branch), "
+    "and that it is not cast to an integer or passed through a stop_gradient."
+)
+MULTI_OUTPUT = (
+    "The model has {count} outputs; expected one output of shape (None, K). Build a model "
+    "that returns the output to explain."
+)
+
+StopCheck = Callable[[], bool] | None
+
+
+def _trace(python_function, signature):
+    """The concrete function of ``python_function`` for ``signature``, traced without AutoGraph:
+    these bodies loop over Python lists only, and Keras 3 layers use no Python control flow on
+    tensors (they run under JAX too), while AutoGraph's rewriting of their source was most of the
+    first trace (1.3 of 2.1 s for the demo model on 2 cores: the first visitor's wait). A model
+    whose own code needs AutoGraph (a custom layer with ``if tensor:``) fails that trace with a
+    ``TypeError`` and is traced again with it."""
+    try:
+        return tf.function(python_function, input_signature=signature, autograph=False).get_concrete_function()
+    except TypeError:  # tf.errors.OperatorNotAllowedInGraphError is one
+        return tf.function(python_function, input_signature=signature).get_concrete_function()
+
+
+def check_stop(should_stop: StopCheck) -> None:
+    """Raise ``Stopped`` if ``should_stop()`` is true (``should_stop`` may also raise itself)."""
+    if should_stop is not None and should_stop():
+        raise Stopped("stopped between two chunks (should_stop returned True)")
+
+
+class Engine:
+    """Compiled functions of one model; thread-safe (every model call holds ``lock``)."""
+
+    def __init__(self, model, roles=None):
+        self.model_ref = weakref.ref(model)
+        self.lock = model_lock(model)
+        layout = input_layout(model, roles)
+        shapes = list(layout.shapes)
+        if layout.count < 2:
+            raise AttributionError(NOT_TWO_INPUTS.format(count=layout.count, shapes=shapes))
+        for spec in layout.specs:  # an integer input without an embedding, a 4-D input, ...
+            if spec.problem:
+                raise AttributionError(spec.problem)
+        if layout.roles is None:
+            raise AttributionError(AMBIGUOUS_ROLES.format(shapes=shapes) if layout.problem == "roles" else layout.problem)
+        self.layout = layout
+        self.specs = layout.specs
+        self.keys = layout.engine_keys
+        self.input_names = {s.key: s.name for s in self.specs}
+        self.roles = {s.key: s.role for s in self.specs}
+        self.shapes = {s.key: tuple(s.shape) for s in self.specs}  # feature shapes of the model inputs
+        self.categorical = tuple(s.key for s in self.specs if s.kind == "categorical")
+        # interpolation space: the input, or its embedding (feature shape + (d,))
+        self.point_shapes, self.point_dtypes, self.raw_dtypes = {}, {}, {}
+        for s in self.specs:
+            if s.kind == "categorical":
+                self.point_shapes[s.key] = (*s.shape, int(s.embedding.output_dim))
+                self.point_dtypes[s.key] = tf.as_dtype(s.embedding.compute_dtype or "float32")
+                self.raw_dtypes[s.key] = tf.as_dtype(s.dtype)
+            else:
+                self.point_shapes[s.key] = tuple(s.shape)
+                self.point_dtypes[s.key] = tf.as_dtype(s.dtype)
+        self.dtypes = dict(self.point_dtypes)
+        self.static_position = layout.position("static")
+        outputs = model.outputs if getattr(model, "outputs", None) else None
+        if outputs is not None and len(outputs) != 1:
+            raise AttributionError(MULTI_OUTPUT.format(count=len(outputs)))
+        out_shape = tuple(outputs[0].shape) if outputs else (None, 1)
+        self.n_outputs = int(out_shape[-1]) if len(out_shape) == 2 and out_shape[-1] else 1
+        self.head, self.logit_kind = _logit_head(model)
+        self.traces = {"path": 0, "forward": 0, "points": 0, "embed": 0}
+        self.disconnected: dict[str, dict[str, bool]] = {}
+        self._functions: dict[tuple[str, str], object] = {}
+
+    # -- model calls ---------------------------------------------------------
+
+    def _call(self, points, raw, space):
+        """The model (or its logit head) at ``points`` (one tensor per key, interpolation space);
+        categorical inputs are fed their ids ``raw`` while their embeddings return the points."""
+        model = self.model_ref()
+        feed = self.layout.feed({key: raw[key] if key in self.categorical else points[key] for key in self.keys})
+        with _substituted({self.layout.spec(key).embedding: points[key] for key in self.categorical}):
+            if space == "logit" and self.logit_kind == "logit":
+                out = self.head(feed)
+            else:
+                out = model(feed, training=False)
+        if isinstance(out, (list, tuple)):
+            out = out[0]
+        if len(out.shape) == 1:
+            out = out[:, None]
+        if space == "logit" and self.logit_kind == "log-odds":
+            p = tf.clip_by_value(tf.cast(out, tf.float64), 1e-12, 1.0 - 1e-12)
+            out = tf.math.log(p) - tf.math.log1p(-p)
+        return out
+
+    def _point_specs(self):
+        return [tf.TensorSpec((None, *self.point_shapes[k]), self.point_dtypes[k]) for k in self.keys]
+
+    def _raw_specs(self):
+        return [tf.TensorSpec((None, *self.shapes[k]), self.raw_dtypes[k]) for k in self.categorical]
+
+    def function(self, kind: str, space: str):
+        """The compiled function ``kind`` ("path", "forward", "points") for ``space``, or
+        ("embed", key): the ids of one categorical input to their vectors."""
+        key = (kind, space)
+        with self.lock:
+            if key not in self._functions:
+                self._functions[key] = getattr(self, f"_build_{kind}")(space)
+            return self._functions[key]
+
+    def _build_path(self, space):
+        signature = [
+            self._point_specs(), self._point_specs(), self._raw_specs(),
+            tf.TensorSpec((None,), tf.float64),  # alphas (k,)
+            tf.TensorSpec((None,), tf.float64),  # weights (k,)
+            tf.TensorSpec((), tf.int32),  # target column
+        ]
+
+        def path_gradients(xs, bs, raws, alphas, weights, target):
+            self.traces["path"] += 1  # Python side effect: runs at trace time only
+            c, k = tf.shape(xs[0])[0], tf.shape(alphas)[0]
+            points = {}
+            for key, x, b in zip(self.keys, xs, bs):
+                shape = self.point_shapes[key]
+                a = tf.reshape(tf.cast(alphas, x.dtype), (1, -1, *([1] * len(shape))))  # (1, k, 1, ...)
+                # points: (c, k, *shape) -> (c * k, *shape)
+                points[key] = tf.reshape(b[:, None] + a * (x - b)[:, None], (c * k, *shape))
+            raw = {key: tf.repeat(r, k, axis=0) for key, r in zip(self.categorical, raws)}  # (c * k, ...)
+            with tf.GradientTape() as tape:
+                tape.watch(list(points.values()))
+                out = tf.gather(self._call(points, raw, space), target, axis=1)  # (c * k,)
+                total = tf.reduce_sum(out)
+            grads = tape.gradient(total, [points[key] for key in self.keys])
+            self.disconnected[space] = {key: g is None for key, g in zip(self.keys, grads)}
+            sums, finite = [], tf.ones((c,), tf.bool)
+            for key, g in zip(self.keys, grads):
+                shape = self.point_shapes[key]
+                g = tf.zeros_like(points[key]) if g is None else g
+                # grads: (c * k, *shape) -> (c, k, prod(shape)); weighted sum over k in float64
+                g = tf.reshape(tf.cast(g, tf.float64), (c, k, -1))
+                sums.append(tf.reshape(tf.einsum("ckp,k->cp", g, weights), (c, *shape)))
+                finite = tf.logical_and(finite, tf.reduce_all(tf.math.is_finite(g), axis=[1, 2]))
+            # f(x) and f(b) of the same customers, in the same call: (c,) each
+            ends_points = {key: tf.concat([x, b], 0) for key, x, b in zip(self.keys, xs, bs)}
+            ends_raw = {key: tf.concat([r, r], 0) for key, r in zip(self.categorical, raws)}
+            ends = tf.cast(tf.gather(self._call(ends_points, ends_raw, space), target, axis=1), tf.float64)
+            return sums, finite, ends[:c], ends[c:]
+
+        concrete = _trace(path_gradients, signature)  # called directly: less overhead per call
+        concrete.python_function = path_gradients  # explain.core.xla compiles the same body
+        return concrete
+
+    def _build_forward(self, space):
+        def forward(xs, raws):
+            self.traces["forward"] += 1
+            points = dict(zip(self.keys, xs))
+            return tf.cast(self._call(points, dict(zip(self.categorical, raws)), space), tf.float64)  # (n, K)
+
+        return _trace(forward, [self._point_specs(), self._raw_specs()])
+
+    def _build_points(self, space):
+        def point_gradients(ps, raws, target):
+            self.traces["points"] += 1
+            with tf.GradientTape() as tape:
+                tape.watch(ps)
+                out = tf.gather(self._call(dict(zip(self.keys, ps)), dict(zip(self.categorical, raws)), space),
+                                target, axis=1)
+                total = tf.reduce_sum(out)
+            grads = tape.gradient(total, ps)
+            grads = [tf.zeros_like(p) if g is None else g for p, g in zip(ps, grads)]
+            return tf.cast(out, tf.float64), grads
+
+        return _trace(point_gradients, [self._point_specs(), self._raw_specs(), tf.TensorSpec((), tf.int32)])
+
+    def _build_embed(self, key):
+        spec = self.layout.spec(key)
+
+        def embed(raw):
+            self.traces["embed"] += 1
+            index = spec.lookup(raw) if spec.lookup is not None else raw
+            vectors = tf.cast(spec.embedding(index), self.point_dtypes[key])
+            padded = tf.equal(index, 0) if spec.mask_zero else tf.zeros(tf.shape(index), tf.bool)
+            return vectors, padded
+
+        return _trace(embed, [tf.TensorSpec((None, *self.shapes[key]), self.raw_dtypes[key])])
+
+    # -- numpy-facing calls ----------------------------------------------------
+
+    def embed(self, raw: dict, batch_size: int = 4096) -> tuple[dict, dict]:
+        """Embedding vectors (n, *shape, d) float64 and padding (n, *shape) bool of the
+        categorical inputs in ``raw``."""
+        vectors, padded = {}, {}
+        for key, values in raw.items():
+            fn = self.function("embed", key)
+            parts_v, parts_p = [], []
+            for start in range(0, max(len(values), 1), max(1, batch_size)):
+                with self.lock:
+                    v, p = fn(tf.constant(values[start:start + batch_size], self.raw_dtypes[key]))
+                parts_v.append(v.numpy().astype(np.float64))
+                parts_p.append(p.numpy())
+            vectors[key], padded[key] = np.concatenate(parts_v), np.concatenate(parts_p)
+        return vectors, padded
+
+    def _points_args(self, points, raw, rows=slice(None)):
+        xs = [tf.constant(points[key][rows], self.point_dtypes[key]) for key in self.keys]
+        raws = [tf.constant(raw[key][rows], self.raw_dtypes[key]) for key in self.categorical]
+        return xs, raws
+
+    def forward_points(self, points, raw, space, batch_size, should_stop: StopCheck = None) -> np.ndarray:
+        """Model outputs, (n, K) float64, in ``space``, at ``points`` (interpolation space)."""
+        fn = self.function("forward", space)
+        n = len(points[self.keys[0]])
+        parts = []
+        step = max(1, batch_size)
+        for start in range(0, n, step):
+            check_stop(should_stop)
+            xs, raws = self._points_args(points, raw, slice(start, start + step))
+            with self.lock:
+                parts.append(fn(xs, raws).numpy())
+        return np.concatenate(parts, axis=0) if parts else np.zeros((0, self.n_outputs))
+
+    def outputs(self, inputs: dict, space, batch_size, should_stop: StopCheck = None) -> np.ndarray:
+        """Model outputs, (n, K) float64, in ``space``, for ``inputs`` keyed like ``keys`` (the
+        model's values: floats, or the ids/texts of a categorical input)."""
+        raw = {key: np.asarray(inputs[key]) for key in self.categorical}
+        vectors, _ = self.embed(raw, batch_size)
+        points = {key: vectors[key] if key in raw else np.asarray(inputs[key], self.point_dtypes[key].as_numpy_dtype)
+                  for key in self.keys}
+        return self.forward_points(points, raw, space, batch_size, should_stop)
+
+    def forward(self, static, temporal, space, batch_size, should_stop: StopCheck = None) -> np.ndarray:
+        """Model outputs, (n, K) float64, in ``space``, of a model with one static and one
+        temporal input (``outputs`` takes any model's inputs)."""
+        return self.outputs({"static": static, "temporal": temporal}, space, batch_size, should_stop)
+
+    def point_gradients(self, points, raw, target, space):
+        """(outputs (m,), {key: gradients (m, *point shape)}) at each point."""
+        fn = self.function("points", space)
+        xs, raws = self._points_args(points, raw)
+        with self.lock:
+            out, grads = fn(xs, raws, tf.constant(target, tf.int32))
+        return out.numpy(), {key: g.numpy() for key, g in zip(self.keys, grads)}
+
+    def path_sums(self, x, b, raw, alphas, weights, target, space, batch_size, should_stop: StopCheck = None):
+        """Path integrals of every row b -> x, in chunks of at most ``batch_size`` points.
+
+        ``x``, ``b``: {key: (n, *point shape)}; ``raw``: {key: (n, *shape)} ids of the categorical
+        inputs. Returns {key: sum_j w_j * grad f(b + a_j (x - b))} float64, whether all those
+        gradients were finite (n,), f(x) (n,) and f(b) (n,).
+        """
+        fn = self.function("path", space)
+        n, k = len(x[self.keys[0]]), alphas.shape[0]
+        sums = {key: np.zeros((n, *self.point_shapes[key]), np.float64) for key in self.keys}
+        finite = np.ones(n, bool)
+        fx, fb = np.zeros(n), np.zeros(n)
+        target = tf.constant(target, tf.int32)
+        per_call = max(1, batch_size // k)  # customers per call
+        alpha_block = min(k, batch_size)  # alphas per call (< k only when k > batch_size)
+        blocks = [(tf.constant(alphas[a0:a0 + alpha_block]), tf.constant(weights[a0:a0 + alpha_block]))
+                  for a0 in range(0, k, alpha_block)]
+        fn = xla.for_chunks(self, space, fn, min(n, per_call), k if alpha_block == k else 0)  # small: XLA
+        for start in range(0, n, per_call):
+            rows = slice(start, min(n, start + per_call))
+            xs, raws = self._points_args(x, raw, rows)
+            bs = [tf.constant(b[key][rows], self.point_dtypes[key]) for key in self.keys]
+            for a, w in blocks:
+                check_stop(should_stop)
+                with self.lock:
+                    s, ok, f_x, f_b = fn(xs, bs, raws, a, w, target)
+                for key, part in zip(self.keys, s):
+                    sums[key][rows] += part.numpy()
+                finite[rows] &= ok.numpy()
+            fx[rows], fb[rows] = f_x.numpy(), f_b.numpy()
+        problems = self.disconnected_problems(space, int(target))
+        if problems:
+            raise AttributionError(problems[0])
+        return sums, finite, fx, fb
+
+    def disconnected_problems(self, space: str, target: int) -> list[str]:
+        return [DISCONNECTED_INPUT.format(target=f"column {target}", role=self.roles[key], name=self.input_names[key])
+                for key, missing in self.disconnected.get(space, {}).items() if missing]
+
+
+@contextlib.contextmanager
+def _substituted(replacements: dict):
+    """While tracing: each Embedding layer's ``call`` returns the given tensor (this thread only)."""
+    owner = threading.get_ident()
+    patched = []
+    try:
+        for layer, tensor in replacements.items():
+            original = layer.call
+
+            def call(*args, _tensor=tensor, _original=original, **kwargs):
+                if threading.get_ident() != owner:
+                    return _original(*args, **kwargs)
+                return _tensor
+
+            object.__setattr__(layer, "call", call)
+            patched.append(layer)
+        yield
+    finally:
+        for layer in patched:
+            object.__delattr__(layer, "call")
+
+
+def _logit_head(model):
+    """(callable giving the pre-activation output, kind) where kind is "logit" or "log-odds".
+
+    "logit": the last layer is a Dense or an Activation ending in sigmoid or softmax, or a
+    linear layer (the model already returns logits); "log-odds": anything else, explained as
+    log(p / (1 - p)) of the output.
+    """
+    layers = getattr(model, "layers", None) or []
+    if not layers:
+        return None, "log-odds"
+    last = layers[-1]
+    activation = getattr(getattr(last, "activation", None), "__name__", None)
+    if activation == "linear":
+        return model, "logit"
+    if activation not in ("sigmoid", "softmax"):
+        return None, "log-odds"
+    import keras
+
+    try:
+        hidden = keras.Model(model.inputs, last.input)
+    except Exception:  # a subclassed model without a graph: fall back to log-odds
+        return None, "log-odds"
+    if last.__class__.__name__ == "Activation":
+        return hidden, "logit"
+    if last.__class__.__name__ != "Dense":
+        return None, "log-odds"
+
+    def head(feed):
+        z = tf.matmul(hidden(feed, training=False), last.kernel)
+        return z + last.bias if last.use_bias else z
+
+    return head, "logit"
+
+
+_ENGINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LOCKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_ENGINES_LOCK = threading.Lock()
+_LOCKS_LOCK = threading.Lock()
+
+
+def model_lock(model) -> threading.RLock:
+    """The one lock of ``model``: every call of it (compiled or not) holds it, so that threads
+    (the dashboard's sessions) can share one model."""
+    with _LOCKS_LOCK:
+        lock = _LOCKS.get(model)
+        if lock is None:
+            lock = _LOCKS[model] = threading.RLock()
+        return lock
+
+
+def model_array(value) -> np.ndarray:
+    """A model input's values as the model takes them: float32 numbers (float64 stays
+    float64), integer ids and texts as they are."""
+    value = np.asarray(value)
+    if value.dtype.kind == "f":
+        return value if value.dtype == np.float64 else value.astype(np.float32)
+    if value.dtype.kind in "iuUSO":
+        return value
+    return value.astype(np.float32)
+
+
+def predict(model, inputs, *, batch_size: int = 1024, should_stop: StopCheck = None) -> np.ndarray:
+    """The model's outputs, (n, K) float64, for its inputs keyed as ``explain.core.inputs`` keys them
+    (``{"static": (n, S), "temporal": (n, T, F)}`` for a two-input model).
+
+    The plain forward pass, for any model (also one that IG refuses, such as an integer input
+    without an Embedding): chunks of ``batch_size`` customers, each holding the model's lock
+    after asking ``should_stop``.
+    """
+    layout = input_layout(model)
+    keys = layout.engine_keys
+    n = len(inputs[keys[0]]) if keys else 0
+    parts = []
+    for start in range(0, n, max(1, int(batch_size))):
+        chunk = {key: model_array(inputs[key][start:start + batch_size]) for key in keys}
+        check_stop(should_stop)
+        with model_lock(model):
+            out = model(layout.feed(chunk), training=False)
+        parts.append(np.asarray(out, dtype=np.float64).reshape(len(chunk[keys[0]]), -1))
+    return np.concatenate(parts) if parts else np.zeros((0, _output_width(model)))
+
+
+def _output_width(model) -> int:
+    try:
+        return int(model.outputs[0].shape[-1])
+    except Exception:  # a subclassed model without symbolic outputs
+        return 1
+
+
+def engine_for(model, roles=None) -> Engine:
+    """The engine (compiled functions) of ``model``, built once per roles and shared by all threads."""
+    key = tuple(sorted((roles or {}).items()))
+    with _ENGINES_LOCK:
+        engines = _ENGINES.get(model)
+        if engines is None:
+            engines = _ENGINES[model] = {}
+        if key not in engines:
+            engines[key] = Engine(model, roles)
+        return engines[key]

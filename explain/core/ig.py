@@ -1,0 +1,588 @@
+"""Integrated Gradients for a model with static and temporal inputs: the API and its arithmetic.
+
+``integrated_gradients`` checks the inputs, baselines and settings, maps categorical ids to
+their embedding vectors (layer IG), keeps padded periods padded along the whole path, lays
+out one row per (customer, baseline sample), asks the compiled engine
+(``explain/core/engine.py``) for the quadrature-weighted gradient sums chunk by chunk, multiplies
+by ``(x - b)`` and reports f(x), f(b) and the delta of every customer. ``steps="auto"``
+doubles the steps per customer until the attributions add up.
+
+Inputs, baselines and attributions are dicts keyed as ``explain.core.inputs`` decides:
+``"static"`` and ``"temporal"`` for the common two-input model, the model's input names
+otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from explain.core.engine import (
+    AMBIGUOUS_ROLES,
+    DISCONNECTED_INPUT,
+    MULTI_OUTPUT,
+    NOT_TWO_INPUTS,
+    StopCheck,
+    check_stop,
+    engine_for,
+)
+from explain.core.errors import AttributionError
+from explain.core.inputs import NON_FLOAT_INPUT, ROLES, MeanEmbedding, input_layout  # noqa: F401
+from explain.core.quadrature import alphas_and_weights
+from explain.core.settings import AUTO, DEFAULT_TOLERANCE, PATHS, SPACES, Settings, parse_space, resolve_target
+
+__all__ = ["ABSOLUTE_TOLERANCE", "AMBIGUOUS_ROLES", "AUTO_MAX_STEPS", "AUTO_START_STEPS", "Attribution",
+           "DEFAULT_BATCH_SIZE", "DEFAULT_TOLERANCE", "DISCONNECTED_INPUT", "MULTI_OUTPUT", "NOT_TWO_INPUTS",
+           "PATHS", "ROLES", "SPACES", "Settings", "describe_model", "engine_for", "integrated_gradients",
+           "model_problems", "path_profile"]
+
+DEFAULT_BATCH_SIZE = 4096  # interpolation points per gradient call
+AUTO_START_STEPS = 16
+AUTO_MAX_STEPS = 1024
+ABSOLUTE_TOLERANCE = 1e-4  # floor, for customers whose f(x) is close to f(b)
+
+# Message templates (tests import them).
+NOT_CATEGORY_IDS = (
+    "The model's {role} input {name!r} has dtype {dtype}; Integrated Gradients needs a float input or category "
+    "ids for its Embedding {embedding!r} (attributed at the embedding's output), but {what} {key} holds {example!r}. "
+    "Pass whole-number ids from 0 to {high} (or the category texts its lookup layer knows)."
+)
+NOT_NUMERIC = "{what} {role} is not numeric: convert every column to numbers (floats) first."
+MISSING_ARRAY = "{what} has no {role!r} array; expected a dict with keys {expected}."
+SHAPE_MISMATCH = (
+    "{what} {role} has shape {shape}; expected {expected} to match the model's {role} input "
+    "{model_shape}{extra}."
+)
+CUSTOMER_COUNT_MISMATCH = (
+    "inputs {key} has {count} customers but inputs {first} has {first_count}; "
+    "every input must have one row per customer, in the same order."
+)
+NOT_FINITE = (
+    "{what} contain NaN or infinite values for customer {customer} ({role} input{where}). "
+    "Fill or drop the missing values before explaining this customer."
+)
+NOT_FINITE_RESULT = (
+    "The model returned NaN or infinite {what} for customer {customer} ({where}). Check the "
+    "model for overflow (for example a log of zero) at these inputs or use another baseline."
+)
+BASELINE_EQUALS_MASK = (
+    "The baseline of customer {customer} equals the Masking layer's mask value {value!r} in every feature of "
+    "{count} real period(s) of input {name!r} (periods {positions}): the model would read them as padding at the "
+    "start of the path, so the path jumps there and the attributions cannot add up (steps='auto' would run to "
+    "its limit). Build the baseline with explain.core.baselines, whose real months never equal the mask value, or "
+    "change those months of the baseline."
+)
+BAD_BATCH_SIZE = "batch_size={value!r} must be a positive integer (interpolation points per call) or None."
+NOT_TWO_ARRAYS = (
+    "{what} is a {kind} of {count} item(s); expected {expected} arrays in the model's input order "
+    "[{order}] (as model([...]) takes them), or a dict with keys {keys}."
+)
+SAMPLE_SHAPES = (
+    "baselines: a distribution of baselines needs every array with a sample axis: static "
+    "(1 or n, K, S) and temporal (1 or n, K, T, F), with the same K (a mean embedding cannot be "
+    "sampled). Got {shapes}."
+)
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Integrated Gradients of n customers.
+
+    ``inputs[key]`` holds each model input's attributions in that input's shape, (n, S),
+    (n, T, F), or (n, C) / (n, T) for categorical ids (the embedding's attribution summed over
+    the embedding dimension). ``static`` is every static-like input's attributions side by
+    side, (n, S_total), in model input order; ``temporal`` is the temporal-like input's, or
+    None when the model has several (read ``inputs``). ``padding[key]`` (n, T) is True where a
+    history is padding (Masking or mask_zero): those cells have no attribution.
+
+    ``delta`` = f(x) - f(b) - (sum of all attributions), in ``space_used``. With
+    ``path="per-input"`` each input has its own path and its own completeness:
+    ``per_input[key]`` holds ``reference_prediction`` (the model with only that input at its
+    baseline), ``delta`` (f(x) - reference - sum of that input's attributions) and ``steps``;
+    ``delta`` is the one with the largest magnitude and ``steps`` the largest.
+    """
+
+    static: np.ndarray  # (n, S) float64
+    temporal: np.ndarray | None  # (n, T, F) float64
+    prediction: np.ndarray  # (n,) f(x)
+    baseline_prediction: np.ndarray  # (n,) f(b); the mean over samples for a distribution
+    delta: np.ndarray  # (n,)
+    steps: np.ndarray  # (n,) int: gradient evaluations used per customer (per baseline)
+    settings: Settings
+    space_used: str  # "output", "logit" (pre-activation) or "log-odds" (of the output)
+    per_input: dict | None = None
+    inputs: dict = field(default_factory=dict)  # key -> (n, *input shape)
+    padding: dict = field(default_factory=dict)  # key -> (n, T) bool, temporal inputs only
+    roles: dict = field(default_factory=dict)  # key -> "static" | "temporal"
+
+    def __post_init__(self):
+        if not self.inputs:
+            object.__setattr__(self, "inputs", {"static": self.static, "temporal": self.temporal})
+            object.__setattr__(self, "roles", {"static": "static", "temporal": "temporal"})
+
+    @property
+    def n_customers(self) -> int:
+        return int(self.prediction.shape[0])
+
+    def total(self) -> np.ndarray:
+        """Sum of all attributions per customer, (n,)."""
+        return sum(a.reshape(a.shape[0], -1).sum(axis=1) for a in self.inputs.values())
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _expected_keys(engine) -> str:
+    return ", ".join(repr(k) for k in engine.keys)
+
+
+def _static_first(engine):
+    """The inputs in the order their problems are reported: static-like ones first."""
+    return sorted(engine.specs, key=lambda spec: ROLES.index(spec.role))
+
+
+def _by_key(engine, value, what):
+    """A list or tuple in the model's input order (as ``model([...])`` takes it) -> a dict by key."""
+    if not isinstance(value, (list, tuple)):
+        return value
+    if len(value) != len(engine.keys):
+        raise AttributionError(NOT_TWO_ARRAYS.format(
+            what=what, kind=type(value).__name__, count=len(value), expected=len(engine.keys),
+            order=", ".join(engine.keys), keys=_expected_keys(engine)))
+    return dict(zip(engine.keys, value))
+
+
+def _as_array(value, dtype, what="inputs", role="static"):
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise AttributionError(NOT_NUMERIC.format(what=what, role=role)) from None
+    return np.ascontiguousarray(arr).astype(dtype.as_numpy_dtype)
+
+
+def _as_ids(value, spec, engine, what):
+    """Category ids (ints) or texts of a categorical input, as the model input takes them."""
+    arr = np.asarray(value)
+    high = int(spec.embedding.input_dim) - 1
+    if spec.dtype == "string":
+        if arr.dtype.kind not in "USO":
+            arr = arr.astype(str)
+        return arr.astype(object).astype(str)
+
+    def refuse(example):
+        raise AttributionError(NOT_CATEGORY_IDS.format(
+            role=spec.role, name=spec.name, dtype=spec.dtype, embedding=spec.embedding.name, what=what,
+            key=spec.key, example=example, high=high))
+
+    if arr.dtype.kind in "USO":
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            refuse(arr.reshape(-1)[0] if arr.size else arr)
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr != np.round(arr))
+        if bad.any():
+            refuse(float(arr[bad][0]))
+    arr = arr.astype(engine.raw_dtypes[spec.key].as_numpy_dtype)
+    if spec.lookup is None and arr.size and (arr.min() < 0 or arr.max() > high):
+        refuse(int(arr[(arr < 0) | (arr > high)][0]))
+    return arr
+
+
+def _shape_error(what, key, arr, shape, lead, extra=""):
+    return AttributionError(SHAPE_MISMATCH.format(
+        what=what, role=key, shape=arr.shape, expected=lead + ", ".join(map(str, shape)) + ")",
+        model_shape=(None, *shape), extra=extra))
+
+
+def _check_inputs(engine, inputs, ids):
+    """(points {key: (n, *point shape)}, raw ids {key: (n, *shape)}, padding {key: (n, T)}, n)."""
+    inputs = _by_key(engine, inputs, "inputs")
+    if not isinstance(inputs, dict):
+        inputs = {}
+    arrays, raw = {}, {}
+    for spec in _static_first(engine):
+        key = spec.key
+        if key not in inputs:
+            raise AttributionError(MISSING_ARRAY.format(what="inputs", role=key, expected=_expected_keys(engine)))
+        if spec.kind == "categorical":
+            arr = _as_ids(inputs[key], spec, engine, "inputs")
+            raw[key] = arr
+        else:
+            arr = _as_array(inputs[key], engine.point_dtypes[key], "inputs", key)
+        shape = engine.shapes[key]
+        if arr.ndim != len(shape) + 1 or tuple(arr.shape[1:]) != tuple(shape):
+            raise _shape_error("inputs", key, arr, shape, "(n, ")
+        arrays[key] = arr
+    first = engine.keys[0]
+    for key in engine.keys[1:]:
+        if arrays[key].shape[0] != arrays[first].shape[0]:
+            raise AttributionError(CUSTOMER_COUNT_MISMATCH.format(
+                key=key, count=arrays[key].shape[0], first=first, first_count=arrays[first].shape[0]))
+    n = arrays[first].shape[0]
+    _check_finite({k: v for k, v in arrays.items() if k not in raw}, "Inputs", ids)
+    vectors, padded = engine.embed(raw)
+    points = {key: vectors[key] if key in raw else arrays[key] for key in engine.keys}
+    padding = {}
+    for spec in engine.specs:
+        if spec.role != "temporal":
+            continue
+        if spec.mask_value is not None:
+            padding[spec.key] = spec.padding(arrays[spec.key])
+        elif spec.key in padded:
+            pad = padded[spec.key]
+            padding[spec.key] = pad if pad.ndim == 2 else pad.all(axis=-1)
+        else:
+            padding[spec.key] = np.zeros((n, spec.shape[0]), bool)
+    return points, raw, padding, n
+
+
+def _baseline_points(engine, spec, value, n, ids):
+    """(array (1 or n, [K,] *point shape), sampled) of one input's baseline, in interpolation space."""
+    key, shape = spec.key, engine.shapes[spec.key]
+    if isinstance(value, MeanEmbedding):
+        if spec.kind != "categorical":
+            raise AttributionError(f"baselines {key}: a mean embedding is only for a categorical input; {key!r} is numeric.")
+        values = _as_ids(value.values, spec, engine, "baselines")
+        if values.ndim != len(shape) + 1 or tuple(values.shape[1:]) != tuple(shape):
+            raise _shape_error("baselines", key, values, shape, "(rows, ")
+        vectors, padded = engine.embed({key: values})
+        v, real = vectors[key], ~padded[key]  # (m, *shape, d), (m, *shape)
+        if spec.role == "temporal":  # one vector for every period: the mean over all real (row, period) cells
+            axes = tuple(range(real.ndim))
+            mean = (v * real[..., None]).sum(axis=axes) / max(real.sum(), 1)
+            mean = np.broadcast_to(mean, (*shape, v.shape[-1]))
+        else:
+            mean = (v * real[..., None]).sum(axis=0) / np.maximum(real.sum(axis=0), 1)[..., None]
+        return mean[None], False
+    if spec.kind == "categorical":
+        arr = _as_ids(value, spec, engine, "baselines")
+    else:
+        arr = _as_array(value, engine.point_dtypes[key], "baselines", key)
+    sampled = arr.ndim == len(shape) + 2
+    feature_shape = arr.shape[2:] if sampled else arr.shape[1:]
+    if arr.ndim < 2 or tuple(feature_shape) != tuple(shape) or arr.shape[0] not in (1, n):
+        raise _shape_error("baselines", key, arr, shape, "(1 or n, K, " if sampled else "(1 or n, ",
+                           f" with n = {n} customers")
+    if spec.kind != "categorical":
+        if not np.isfinite(arr).all():
+            flat = arr.reshape(arr.shape[0], -1)
+            i = int(np.flatnonzero(~np.isfinite(flat).all(axis=1))[0])
+            raise AttributionError(NOT_FINITE.format(what="Baselines", customer=_customer_label(ids, i), role=key, where=""))
+        return arr, sampled
+    lead = arr.shape[:2] if sampled else arr.shape[:1]
+    vectors, _ = engine.embed({key: arr.reshape(-1, *shape)})
+    return vectors[key].reshape(*lead, *engine.point_shapes[key]), sampled
+
+
+def _check_baselines(engine, baselines, n, ids, points, padding):
+    """{key: (n, K, *point shape)} float64 (padding as in the customer) and K."""
+    baselines = _by_key(engine, baselines, "baselines")
+    if not isinstance(baselines, dict):
+        baselines = {}
+    parts, sampled = {}, {}
+    for spec in _static_first(engine):
+        if spec.key not in baselines:
+            raise AttributionError(MISSING_ARRAY.format(what="baselines", role=spec.key, expected=_expected_keys(engine)))
+        parts[spec.key], sampled[spec.key] = _baseline_points(engine, spec, baselines[spec.key], n, ids)
+    if any(sampled.values()):
+        ks = {parts[key].shape[1] for key in engine.keys if sampled[key]}
+        if not all(sampled.values()) or len(ks) != 1:
+            shown = ", ".join(f"{key} {getattr(baselines[key], 'shape', type(baselines[key]).__name__)}" for key in engine.keys)
+            raise AttributionError(SAMPLE_SHAPES.format(shapes=shown))
+    out = {}
+    for key in engine.keys:
+        arr = np.asarray(parts[key], np.float64)
+        if not sampled[key]:
+            arr = arr[:, None]  # one baseline: K = 1
+        out[key] = np.broadcast_to(arr, (n, *arr.shape[1:]))
+    k = out[engine.keys[0]].shape[1]
+    for spec in engine.specs:  # padded periods of the customer stay padding all along the path
+        key = spec.key
+        pad = padding.get(key)
+        if pad is None or not pad.any() and spec.mask_value is None:
+            continue
+        extra = (1,) * (out[key].ndim - 3)  # (n, K, T, ...) -> mask (n, 1, T, 1, ...)
+        mask = pad.reshape(n, 1, pad.shape[1], *extra)
+        out[key] = np.where(mask, points[key][:, None].astype(np.float64), out[key])
+        if spec.mask_value is not None:
+            at_mask = np.all(out[key] == np.float64(spec.mask_value), axis=-1) & ~pad[:, None]  # (n, K, T)
+            if at_mask.any():
+                i, _, _ = np.argwhere(at_mask)[0]
+                periods = np.flatnonzero(at_mask[i].any(axis=0))
+                raise AttributionError(BASELINE_EQUALS_MASK.format(
+                    customer=_customer_label(ids, int(i)), value=float(spec.mask_value), count=len(periods),
+                    name=spec.name, positions=", ".join(str(p + 1) for p in periods[:6]) + (" ..." if len(periods) > 6 else "")))
+    return out, k
+
+
+def _customer_label(ids, i):
+    return repr(str(ids[i])) if ids is not None else f"at row {i}"
+
+
+def _check_finite(arrays, what, ids):
+    for role, arr in arrays.items():
+        bad = ~np.isfinite(arr.reshape(arr.shape[0], -1)).all(axis=1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            more = int(bad.sum()) - 1
+            where = f"; {more} more customer(s) too" if more else ""
+            raise AttributionError(NOT_FINITE.format(what=what, customer=_customer_label(ids, i), role=role, where=where))
+
+
+# --------------------------------------------------------------------------- API
+
+
+def integrated_gradients(
+    model,
+    inputs: dict,
+    baselines: dict,
+    *,
+    steps: int | str = 64,
+    method: str = "gausslegendre",
+    target: int | str = 0,
+    space: str = "output",
+    path: str = "joint",
+    batch_size: int | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+    ids=None,
+    output_names=None,
+    should_stop: StopCheck = None,
+    roles: dict | None = None,
+) -> Attribution:
+    """Integrated Gradients of ``model`` for n customers, for all its inputs at once.
+
+    inputs: ``{"static": (n, S), "temporal": (n, T, F)}`` for a two-input model, else one
+    array per input keyed by input name (category ids or texts for a categorical input).
+    baselines: the same with a leading dimension of n or 1 (shared), or with a sample axis
+    ``(1 or n, K, ...)`` for expected gradients (IG averaged over the K baselines); a
+    categorical input's baseline may be ids or a ``MeanEmbedding``. Padded periods of a
+    customer (Masking, mask_zero) are padding in the baseline too.
+    steps: gradient evaluations per customer (and baseline), or "auto": doubled from 16 per
+    customer until |delta| <= tolerance * |f(x) - f(b)| (at least 1e-4) or 1024 steps.
+    target: an output column index, or a name from ``output_names``. space: "output", or
+    "logit" for the pre-activation output (log-odds of the output if there is none).
+    path: "joint" (all inputs move together) or "per-input" (one moves, the others stay at
+    the customer's values). batch_size: the most interpolation points per gradient call; it
+    never changes a result. ids: customer ids, used in error messages. should_stop: a callable
+    asked before every gradient call; when it returns True, ``explain.core.errors.Stopped`` is
+    raised (between two chunks). roles: {input name: "static" | "temporal"} for 2-D
+    categorical inputs whose role is not the default.
+    """
+    engine = engine_for(model, roles)
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1):
+        raise AttributionError(BAD_BATCH_SIZE.format(value=batch_size))
+    settings = Settings(baseline=None, steps=steps, method=method, target=target, space=space, path=path,
+                        tolerance=tolerance)  # checks every setting
+    target_index = resolve_target(settings.target, engine.n_outputs, output_names)
+    settings = settings.replace(target=target_index)
+    steps, method, space, path, tolerance = settings.steps, settings.method, settings.space, settings.path, settings.tolerance
+    x, raw, padding, n = _check_inputs(engine, inputs, ids)
+    b, k = _check_baselines(engine, baselines, n, ids, x, padding)
+    chunk = int(batch_size or DEFAULT_BATCH_SIZE)
+    space_used = "output" if space == "output" else engine.logit_kind
+
+    # One "row" per (customer, baseline sample): (n * K, ...).
+    xr = {key: np.repeat(v, k, axis=0) for key, v in x.items()}
+    rawr = {key: np.repeat(v, k, axis=0) for key, v in raw.items()}
+    br = {key: v.reshape(n * k, *v.shape[2:]) for key, v in b.items()}
+    row_ids = np.repeat(np.asarray(ids, dtype=object), k) if ids is not None else None
+    row_labels = row_ids if row_ids is not None else np.repeat(np.arange(n), k)
+
+    if path == "joint":
+        legs = {"joint": (br, engine.keys)}
+    else:  # one input moves, the others stay at the customer's values
+        legs = {key: ({other: br[other] if other == key else xr[other] for other in engine.keys}, (key,))
+                for key in engine.keys}
+    attrs = {key: np.zeros((n * k, *engine.point_shapes[key])) for key in engine.keys}
+    leg_results = {}
+    fx = None
+    for leg, (leg_b, moving) in legs.items():
+        a, used, fx, f_ref = _integrate(engine, xr, leg_b, rawr, moving, steps, method, target_index, space, chunk,
+                                        tolerance, row_labels, should_stop)
+        for key in moving:
+            attrs[key] += a[key]
+        leg_results[leg] = (f_ref, fx - f_ref - _row_total(a), used)
+
+    def mean_k(a):  # (n * K, ...) -> (n, ...)
+        return a.reshape(n, k, *a.shape[1:]).mean(axis=1)
+
+    per_key = {}
+    for spec in engine.specs:
+        a = attrs[spec.key]
+        if spec.kind == "categorical":  # layer IG: summed over the embedding dimension, per original feature
+            a = a.sum(axis=-1)
+        per_key[spec.key] = mean_k(a)
+    prediction = mean_k(fx)
+    per_input = None
+    if path == "joint":
+        baseline_prediction = mean_k(leg_results["joint"][0])
+        steps_used = leg_results["joint"][2]
+        delta = prediction - baseline_prediction - sum(v.reshape(n, -1).sum(1) for v in per_key.values())
+    else:
+        fb = engine.forward_points(br, rawr, space, chunk, should_stop)[:, target_index]
+        _check_outputs(fb, row_labels, "at the baseline")
+        baseline_prediction = mean_k(fb)
+        per_input = {
+            key: {"reference_prediction": mean_k(leg_results[key][0]), "delta": mean_k(leg_results[key][1]),
+                  "steps": leg_results[key][2].reshape(n, k).max(axis=1)}
+            for key in engine.keys
+        }
+        deltas = np.stack([per_input[key]["delta"] for key in engine.keys])  # (inputs, n)
+        delta = deltas[np.abs(deltas).argmax(axis=0), np.arange(n)]
+        steps_used = np.max([leg_results[key][2] for key in engine.keys], axis=0)
+    static_keys = engine.layout.keys_of("static")
+    temporal_keys = engine.layout.keys_of("temporal")
+    static = np.concatenate([per_key[key].reshape(n, -1) for key in static_keys], axis=1)
+    return Attribution(
+        static=static, temporal=per_key[temporal_keys[0]] if len(temporal_keys) == 1 else None,
+        prediction=prediction, baseline_prediction=baseline_prediction, delta=delta,
+        steps=steps_used.reshape(n, k).max(axis=1), settings=settings, space_used=space_used, per_input=per_input,
+        inputs=per_key, padding={key: padding[key] for key in temporal_keys}, roles=dict(engine.roles),
+    )
+
+
+def _row_total(attrs: dict) -> np.ndarray:
+    return sum(a.reshape(a.shape[0], -1).sum(axis=1) for a in attrs.values())
+
+
+def _check_outputs(values, labels, where):
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise AttributionError(NOT_FINITE_RESULT.format(what="outputs", customer=_customer_label(labels, i), where=where))
+
+
+def _integrate(engine, x, b, raw, moving, steps, method, target, space, chunk, tolerance, labels, should_stop=None):
+    """Attributions along b -> x of every row for the ``moving`` inputs ({key: (rows, *point shape)}),
+    steps used (rows,), f(x) (rows,) and f(b) (rows,).
+
+    With steps="auto", rows whose |delta| exceeds ``tolerance`` * |f(x) - f(b)| (at least
+    ABSOLUTE_TOLERANCE) are recomputed with twice the steps until they meet it or reach
+    AUTO_MAX_STEPS.
+    """
+    rows = len(x[engine.keys[0]])
+    attrs = {key: np.zeros((rows, *engine.point_shapes[key])) for key in moving}
+    used = np.zeros(rows, dtype=np.int64)
+    fx = fb = None
+    todo = np.arange(rows)
+    m = AUTO_START_STEPS if steps == AUTO else int(steps)
+    while todo.size:
+        alphas, weights = alphas_and_weights(method, m)
+        sums, finite, f_x, f_b = engine.path_sums(
+            {key: v[todo] for key, v in x.items()}, {key: v[todo] for key, v in b.items()},
+            {key: v[todo] for key, v in raw.items()}, alphas, weights, target, space, chunk, should_stop,
+        )
+        if fx is None:  # first round: every row
+            fx, fb = f_x, f_b
+            _check_outputs(fx, labels, "model output")
+            _check_outputs(fb, labels, "at the baseline")
+        if not finite.all():
+            i = int(todo[np.flatnonzero(~finite)[0]])
+            raise AttributionError(
+                NOT_FINITE_RESULT.format(what="gradients", customer=_customer_label(labels, i),
+                                         where="along the path from the baseline")
+            )
+        # attributions: (x - b) * average gradient, in float64
+        part = {key: (x[key][todo].astype(np.float64) - b[key][todo]) * sums[key] for key in moving}
+        for key in moving:
+            attrs[key][todo] = part[key]
+        used[todo] = m
+        if steps != AUTO or 2 * m > AUTO_MAX_STEPS:
+            break
+        difference = fx[todo] - fb[todo]
+        err = np.abs(difference - _row_total(part))
+        todo = todo[err > np.maximum(tolerance * np.abs(difference), ABSOLUTE_TOLERANCE)]
+        m *= 2
+    return attrs, used, fx, fb
+
+
+def path_profile(model, inputs: dict, baselines: dict, *, points: int = 33, target: int = 0, space: str = "output",
+                 should_stop: StopCheck = None, roles: dict | None = None):
+    """Prediction and gradient size along the straight path from the baseline to one customer.
+
+    Returns a dict of float64 arrays over ``alphas`` (points,): ``prediction``,
+    ``grad_norm_static``, ``grad_norm_temporal`` (L2 norms of the gradient of all inputs of
+    that role) and ``grad_norm`` {key: norm of that input's gradient}. Flat stretches with
+    tiny gradients show saturation. ``should_stop`` as in ``integrated_gradients``.
+    """
+    engine = engine_for(model, roles)
+    space = parse_space(space)
+    target = resolve_target(target, engine.n_outputs, None)
+    x, raw, padding, n = _check_inputs(engine, inputs, None)
+    b, _ = _check_baselines(engine, baselines, n, None, x, padding)
+    alphas = np.linspace(0.0, 1.0, points)
+    path = {}
+    for key in engine.keys:
+        x0, b0 = x[key][0].astype(np.float64), b[key][0, 0]
+        path[key] = b0 + alphas.reshape(-1, *([1] * x0.ndim)) * (x0 - b0)  # (points, *point shape)
+    raw_path = {key: np.repeat(v[:1], points, axis=0) for key, v in raw.items()}
+    check_stop(should_stop)
+    out, grads = engine.point_gradients(path, raw_path, target, space)
+    norms = {key: np.linalg.norm(g.reshape(points, -1), axis=1) for key, g in grads.items()}
+
+    def role_norm(role):
+        parts = [norms[key] ** 2 for key in engine.keys if engine.roles[key] == role]
+        return np.sqrt(np.sum(parts, axis=0))
+
+    return {"alphas": alphas, "prediction": out, "grad_norm_static": role_norm("static"),
+            "grad_norm_temporal": role_norm("temporal"), "grad_norm": norms}
+
+
+def describe_model(model, roles: dict | None = None) -> dict:
+    """What the engine detected: every input's role, kind, shape, dtype, embedding and padding;
+    outputs; logit head. ``static_input``/``temporal_input`` describe the first of each role."""
+    engine = engine_for(model, roles)
+    described = [spec.describe() for spec in engine.specs]
+
+    def first(role):
+        spec = next(s for s in engine.specs if s.role == role)
+        return {"name": spec.name, "shape": (None, *spec.shape), "dtype": spec.dtype, "position": spec.position}
+
+    return {
+        "static_input": first("static"),
+        "temporal_input": first("temporal"),
+        "inputs": described,
+        "outputs": engine.n_outputs,
+        "logit_space": engine.logit_kind,
+        "traces": dict(engine.traces),
+    }
+
+
+def model_problems(model, inputs: dict | None = None, baselines: dict | None = None,
+                   roles=None) -> list[str]:
+    """Every problem the engine would raise for ``model`` before or at its first gradient pass,
+    in the words of ``integrated_gradients``: inputs it cannot attribute (an integer input
+    without an Embedding, a 4-D input, roles it cannot tell), inputs the output does not
+    depend on, and (with ``inputs`` and ``baselines``) a baseline period equal to the mask value.
+
+    ``baselines``: one baseline (arrays by input key) or several by name (``{"zero": {...},
+    "mean": {...}}``). ``roles``: {input name: role} as ``integrated_gradients`` takes it (a
+    sequence of roles in model order, such as ``Bundle.input_roles``, is the default and ignored).
+    """
+    roles = dict(roles) if isinstance(roles, dict) and roles else None
+    layout = input_layout(model, roles)
+    if layout.count < 2:
+        return [NOT_TWO_INPUTS.format(count=layout.count, shapes=list(layout.shapes) or "(no symbolic inputs)")]
+    problems = [spec.problem for spec in layout.specs if spec.problem]
+    if layout.roles is None and not problems:
+        problems.append(AMBIGUOUS_ROLES.format(shapes=list(layout.shapes)) if layout.problem == "roles" else layout.problem)
+    if problems:
+        return problems
+    try:
+        engine = engine_for(model, roles)
+        engine.function("path", "output")  # tracing it finds inputs whose gradient is None
+    except AttributionError as error:
+        return [str(error)]
+    problems += engine.disconnected_problems("output", 0)
+    if inputs is None or baselines is None or problems:
+        return problems
+    named = baselines if baselines and all(isinstance(v, dict) for v in baselines.values()) else {"": baselines}
+    for name, baseline in named.items():
+        try:
+            x, raw, padding, n = _check_inputs(engine, inputs, None)
+            _check_baselines(engine, baseline, n, None, x, padding)
+        except AttributionError as error:
+            problems.append(f"{name} baseline: {error}" if name else str(error))
+    return problems

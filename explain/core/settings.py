@@ -1,0 +1,366 @@
+"""The settings of one explanation, parsed once at each edge.
+
+``Settings`` is the one request type: the CLI, the dashboard's URL and widgets, the batch
+store and the caches all build or read it. Each setting has exactly one function that
+parses its string form (``PARSERS``), and ``Settings.to_strings`` writes what those
+functions read back::
+
+    settings = Settings.from_strings({"baseline": "blur:2", "steps": "auto", "target": "churn"})
+    settings = settings.resolved(bundle.output_names)  # target "churn" -> 0, checked once
+    settings.key()          # hashable: the caches' key and the batch store's identity
+    settings.to_strings()   # {"baseline": "blur:2", "steps": "auto", "target": "0", ...}
+
+The constructor takes typed values (``steps=64``, ``baseline=Baseline("cohort", "0")``) or
+the string forms (``baseline="cohort:0"``, ``steps="64"``) and checks them: an unknown
+method, space or path, steps out of range for the rule, or a bad baseline spec raise an
+``AttributionError`` saying what was given and what is expected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from explain.core.errors import AttributionError
+from explain.core.quadrature import METHODS, alphas_and_weights
+
+SPACES = ("output", "logit")
+PATHS = ("joint", "per-input")
+DEFAULT_TOLERANCE = 0.005  # of |f(x) - f(b)|, for steps="auto"
+AUTO = "auto"
+
+# Baseline kinds and their arguments.
+KINDS = ("zero", "mean", "median", "customer", "cohort", "flat", "blur", "sample")
+NEEDS_ARGUMENT = ("customer", "cohort", "sample")
+NO_ARGUMENT = ("zero", "mean", "median", "flat")
+DEFAULT_BLUR_WIDTH = 2.0
+DEFAULT_SAMPLES = 16
+MAX_SAMPLES = 256
+
+# Message templates (tests import them).
+BAD_SPEC = (
+    "Unknown baseline {spec!r}. Expected one of: zero, mean, median, customer:ID, "
+    "cohort:LABEL, flat, blur or blur:WIDTH, sample:K."
+)
+BAD_WIDTH = "Blur width {width!r} must be a positive number of periods (for example blur:2)."
+BAD_SAMPLES = "sample:K needs K from 1 to {high} baselines (for example sample:16); got {k!r}."
+UNKNOWN_SETTING = "{name}={value!r} is not valid; expected one of: {expected}."
+BAD_STEPS_TEXT = "steps={value!r} is out of range: expected an integer (32-64 is a good start) or \"auto\"."
+BAD_TOLERANCE = "tolerance={value!r} must be a positive number (a fraction of |f(x) - f(b)|)."
+BAD_SEED = "seed={value!r} must be an integer (the seed of sample:K baselines)."
+TARGET_OUT_OF_RANGE = (
+    "target={target!r} is out of range: the model has {k} output column(s), so the target must "
+    "be an integer from 0 to {last}{names}."
+)
+UNKNOWN_TARGET_NAME = "target={target!r} is not an output name; the output names are {names}."
+UNKNOWN_FIELD = "Unknown setting(s) {names}; the settings are {fields}."
+BAD_CATEGORICAL = (
+    "Unknown categorical baseline {rule!r}. Expected mode (the most frequent category), mean-embedding "
+    "(the frequency-weighted mean embedding) or category:FEATURE=VALUE;... (chosen categories)."
+)
+CATEGORICAL_RULES = ("mode", "mean-embedding", "category")
+DEFAULT_CATEGORICAL = "mode"
+
+
+# --------------------------------------------------------------------------- baseline
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _number_text(value: float) -> str:
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline spec: ``kind`` and its ``argument``.
+
+    customer: the id (str); cohort: the label value as text (str); blur: the width in periods
+    (float, None = DEFAULT_BLUR_WIDTH); sample: K (int); the other kinds take none.
+    ``str()`` is the spec the CLI and the URL use (``customer:C00042``, ``blur:1.5``).
+    """
+
+    kind: str = "mean"
+    argument: str | float | int | None = None
+
+    def __post_init__(self) -> None:
+        kind, arg = self.kind, self.argument
+        if kind not in KINDS or (kind in NEEDS_ARGUMENT and arg in (None, "")) or (kind in NO_ARGUMENT and arg is not None):
+            raise AttributionError(BAD_SPEC.format(spec=self._text()))
+        if kind in ("customer", "cohort"):
+            object.__setattr__(self, "argument", str(arg))
+        elif kind == "blur" and arg is not None:
+            if isinstance(arg, bool) or not isinstance(arg, (int, float)) or not math.isfinite(arg) or not arg > 0:
+                raise AttributionError(BAD_WIDTH.format(width=arg))
+            object.__setattr__(self, "argument", float(arg))
+        elif kind == "sample":
+            if not _is_int(arg) or not 1 <= arg <= MAX_SAMPLES:
+                raise AttributionError(BAD_SAMPLES.format(high=MAX_SAMPLES, k=arg))
+            object.__setattr__(self, "argument", int(arg))
+
+    def _text(self) -> str:
+        return self.kind if self.argument is None else f"{self.kind}:{self.argument}"
+
+    @classmethod
+    def parse(cls, text: str) -> "Baseline":
+        """The one parser of a baseline spec: 'customer:C00042' -> Baseline('customer', 'C00042')."""
+        if isinstance(text, Baseline):
+            return text
+        kind, _, arg = str(text).strip().partition(":")
+        kind = kind.strip().lower()
+        if kind not in KINDS or (kind in NEEDS_ARGUMENT and not arg) or (kind in NO_ARGUMENT and arg):
+            raise AttributionError(BAD_SPEC.format(spec=text))
+        if kind == "blur":
+            if not arg:
+                return cls(kind)
+            try:
+                width = float(arg)
+            except ValueError:
+                raise AttributionError(BAD_WIDTH.format(width=arg)) from None
+            return cls(kind, width)
+        if kind == "sample":
+            try:
+                k = int(arg)
+            except ValueError:
+                raise AttributionError(BAD_SAMPLES.format(high=MAX_SAMPLES, k=arg)) from None
+            return cls(kind, k)
+        return cls(kind, arg or None)
+
+    def __str__(self) -> str:
+        if self.kind == "blur" and self.argument is not None:
+            return f"blur:{_number_text(self.argument)}"
+        return self._text()
+
+    @property
+    def width(self) -> float:
+        """The blur width in periods (blur only)."""
+        return DEFAULT_BLUR_WIDTH if self.argument is None else float(self.argument)
+
+    @property
+    def data_wide(self) -> bool:
+        """True when the baseline depends on the data set only, not on the customers explained."""
+        return self.kind not in ("flat", "blur")
+
+
+# --------------------------------------------------------------------------- one parser per setting
+
+
+def parse_baseline(text: str) -> Baseline:
+    return Baseline.parse(text)
+
+
+def parse_steps(text) -> int | str:
+    """'64' -> 64, 'auto' -> 'auto' (the range is checked with the method by ``Settings``)."""
+    value = str(text).strip().lower()
+    if value == AUTO:
+        return AUTO
+    try:
+        return int(value)
+    except ValueError:
+        raise AttributionError(BAD_STEPS_TEXT.format(value=text)) from None
+
+
+def parse_target(text) -> str:
+    """The target as given: an output index ('1') or name ('churn') as text. ``resolve_target``
+    (``Settings.resolved``) turns it into the index, checked against the model's outputs."""
+    return str(text).strip()
+
+
+def _parse_choice(name: str, choices: Sequence[str]) -> Callable[[str], str]:
+    def parse(text) -> str:
+        value = str(text).strip().lower()
+        if value not in choices:
+            raise AttributionError(UNKNOWN_SETTING.format(name=name, value=text, expected=", ".join(choices)))
+        return value
+
+    parse.__name__ = f"parse_{name}"
+    parse.__doc__ = f"'{choices[0]}' -> '{choices[0]}'; one of {', '.join(choices)}."
+    return parse
+
+
+parse_method = _parse_choice("method", METHODS)
+parse_space = _parse_choice("space", SPACES)
+parse_path = _parse_choice("path", PATHS)
+
+
+def parse_tolerance(text) -> float:
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise AttributionError(BAD_TOLERANCE.format(value=text)) from None
+    return value
+
+
+def parse_seed(text) -> int:
+    try:
+        return int(str(text).strip())
+    except ValueError:
+        raise AttributionError(BAD_SEED.format(value=text)) from None
+
+
+def parse_categorical(text) -> str:
+    """The baseline rule of categorical inputs: 'mode', 'mean-embedding' or
+    'category:FEATURE=VALUE;...' (its features are checked against the model by
+    ``explain.core.baselines.parse_categorical``)."""
+    value = str(text).strip()
+    kind, colon, arg = value.partition(":")
+    kind = kind.strip().lower()
+    if kind not in CATEGORICAL_RULES or (kind == "category") != bool(arg.strip()):
+        raise AttributionError(BAD_CATEGORICAL.format(rule=text))
+    if kind == "category":
+        items = [part.strip() for part in arg.split(";") if part.strip()]
+        if not items or any(not item.partition("=")[1] or not item.partition("=")[0].strip() for item in items):
+            raise AttributionError(BAD_CATEGORICAL.format(rule=text))
+        return "category:" + ";".join(items)
+    return kind
+
+
+PARSERS: dict[str, Callable[[str], object]] = {
+    "baseline": parse_baseline, "steps": parse_steps, "method": parse_method, "target": parse_target,
+    "space": parse_space, "path": parse_path, "tolerance": parse_tolerance, "seed": parse_seed,
+    "categorical": parse_categorical,
+}
+
+
+def resolve_target(target, n_outputs: int, output_names: Sequence[str] | None = None) -> int:
+    """The output column of ``target`` (an index, a digit string or a name of ``output_names``)."""
+    names = list(output_names) if output_names is not None else None
+    if isinstance(target, str) and not target.strip().lstrip("-").isdigit():
+        if names is None or target not in names:
+            raise AttributionError(UNKNOWN_TARGET_NAME.format(target=target, names=names or "not given"))
+        return names.index(target)
+    try:
+        index = int(target)
+    except (TypeError, ValueError):
+        index = None
+    if index is None or isinstance(target, bool) or not 0 <= index < n_outputs:
+        shown = f" (or a name: {', '.join(names)})" if names else ""
+        raise AttributionError(TARGET_OUT_OF_RANGE.format(target=target, k=n_outputs, last=n_outputs - 1, names=shown))
+    return index
+
+
+def check_tolerance(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or not math.isfinite(value):
+        raise AttributionError(BAD_TOLERANCE.format(value=value))
+    return float(value)
+
+
+def check_steps(steps, method: str) -> int | str:
+    """``steps`` as an int or 'auto'; out of range for ``method`` raises (quadrature's message)."""
+    if steps == AUTO:
+        return AUTO
+    alphas_and_weights(method, steps)  # validates steps for this rule
+    return int(steps)
+
+
+# --------------------------------------------------------------------------- the settings
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What to explain and how: the request of the CLI, the dashboard and the batch store.
+
+    ``baseline`` is None only on an ``Attribution`` computed from baseline arrays given
+    directly to ``integrated_gradients``. ``target`` is an output index, or its text or an
+    output name as given (``"1"``, ``"churn"``); after ``resolved(output_names)`` it is the index.
+    """
+
+    baseline: Baseline | None = Baseline("mean")
+    steps: int | str = 64
+    method: str = "gausslegendre"
+    target: int | str = 0
+    space: str = "output"
+    path: str = "joint"
+    tolerance: float = DEFAULT_TOLERANCE
+    seed: int = 0  # of sample:K
+    categorical: str = DEFAULT_CATEGORICAL  # categorical inputs: mode | mean-embedding | category:F=V;...
+
+    def __post_init__(self) -> None:
+        def put(name, value):
+            object.__setattr__(self, name, value)
+
+        if self.baseline is not None and not isinstance(self.baseline, Baseline):
+            put("baseline", parse_baseline(self.baseline))
+        for name in ("method", "space", "path"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise AttributionError(UNKNOWN_SETTING.format(
+                    name=name, value=value, expected=", ".join({"method": METHODS, "space": SPACES, "path": PATHS}[name])))
+            put(name, PARSERS[name](value))
+        steps = parse_steps(self.steps) if isinstance(self.steps, str) else self.steps
+        put("steps", check_steps(steps, self.method))
+        if _is_int(self.target):
+            put("target", int(self.target))
+        put("tolerance", check_tolerance(parse_tolerance(self.tolerance) if isinstance(self.tolerance, str)
+                                         else self.tolerance))
+        seed = parse_seed(self.seed) if isinstance(self.seed, str) else self.seed
+        if not _is_int(seed):
+            raise AttributionError(BAD_SEED.format(value=seed))
+        put("seed", int(seed))
+        put("categorical", parse_categorical(self.categorical))
+
+    # -- building ----------------------------------------------------------
+
+    @classmethod
+    def from_strings(cls, values: Mapping[str, str], base: "Settings | None" = None) -> "Settings":
+        """Settings from their string forms (the URL's query parameters, the CLI's options);
+        settings not in ``values`` (or None) keep ``base``'s (default: the defaults)."""
+        unknown = sorted(set(values) - set(PARSERS))
+        if unknown:
+            raise AttributionError(UNKNOWN_FIELD.format(names=", ".join(unknown), fields=", ".join(PARSERS)))
+        parsed = {name: PARSERS[name](text) for name, text in values.items() if text is not None}
+        return dataclasses.replace(base or cls(), **parsed)
+
+    def replace(self, **changes) -> "Settings":
+        """A copy with some settings changed (typed values or string forms)."""
+        return dataclasses.replace(self, **changes)
+
+    def resolved(self, output_names: Sequence[str]) -> "Settings":
+        """The same settings with ``target`` as the output index of ``output_names``."""
+        return self.replace(target=resolve_target(self.target, len(output_names), output_names))
+
+    # -- reading -------------------------------------------------------------
+
+    def target_name(self, output_names: Sequence[str]) -> str:
+        """The target's display name."""
+        return str(output_names[resolve_target(self.target, len(output_names), output_names)])
+
+    def to_strings(self) -> dict[str, str]:
+        """Every setting's string form; ``from_strings`` reads it back to equal settings."""
+        return {"baseline": str(self.baseline), "steps": str(self.steps), "method": self.method,
+                "target": str(self.target), "space": self.space, "path": self.path,
+                "tolerance": repr(self.tolerance), "seed": str(self.seed), "categorical": self.categorical}
+
+    def as_dict(self) -> dict:
+        """The settings of DESIGN.md's JSON: baseline (spec), steps, method, target, space, path."""
+        out = {"baseline": str(self.baseline)} if self.baseline is not None else {}
+        out.update({"steps": self.steps, "method": self.method, "target": self.target,
+                    "space": self.space, "path": self.path})
+        if self.categorical != DEFAULT_CATEGORICAL:  # left out by default: earlier runs' settings stay equal
+            out["categorical"] = self.categorical
+        return out
+
+    def identity(self) -> dict:
+        """``as_dict()`` + tolerance + seed (JSON values): the batch store's manifest settings."""
+        return {**self.as_dict(), "tolerance": self.tolerance, "seed": self.seed}
+
+    def key(self) -> tuple:
+        """A hashable key of every setting (the caches' key; ``Settings(**dict(key))`` rebuilds it).
+
+        Call ``resolved(output_names)`` first, so that a target given by name and by index share
+        a key.
+        """
+        return tuple(self.identity().items())
+
+    @classmethod
+    def from_key(cls, key: tuple) -> "Settings":
+        return cls(**dict(key))
+
+
+DEFAULT = Settings()

@@ -1,0 +1,714 @@
+"""Plotly figure builders: arrays + names -> ``go.Figure``. No streamlit.
+
+The Customer page's three figures also come as plain figure dicts (``temporal_panel_spec``,
+``static_bars_spec``, ``history_spec``: what ``fig.to_dict()`` holds, without the template and
+with numpy arrays, built without Plotly's validation); ``temporal_panel``, ``static_bars`` and
+``history_figure`` are ``go.Figure`` of them. Subplot grids come from ``make_subplots`` once per
+set of arguments (``subplots_layout``); the go builders' figures carry its grid
+(``subplots_figure``: ``add_trace(row=, col=)``, ``update_xaxes(row=, col=)`` work on them).
+
+Colour is honest: attributions use one diverging scale, reversed RdBu, centred on zero with
+symmetric limits (red = raises the prediction, blue = lowers it, white = no effect), and
+figures that are compared share the same limits. Sizes of effect (|attribution|, never
+negative) use a sequential scale starting at zero.
+
+Every name and id reaching a figure is untrusted text: Plotly renders a subset of HTML in
+ticks, titles and hover labels, so each one goes through :func:`esc` first.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from explain.core.text import unit_after
+from explain.plots.diagnostics import DiagnosticsFigures, diagnostics  # noqa: F401 (part of the Python API)
+
+# The style every figure shares (colours, escaping, number format, layout) lives in
+# explain.plots.style; the Diagnostics page's figures in explain.plots.diagnostics.
+from explain.plots.style import (  # noqa: F401 (RED, BLUE, ... re-exported: the figures' colours)
+    ATTRIBUTION_TITLE,
+    AXIS,
+    BLUE,
+    DIVERGING,
+    GREY,
+    MAGNITUDE_TITLE,
+    RED,
+    SEQUENTIAL,
+    esc,
+    esc_all,
+    fmt,
+    merge,
+    symmetric_limit,
+)
+from explain.plots.style import layout as _layout
+from explain.plots.style import signed_colours as _signed_colours
+from explain.plots.style import styled as _styled
+from explain.plots.style import units_for as _units_for
+
+NO_DATA = "#d4d4d4"  # padded periods of a history: drawn grey, "no data"
+NO_DATA_TEXT = "no data (padding)"
+
+
+# ----------------------------------------------------------------------------- customer
+
+
+def _colorscale(scale):
+    """A colour scale as a figure dict holds it: a named one as Plotly expands it
+    ([[0.0, "rgb(...)"], ...], made once per name)."""
+    if not isinstance(scale, str):
+        return scale
+    return [list(step) for step in _named_scale(scale)]
+
+
+@functools.lru_cache(maxsize=16)
+def _named_scale(name: str) -> tuple:
+    return tuple(tuple(step) for step in go.Heatmap(colorscale=name).to_plotly_json()["colorscale"])
+
+
+class _Grid(NamedTuple):
+    """What ``make_subplots`` makes of one set of arguments: its layout dict (no template) and the
+    grid it keeps on the figure (``_grid_ref``, ``_grid_str``: what ``add_trace(row=, col=)``,
+    ``update_xaxes(row=, col=)``, ``get_subplot`` and ``print_grid`` read; Plotly only reads them)."""
+    layout: dict
+    ref: list
+    text: str
+
+
+@functools.lru_cache(maxsize=128)
+def _grid(rows: int, cols: int, options: tuple) -> _Grid:
+    kwargs = {k: list(v) if isinstance(v, tuple) else v for k, v in options}
+    fig = make_subplots(rows=rows, cols=cols, **kwargs)
+    layout = fig.to_dict()["layout"]
+    layout.pop("template", None)
+    return _Grid(layout, fig._grid_ref, fig._grid_str)
+
+
+def _grid_of(rows: int, cols: int, options: dict) -> _Grid:
+    """The cached :class:`_Grid` of ``make_subplots(rows, cols, **options)`` (lists given as tuples
+    or lists)."""
+    return _grid(rows, cols, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items())))
+
+
+def _copy(value):
+    """A deep copy of a figure dict's JSON-like part (dicts, lists, scalars)."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def subplots_layout(rows: int, cols: int, **options) -> dict:
+    """``make_subplots(rows, cols, **options)``'s layout dict (domains, anchors, shared axes,
+    subplot titles as annotations; no template): made by Plotly once per set of arguments
+    (lists given as tuples or lists), a copy each call."""
+    return _copy(_grid_of(rows, cols, options).layout)
+
+
+def subplots_figure(spec: dict, rows: int, cols: int, **options) -> go.Figure:
+    """``go.Figure(spec)`` for a figure dict laid out by ``subplots_layout(rows, cols, **options)``,
+    carrying ``make_subplots``' subplot grid as a figure made by it does (``add_trace(row=, col=)``,
+    ``update_xaxes(row=, col=)``, ``get_subplot`` work); the grid is the cached one, shared as
+    ``go.Figure(fig)`` shares it."""
+    grid = _grid_of(rows, cols, options)
+    return go.Figure({**spec, "_grid_ref": grid.ref, "_grid_str": grid.text})
+
+
+def _cell(row: int, col: int, cols: int) -> int:
+    return (row - 1) * cols + col
+
+
+def _axis(letter: str, row: int, col: int, cols: int) -> str:
+    """The layout key of a subplot's axis: "xaxis", "xaxis2", ..."""
+    n = _cell(row, col, cols)
+    return f"{letter}axis" if n == 1 else f"{letter}axis{n}"
+
+
+def _placed(trace: dict, row: int, col: int, cols: int) -> dict:
+    """``trace`` drawn in the subplot (row, col), as ``add_trace(row=, col=)`` places it."""
+    n = _cell(row, col, cols)
+    trace["xaxis"], trace["yaxis"] = ("x", "y") if n == 1 else (f"x{n}", f"y{n}")
+    return trace
+
+
+def _spec(data: list, layout: dict) -> dict:
+    return {"data": data, "layout": layout}
+
+
+def static_bars_spec(labels, attributions, values, *, units=None, baseline=None, title=None,
+                     x_title: str = "Effect on the prediction") -> dict:
+    """:func:`static_bars` as a plain figure dict (no template)."""
+    attributions = np.asarray(attributions, np.float64)
+    values = [v if isinstance(v, str) else float(v) for v in values]  # a category may be text
+    base = np.full(len(values), np.nan) if baseline is None else np.asarray(baseline, np.float64)
+    units = _units_for(labels, units)
+    order = np.argsort(attributions, kind="stable")  # ascending: plotly draws the first at the bottom
+    ticks, hover = [], []
+    for j in order:
+        name = esc(labels[j])
+        shown = esc(values[j]) if isinstance(values[j], str) else fmt(values[j], units[j])
+        tick = esc(values[j]) if isinstance(values[j], str) else fmt(values[j], unit_after(labels[j], units[j]))
+        ticks.append(f"{name} = {tick}")
+        hover.append(f"<b>{name}</b><br>customer: {shown}"
+                     f"<br>baseline: {fmt(base[j], units[j])}<br>attribution: {attributions[j]:+.4g}")
+    bars = dict(type="bar", x=attributions[order], y=ticks, orientation="h",
+                marker=dict(color=_signed_colours(attributions[order])),
+                text=[f"{a:+.3f}" for a in attributions[order]], textposition="outside", cliponaxis=False,
+                customdata=hover, hovertemplate="%{customdata}<extra></extra>")
+    m = symmetric_limit(attributions)
+    layout = dict(xaxis=dict(title=dict(text=x_title), range=[-1.5 * m, 1.5 * m], zeroline=True,
+                             zerolinecolor="#444", gridcolor="#eee"), yaxis=dict(automargin=True))
+    layout = _styled(layout, title, height=max(260, 34 * len(ticks) + 90), showlegend=False)
+    layout["margin"]["r"] = 30
+    return _spec([bars], layout)
+
+
+def static_bars(labels, attributions, values, *, units=None, baseline=None, title=None,
+                x_title: str = "Effect on the prediction") -> go.Figure:
+    """Signed horizontal bars sorted by value: the largest raise at the top, the largest cut at the bottom.
+
+    labels: (S,) display names; attributions, values, baseline: (S,); units: (S,) or None.
+    The tick of each bar shows the customer's raw value; hover adds the baseline value.
+    """
+    return go.Figure(static_bars_spec(labels, attributions, values, units=units, baseline=baseline, title=title,
+                                      x_title=x_title))
+
+
+def _cell_text(periods, features, attributions, values, baseline, units, padding=None):
+    """(F, T) hover text per cell: period, feature, value (unit), baseline value, attribution
+    ("no data" at padded periods)."""
+    t, f = attributions.shape
+    text = []
+    for j in range(f):
+        row = []
+        for i in range(t):
+            parts = [f"period: {esc(periods[i])}", f"feature: <b>{esc(features[j])}</b>"]
+            if padding is not None and padding[i]:
+                row.append("<br>".join(parts + [NO_DATA_TEXT]))
+                continue
+            if values is not None:
+                parts.append(f"value: {fmt(values[i, j], units[j])}")
+            if baseline is not None:
+                parts.append(f"baseline: {fmt(baseline[i, j], units[j])}")
+            parts.append(f"attribution: {attributions[i, j]:+.4g}")
+            row.append("<br>".join(parts))
+        text.append(row)
+    return text
+
+
+def heatmap_dict(periods, features, attributions, *, values=None, baseline=None, units=None,
+                 zmax: float | None = None, colorbar_title: str = ATTRIBUTION_TITLE,
+                 colorscale: str = DIVERGING, zmin: float | None = None, colorbar: dict | None = None,
+                 padding=None) -> dict:
+    """:func:`heatmap_trace` as a plain trace dict."""
+    attributions = np.asarray(attributions, np.float64)
+    padding = None if padding is None or not np.any(padding) else np.asarray(padding, bool)
+    values = None if values is None else np.asarray(values, np.float64)
+    baseline = None if baseline is None else np.asarray(baseline, np.float64)
+    units = _units_for(features, units)
+    m = float(zmax) if zmax is not None else symmetric_limit(attributions)
+    low = -m if zmin is None else float(zmin)
+    bar = dict(title=dict(text=colorbar_title, side="top"), thickness=14, len=0.9)
+    bar.update(colorbar or {})
+    scale = dict(zmin=low, zmax=m, zmid=0.0) if colorscale == DIVERGING else dict(zmin=low, zmax=m)
+    z = attributions.T.copy() if padding is None else np.where(padding[None, :], np.nan, attributions.T)
+    return dict(
+        type="heatmap", z=z, x=esc_all(periods), y=esc_all(features), colorscale=_colorscale(colorscale), **scale,
+        text=_cell_text(periods, features, attributions, values, baseline, units, padding),
+        hovertemplate="%{text}<extra></extra>", colorbar=bar, xgap=1, ygap=1, hoverongaps=False,
+    )
+
+
+def heatmap_trace(periods, features, attributions, *, values=None, baseline=None, units=None,
+                  zmax: float | None = None, colorbar_title: str = ATTRIBUTION_TITLE,
+                  colorscale: str = DIVERGING, zmin: float | None = None, colorbar: dict | None = None,
+                  padding=None) -> go.Heatmap:
+    """A period x feature heatmap trace (periods on x, features on y) of ``attributions`` (T, F).
+
+    Diverging (the default): centred on zero, limits [-zmax, zmax] (zmax defaults to the
+    largest |attribution|; pass one zmax to every figure that is compared). ``padding`` (T,)
+    bool: padded periods are left empty here (``no_data_trace`` draws them grey).
+    """
+    return go.Heatmap(heatmap_dict(periods, features, attributions, values=values, baseline=baseline, units=units,
+                                   zmax=zmax, colorbar_title=colorbar_title, colorscale=colorscale, zmin=zmin,
+                                   colorbar=colorbar, padding=padding))
+
+
+def no_data_dict(periods, features, padding) -> dict | None:
+    """:func:`no_data_trace` as a plain trace dict; None when nothing is padded."""
+    if padding is None or not np.any(padding):
+        return None
+    pad = np.asarray(padding, bool)
+    z = np.where(np.broadcast_to(pad[None, :], (len(features), len(pad))), 1.0, np.nan)
+    return dict(type="heatmap", z=z, x=esc_all(periods), y=esc_all(features), zmin=0.0, zmax=1.0, showscale=False,
+                colorscale=[[0.0, NO_DATA], [1.0, NO_DATA]], name="no data", xgap=1, ygap=1,
+                hovertemplate=f"period: %{{x}}<br>%{{y}}<br>{NO_DATA_TEXT}<extra></extra>", hoverongaps=False)
+
+
+def no_data_trace(periods, features, padding) -> go.Heatmap | None:
+    """Grey cells at the padded periods (T,) bool of a history, drawn under its heatmap; None
+    when nothing is padded."""
+    grey = no_data_dict(periods, features, padding)
+    return None if grey is None else go.Heatmap(grey)
+
+
+def temporal_heatmap(periods, features, attributions, *, values=None, baseline=None, units=None,
+                     zmax: float | None = None, title: str | None = None,
+                     colorbar_title: str = ATTRIBUTION_TITLE, height: int | None = None, padding=None) -> go.Figure:
+    """One heatmap of ``attributions`` (T, F): periods on x, features on y (first at the top);
+    padded periods (``padding`` (T,) bool) grey, "no data"."""
+    grey = no_data_trace(periods, features, padding)
+    fig = go.Figure([grey] if grey is not None else [])
+    fig.add_trace(heatmap_trace(periods, features, attributions, values=values, baseline=baseline,
+                                units=units, zmax=zmax, colorbar_title=colorbar_title, padding=padding))
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    fig.update_xaxes(title="period", type="category", tickangle=-90)
+    return _layout(fig, title, height=height or max(280, 40 * len(features) + 130))
+
+
+def magnitude_heatmap(periods, features, magnitudes, *, title: str | None = None,
+                      colorbar_title: str = MAGNITUDE_TITLE) -> go.Figure:
+    """Sequential heatmap of non-negative sizes (T, F), from 0 to the largest."""
+    magnitudes = np.asarray(magnitudes, np.float64)
+    fig = go.Figure(heatmap_trace(periods, features, magnitudes, zmax=symmetric_limit(magnitudes), zmin=0.0,
+                                  colorscale=SEQUENTIAL, colorbar_title=colorbar_title))
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    fig.update_xaxes(title="period", type="category", tickangle=-90)
+    return _layout(fig, title, height=max(280, 40 * len(features) + 130))
+
+
+PANEL_GRID = dict(rows=2, cols=2, column_widths=(0.8, 0.2), row_heights=(0.24, 0.76), shared_xaxes=True,
+                  shared_yaxes=True, horizontal_spacing=0.015, vertical_spacing=0.03,
+                  subplot_titles=("total per period", "", "", "total per feature"))
+
+
+def temporal_panel_spec(periods, features, attributions, *, values=None, baseline=None, units=None,
+                        zmax: float | None = None, title: str | None = None, padding=None) -> dict:
+    """:func:`temporal_panel` as a plain figure dict (no template)."""
+    attributions = np.asarray(attributions, np.float64)
+    px, fy = esc_all(periods), esc_all(features)
+    layout = subplots_layout(**PANEL_GRID)
+    data = []
+    grey = no_data_dict(periods, features, padding)
+    if grey is not None:
+        data.append(_placed(grey, 2, 1, 2))
+    data.append(_placed(heatmap_dict(periods, features, attributions, values=values, baseline=baseline, units=units,
+                                     zmax=zmax, colorbar=dict(x=1.02, y=0.38, len=0.76, yanchor="middle"),
+                                     padding=padding), 2, 1, 2))
+    per_period = attributions.sum(axis=1)
+    per_feature = attributions.sum(axis=0)
+    data.append(_placed(dict(type="bar", x=px, y=per_period, marker=dict(color=_signed_colours(per_period)),
+                             hovertemplate="period %{x}<br>total: %{y:+.4g}<extra></extra>"), 1, 1, 2))
+    data.append(_placed(dict(type="bar", x=per_feature, y=fy, orientation="h",
+                             marker=dict(color=_signed_colours(per_feature)),
+                             hovertemplate="%{y}<br>total: %{x:+.4g}<extra></extra>"), 2, 2, 2))
+    for col in (1, 2):
+        merge(layout[_axis("y", 2, col, 2)], dict(autorange="reversed", automargin=True))
+    # upright periods: no overlap on a phone
+    merge(layout[_axis("x", 2, 1, 2)], dict(type="category", title=dict(text="period"), tickangle=-90))
+    merge(layout[_axis("x", 1, 1, 2)], dict(type="category"))
+    merge(layout[_axis("y", 1, 1, 2)], dict(zeroline=True, zerolinecolor="#444", gridcolor="#eee"))
+    merge(layout[_axis("x", 2, 2, 2)], dict(zeroline=True, zerolinecolor="#444", gridcolor="#eee"))
+    for note in layout.get("annotations", []):
+        merge(note, dict(font=dict(size=12, color="#555")))
+    return _spec(data, _styled(layout, title, height=max(380, 44 * len(features) + 230), showlegend=False))
+
+
+def temporal_panel(periods, features, attributions, *, values=None, baseline=None, units=None,
+                   zmax: float | None = None, title: str | None = None, padding=None) -> go.Figure:
+    """The heatmap with its totals beside it: per period above, per feature on the right.
+
+    The totals are sums of the signed attributions (same colours: red raises, blue lowers).
+    Padded periods (``padding`` (T,) bool) are grey, "no data".
+    """
+    return subplots_figure(temporal_panel_spec(periods, features, attributions, values=values, baseline=baseline,
+                                               units=units, zmax=zmax, title=title, padding=padding), **PANEL_GRID)
+
+
+def _history_grid(labels, units, columns: int, f: int) -> dict:
+    """The subplot grid of :func:`history_spec` (``subplots_layout``'s arguments): one chart per
+    feature, titled by its name (and unit), ``columns`` a row at most."""
+    units = _units_for(labels, units)
+    cols = min(columns, f)
+    rows = int(math.ceil(f / cols))
+    names = tuple(f"{esc(labels[j])}" + (f" ({esc(units[j])})" if units[j] and units[j] not in str(labels[j]) else "")
+                  for j in range(f))
+    return dict(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.08,
+                vertical_spacing=min(0.12, 0.3 / rows) if rows > 1 else 0.1)
+
+
+def history_spec(periods, labels, values, *, baseline=None, units=None, title: str | None = None,
+                 columns: int = 3) -> dict:
+    """:func:`history_figure` as a plain figure dict (no template)."""
+    return _history(periods, labels, values, baseline, units, title, columns)[0]
+
+
+def _history(periods, labels, values, baseline, units, title, columns) -> tuple[dict, dict]:
+    """(:func:`history_spec`'s figure dict, its subplot grid's arguments)."""
+    values = np.asarray(values, np.float64)
+    base = None if baseline is None else np.asarray(baseline, np.float64)
+    f = values.shape[1]
+    grid = _history_grid(labels, units, columns, f)
+    rows, cols, names = grid["rows"], grid["cols"], grid["subplot_titles"]
+    layout = subplots_layout(**grid)
+    x = esc_all(periods)
+    data = []
+    for j in range(f):
+        r, c = j // cols + 1, j % cols + 1
+        data.append(_placed(dict(type="scatter", x=x, y=values[:, j].copy(), mode="lines+markers",
+                                 line=dict(color="#333"), name="customer", showlegend=j == 0, legendgroup="customer",
+                                 hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>customer</extra>"),
+                            r, c, cols))
+        if base is not None:
+            data.append(_placed(dict(type="scatter", x=x, y=base[:, j].copy(), mode="lines",
+                                     line=dict(color=GREY, dash="dash"), name="baseline", showlegend=j == 0,
+                                     legendgroup="baseline",
+                                     hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>baseline</extra>"),
+                                r, c, cols))
+    dtick = max(1, int(math.ceil(len(x) / (4 if cols > 2 else 5))))
+    for key in [k for k in layout if AXIS.match(k)]:
+        merge(layout[key], dict(type="category", showticklabels=True, tickangle=0, tickfont=dict(size=10), dtick=dtick)
+              if key.startswith("x") else dict(gridcolor="#eee", rangemode="tozero", automargin=True))
+    for note in layout.get("annotations", []):
+        merge(note, dict(font=dict(size=12)))
+    return _spec(data, _styled(layout, title, height=170 * rows + 80, showlegend=False)), grid
+
+
+def history_figure(periods, labels, values, *, baseline=None, units=None, title: str | None = None,
+                   columns: int = 3) -> go.Figure:
+    """The customer's raw monthly history, one small chart per feature (each in its own unit).
+
+    values, baseline: (T, F). The baseline, when given, is drawn dashed in grey.
+    """
+    spec, grid = _history(periods, labels, values, baseline, units, title, columns)
+    return subplots_figure(spec, **grid)
+
+
+# ----------------------------------------------------------------------------- compare
+
+
+def compare_figures(periods, features, first, second, *, names=("A", "B"), values=(None, None),
+                    units=None) -> tuple[go.Figure, go.Figure, go.Figure]:
+    """Two heatmaps on ONE shared scale (same zmin/zmax) and their difference (first - second).
+
+    first, second: (T, F) attributions aligned by period. The difference has its own
+    symmetric scale, titled as such.
+    """
+    first, second = np.asarray(first, np.float64), np.asarray(second, np.float64)
+    m = symmetric_limit(first, second)
+    figs = [temporal_heatmap(periods, features, a, values=v, units=units, zmax=m, title=str(n), height=360,
+                             colorbar_title="Effect<br>(shared<br>scale)<br>red: raises<br>blue: lowers")
+            for a, v, n in zip((first, second), values, names)]
+    figs[0].update_traces(showscale=False)  # the same scale as the second one's colorbar
+    diff = first - second
+    figs.append(temporal_heatmap(
+        periods, features, diff, units=units, zmax=symmetric_limit(diff), height=360,
+        title=f"Difference: {names[0]} minus {names[1]} (own scale)",
+        colorbar_title="Difference<br>red: first higher<br>blue: second higher"))
+    return figs[0], figs[1], figs[2]
+
+
+def compare_static(labels, first, second, *, names=("A", "B")) -> go.Figure:
+    """Grouped horizontal bars of two customers' static attributions (sorted by the first)."""
+    first, second = np.asarray(first, np.float64), np.asarray(second, np.float64)
+    order = np.argsort(first, kind="stable")
+    y = [esc(labels[j]) for j in order]
+    fig = go.Figure([
+        go.Bar(x=first[order], y=y, orientation="h", name=esc(names[0]), marker_color="#444",
+               hovertemplate="%{y}: %{x:+.4g}<extra>" + esc(names[0]) + "</extra>"),
+        go.Bar(x=second[order], y=y, orientation="h", name=esc(names[1]), marker_color="#bbb",
+               hovertemplate="%{y}: %{x:+.4g}<extra>" + esc(names[1]) + "</extra>"),
+    ])
+    m = symmetric_limit(first, second)
+    fig.update_xaxes(title="Effect on the prediction", range=[-1.1 * m, 1.1 * m], zeroline=True,
+                     zerolinecolor="#444", gridcolor="#eee")
+    fig.update_yaxes(automargin=True)
+    return _layout(fig, "Static features", height=max(260, 40 * len(y) + 90), barmode="group",
+                   legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+
+
+# ----------------------------------------------------------------------------- cohort
+
+
+def signed_legend(name: str) -> list[go.Scatter]:
+    """Legend entries for bars coloured by sign (a bar trace's own swatch takes its first bar's
+    colour): a red square 'NAME > 0 (raises)' and a blue one 'NAME < 0 (lowers)', no data."""
+    return [go.Scatter(x=[None], y=[None], mode="markers", name=f"{name} {words}",
+                       marker=dict(symbol="square", size=11, color=colour), hoverinfo="skip")
+            for words, colour in (("> 0 (raises)", RED), ("< 0 (lowers)", BLUE))]
+
+
+def feature_ranking(labels, mean_abs, signed_mean, *, title: str | None = None) -> go.Figure:
+    """Features ranked by mean |attribution| (grey), with the signed mean beside (red/blue)."""
+    mean_abs, signed_mean = np.asarray(mean_abs, np.float64), np.asarray(signed_mean, np.float64)
+    order = np.argsort(mean_abs, kind="stable")  # largest at the top
+    y = [esc(labels[j]) for j in order]
+    fig = go.Figure([
+        go.Bar(x=mean_abs[order], y=y, orientation="h", name="mean |attribution| (size)",
+               marker_color="#6a51a3", hovertemplate="%{y}<br>mean |attribution|: %{x:.4g}<extra></extra>"),
+        go.Bar(x=signed_mean[order], y=y, orientation="h", name="signed mean (direction)", showlegend=False,
+               marker_color=_signed_colours(signed_mean[order]),
+               hovertemplate="%{y}<br>signed mean: %{x:+.4g}<extra></extra>"),
+        *signed_legend("signed mean"),
+    ])
+    fig.update_xaxes(title="attribution", zeroline=True, zerolinecolor="#444", gridcolor="#eee")
+    fig.update_yaxes(automargin=True)
+    return _layout(fig, title, height=max(300, 34 * len(y) + 110), barmode="group",
+                   legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+
+
+def period_profile(periods, mean_abs, signed_mean, *, title: str | None = None) -> go.Figure:
+    """Per period: total size of effect (sum of mean |attribution| over features) and signed total."""
+    x = esc_all(periods)
+    fig = go.Figure([
+        go.Scatter(x=x, y=np.asarray(mean_abs, np.float64), mode="lines+markers", name="size (mean |attribution|)",
+                   line=dict(color="#6a51a3"), hovertemplate="%{x}: %{y:.4g}<extra>size</extra>"),
+        go.Bar(x=x, y=np.asarray(signed_mean, np.float64), name="signed mean", showlegend=False,
+               marker_color=_signed_colours(signed_mean), opacity=0.7,
+               hovertemplate="%{x}: %{y:+.4g}<extra>signed mean</extra>"),
+        *signed_legend("signed mean"),
+    ])
+    fig.update_xaxes(type="category", title="period")
+    fig.update_yaxes(title="attribution (summed over features)", zeroline=True, zerolinecolor="#444",
+                     gridcolor="#eee")
+    fig = _layout(fig, title, height=340, legend=dict(orientation="h", yanchor="bottom", y=1.02, x=1, xanchor="right"))
+    fig.update_layout(margin_t=95)  # room for the title above the two-line legend
+    return fig
+
+
+def risk_histogram(predictions, bands=None, *, title: str | None = None, x_title: str = "predicted score") -> go.Figure:
+    """Histogram of predicted scores, with the risk band edges as dashed lines."""
+    fig = go.Figure(go.Histogram(x=np.asarray(predictions, np.float64), nbinsx=40, marker_color="#888",
+                                 hovertemplate="%{x}: %{y} customers<extra></extra>"))
+    for edge in bands or ():
+        fig.add_vline(x=float(edge), line_dash="dash", line_color="#444")
+    fig.update_xaxes(title=x_title)
+    fig.update_yaxes(title="customers", gridcolor="#eee")
+    return _layout(fig, title, height=240)
+
+
+# ----------------------------------------------------------------------------- from Python
+# The dashboard's views for a notebook: an ``Attribution`` and its bundle in, Plotly figures
+# out, e.g. ``explain.plots.figures.heatmap(a, bundle, customer=0).show()``. Thin adapters over the
+# builders above (the same figures the pages draw).
+#
+# ``customer``: a row of ``a`` (0, 1, ...) or a customer id. ``ids``: the ids of ``a``'s rows,
+# in order (default: the bundle's, when ``a`` holds every customer of the bundle).
+# ``baseline``: a baseline spec ("mean", "cohort:0", ...; computed as the dashboard does) or
+# arrays {"static": (S,), "temporal": (T, F)}, shown in hover text and as the dashed history;
+# by default the attribution's own (``explain_customers`` records it; ``integrated_gradients`` does not).
+
+NEEDS_IDS = ("The attribution holds {n} customer(s) and the bundle {m}: pass ids=[...] (the ids the "
+             "attribution was computed for, in order) so that each row is matched with its customer's values.")
+IDS_COUNT = "ids has {given} id(s) but the attribution holds {n} customer(s); give one id per row, in order."
+UNKNOWN_CUSTOMER = ("customer={customer!r} is not one of the attribution's {n} customer(s) (for example "
+                    "{examples}): pass a row number from 0 to {last} or one of their ids.")
+
+
+class CompareFigures(NamedTuple):
+    """The Compare page's four figures."""
+
+    first: go.Figure
+    second: go.Figure
+    difference: go.Figure
+    static: go.Figure
+
+
+class CohortFigures(NamedTuple):
+    """The Cohort page's five figures."""
+
+    risk: go.Figure
+    magnitude: go.Figure
+    signed: go.Figure
+    ranking: go.Figure
+    periods: go.Figure
+
+
+def attribution_ids(a, bundle, ids=None) -> list[str]:
+    """The customer ids of ``a``'s rows: ``ids``, or the bundle's when ``a`` holds all of them."""
+    from explain.core.errors import ExplainError
+
+    if ids is None:
+        if a.n_customers != bundle.n_customers:
+            raise ExplainError(NEEDS_IDS.format(n=a.n_customers, m=bundle.n_customers))
+        return [str(i) for i in bundle.ids]
+    ids = [str(i) for i in ([ids] if isinstance(ids, str) else ids)]
+    if len(ids) != a.n_customers:
+        raise ExplainError(IDS_COUNT.format(given=len(ids), n=a.n_customers))
+    return ids
+
+
+def customer_row(a, bundle, customer, ids) -> tuple[int, str]:
+    from explain.core.errors import ExplainError
+
+    ids = attribution_ids(a, bundle, ids)
+    if isinstance(customer, (int, np.integer)) and not isinstance(customer, bool) and 0 <= customer < len(ids):
+        return int(customer), ids[int(customer)]
+    if str(customer) in ids and not isinstance(customer, (int, np.integer)):
+        return ids.index(str(customer)), str(customer)
+    raise ExplainError(UNKNOWN_CUSTOMER.format(customer=customer, n=len(ids), last=len(ids) - 1,
+                                               examples=", ".join(repr(i) for i in ids[:3])))
+
+
+def _baseline_of(bundle, cid: str, baseline) -> dict | None:
+    """{"static": (S,), "temporal": (T, F)} to show, or None; a spec as the dashboard shows it."""
+    if baseline is None:  # the attribution's own baseline, when it says (explain_customers)
+        return None
+    if not isinstance(baseline, dict):
+        from explain.analysis.diagnostics import shown_baseline
+        from explain.core.settings import Settings
+
+        return shown_baseline(bundle, cid, Settings(baseline=baseline))  # a spec or a Baseline
+    static = np.asarray(baseline["static"], np.float64)
+    temporal = np.asarray(baseline["temporal"], np.float64)
+    return {"static": static.reshape(-1, bundle.n_static)[0],
+            "temporal": temporal.reshape(-1, bundle.n_periods, bundle.n_temporal)[0]}
+
+
+def _units(bundle, names) -> list:
+    return [bundle.units.get(c) for c in names]
+
+
+def heatmap(a, bundle, customer=0, *, ids=None, baseline=None,
+            title: str | None = "Monthly features: effect of each feature in each period") -> go.Figure:
+    """The Customer page's period x feature heatmap with its totals per period and per feature."""
+    row, cid = customer_row(a, bundle, customer, ids)
+    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
+    return temporal_panel(bundle.periods, bundle.temporal_labels, a.temporal[row],
+                          values=bundle.inputs_for([cid])["temporal"][0],
+                          baseline=None if base is None else base["temporal"],
+                          units=_units(bundle, bundle.temporal_features), title=title)
+
+
+def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None) -> list[tuple[str, go.Figure]]:
+    """(title, heatmap panel) of every temporal input of the customer, padded periods grey
+    ("no data"): one for a plain bundle (``heatmap``), one per history for more inputs."""
+    row, cid = customer_row(a, bundle, customer, ids)
+    if getattr(bundle, "plain", True):
+        title = "Monthly features: effect of each feature in each period"
+        return [(title, heatmap(a, bundle, row, ids=ids, baseline=baseline, title=title))]
+    values = bundle.inputs_for([cid])
+    out = []
+    for spec in bundle.layout.specs:
+        if spec.role != "temporal":
+            continue
+        columns = bundle.input_features[spec.key]
+        attr = np.asarray(a.inputs[spec.key][row], np.float64).reshape(len(bundle.input_periods[spec.key]), -1)
+        own = np.asarray(values[spec.key][0])
+        own = own.reshape(attr.shape).astype(np.float64) if own.dtype.kind in "fiub" else None
+        title = f"{bundle.input_labels.get(spec.key, spec.key)}: effect of each feature in each period"
+        if spec.kind == "categorical":
+            title += " (category ids, summed over the embedding)"
+        out.append((title, temporal_panel(
+            bundle.input_periods[spec.key], [bundle.feature_labels.get(c, c) for c in columns], attr, values=own,
+            units=_units(bundle, columns), title=title,
+            padding=a.padding[spec.key][row] if spec.key in a.padding else None)))
+    return out
+
+
+def static_all(a, bundle, customer=0, *, ids=None, baseline=None,
+               title: str | None = "Static features (label: the customer's value)") -> go.Figure:
+    """Every static feature together (numeric and categorical inputs side by side), categories
+    by their display text."""
+    if getattr(bundle, "plain", True):
+        return static(a, bundle, customer, ids=ids, baseline=baseline, title=title)
+    row, cid = customer_row(a, bundle, customer, ids)
+    values = bundle.inputs_for([cid])
+    shown = []
+    for spec in bundle.layout.specs:
+        if spec.role != "static":
+            continue
+        for column, value in zip(bundle.input_features[spec.key], np.ravel(values[spec.key][0])):
+            names = bundle.categories.get(column, {})
+            if spec.kind == "categorical":
+                key = str(int(value)) if not isinstance(value, str) else value
+                shown.append(str(names.get(key, key)))
+            else:
+                shown.append(float(value))
+    return static_bars(bundle.static_labels, a.static[row], shown, units=_units(bundle, bundle.static_features),
+                       title=title)
+
+
+def static(a, bundle, customer=0, *, ids=None, baseline=None,
+           title: str | None = "Static features (label: the customer's value)") -> go.Figure:
+    """The Customer page's signed, sorted bars of the static attributions."""
+    row, cid = customer_row(a, bundle, customer, ids)
+    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
+    return static_bars(bundle.static_labels, a.static[row], bundle.inputs_for([cid])["static"][0],
+                       units=_units(bundle, bundle.static_features),
+                       baseline=None if base is None else base["static"], title=title)
+
+
+def history(a, bundle, customer=0, *, ids=None, baseline=None, columns: int = 2,
+            title: str | None = "The customer's monthly history (dashed: the baseline)") -> go.Figure:
+    """The Customer page's raw monthly history of the customer, one small chart per feature."""
+    row, cid = customer_row(a, bundle, customer, ids)
+    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
+    return history_figure(bundle.periods, bundle.temporal_labels, bundle.inputs_for([cid])["temporal"][0],
+                          baseline=None if base is None else base["temporal"],
+                          units=_units(bundle, bundle.temporal_features), columns=columns, title=title)
+
+
+def compare(a, bundle, first=0, second=1, *, ids=None) -> CompareFigures:
+    """The Compare page for two customers of ``a``: their heatmaps on one shared scale, the
+    difference (first minus second, own scale) and their static attributions side by side."""
+    i, id_a = customer_row(a, bundle, first, ids)
+    j, id_b = customer_row(a, bundle, second, ids)
+    values = bundle.inputs_for([id_a, id_b])["temporal"]
+    figs = compare_figures(bundle.periods, bundle.temporal_labels, a.temporal[i], a.temporal[j],
+                           names=(id_a, id_b), values=(values[0], values[1]),
+                           units=_units(bundle, bundle.temporal_features))
+    return CompareFigures(*figs, compare_static(bundle.static_labels, a.static[i], a.static[j], names=(id_a, id_b)))
+
+
+def cohort(a, bundle, *, bands=None) -> CohortFigures:
+    """The Cohort page over every customer of ``a``: predicted scores, mean |attribution| and
+    signed mean heatmaps, the feature ranking and the per-period profile."""
+    from explain.analysis import cohort as cohorts
+
+    agg = cohorts.aggregate(np.asarray(a.static, np.float64), np.asarray(a.temporal, np.float64),
+                            bundle.static_labels, bundle.temporal_labels)
+    cuts = list(cohorts.RISK_CUTS if bands is None else bands)
+    return CohortFigures(
+        risk_histogram(a.prediction, cuts, title="Predicted scores of the customers shown"),
+        magnitude_heatmap(bundle.periods, bundle.temporal_labels, agg.mean_abs,
+                          title="How much each cell matters: mean |attribution|"),
+        temporal_heatmap(bundle.periods, bundle.temporal_labels, agg.signed_mean,
+                         title="Which way on average: signed mean"),
+        feature_ranking(agg.feature_names, agg.feature_abs, agg.feature_signed, title="Feature ranking"),
+        period_profile(bundle.periods, agg.period_abs, agg.period_signed, title="Per-period profile"),
+    )
+
+
+# ----------------------------------------------------------------------------- what-if
+
+
+def whatif_figures(periods, features, original, edited, *, changed=None, values=(None, None), units=None,
+                   names=("Original", "What-if")) -> tuple[go.Figure, go.Figure, go.Figure]:
+    """The original's and the edited customer's heatmaps on ONE shared symmetric scale, and the
+    change (edited minus original) on its own; ``changed`` (T, F) bool outlines the edited cells.
+
+    original, edited: (T, F) attributions; values: their raw values (T, F) for the hover text.
+    """
+    fig_edited, fig_original, fig_change = compare_figures(
+        periods, features, edited, original, names=(names[1], names[0]), values=(values[1], values[0]),
+        units=units)
+    fig_original.update_traces(showscale=False)
+    fig_edited.update_traces(showscale=True)
+    fig_change.update_layout(title_text=esc(f"Change: {names[1]} minus {names[0]} (own scale)"))
+    fig_change.update_traces(colorbar_title_text="Change<br>red: the edit<br>raised the effect<br>"
+                                                 "blue: lowered it", selector=dict(type="heatmap"))
+    if changed is not None and np.asarray(changed).any():
+        rows, cols = np.nonzero(np.asarray(changed, bool))  # (period, feature) of each edited cell
+        for fig in (fig_edited, fig_change):
+            fig.add_trace(go.Scatter(
+                x=[esc(periods[i]) for i in rows], y=[esc(features[j]) for j in cols], mode="markers",
+                marker=dict(symbol="square-open", size=13, color="#111", line=dict(width=2)),
+                hovertemplate="edited: %{x}, %{y}<extra></extra>", showlegend=False))
+    return fig_original, fig_edited, fig_change

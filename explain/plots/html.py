@@ -1,0 +1,111 @@
+"""The standalone HTML report of one customer: finished attributions and figures -> one page that opens offline."""
+
+from __future__ import annotations
+
+from html import escape
+
+import plotly.io as pio
+
+from explain.analysis.report import HOW_TO_READ, delta_status, settings_dict, summary_text
+from explain.core import baselines, verdict
+from explain.core.errors import ExplainError
+from explain.core.files import write_atomic
+from explain.core.text import unit_after
+from explain.plots import figures
+
+_HTML_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:2em auto;
+     padding:0 1em;color:#222;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:.2em} h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
+.metrics{display:flex;gap:2em;flex-wrap:wrap;margin:1em 0}
+.metric{background:#f6f6f6;border-radius:6px;padding:.6em 1em} .metric b{display:block;font-size:1.4em}
+.badge{display:inline-block;padding:.2em .7em;border-radius:1em;font-weight:600}
+.fine{background:#e3f4e6;color:#1b5e20} .check{background:#fff3d6;color:#7a5300}
+.too-few-steps{background:#fde3e1;color:#8b1a10}
+table{border-collapse:collapse;font-size:.92em} td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left}
+.verdict{font-size:1.3em;font-weight:600;margin:.3em 0} td.num{text-align:right;font-variant-numeric:tabular-nums} .muted{color:#666;font-size:.9em}
+"""
+
+
+def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), *, title: str | None = None) -> str:
+    """A standalone HTML page about customer ``ids[i]`` (row ``i`` of ``attribution``) that opens offline.
+
+    ``figures``: (heading, plotly Figure or figure dict) pairs; plotly.js is embedded inline once (with the
+    first figure), so the file needs no network. Every name and id is HTML-escaped.
+    """
+    cid = str(list(ids)[i])
+    settings = settings_dict(attribution, request)
+    settings["space used"] = attribution.space_used
+    target_name = bundle.output_names[attribution.settings.target]
+    settings["target"] = target_name  # by name, as the page says it (the JSON download keeps the index)
+    fx, fb, delta = (float(attribution.prediction[i]), float(attribution.baseline_prediction[i]),
+                     float(attribution.delta[i]))
+    status, advice = delta_status(delta, fx, fb)
+    try:
+        baseline_text = baselines.describe(settings.get("baseline", ""))
+    except ExplainError:
+        baseline_text = ""
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{escape(title or f'Explanation of customer {cid}')}</title>",
+        f"<style>{_HTML_STYLE}</style></head><body>",
+        f"<h1>{escape(title or f'Why customer {cid} scores {fx:.2f}')}</h1>",
+        f"<p class='muted'>Target: {escape(str(target_name))} ({escape(attribution.space_used)}); "
+        f"bundle content hash {escape(str(getattr(bundle, 'content_hash', ''))[:12])}</p>",
+        "<div class='metrics'>",
+        f"<div class='metric'>prediction<b>{fx:.4f}</b></div>",
+        f"<div class='metric'>baseline prediction<b>{fb:.4f}</b></div>",
+        f"<div class='metric'>difference explained<b>{fx - fb:+.4f}</b></div>",
+        f"<div class='metric'>delta (gap)<b>{delta:+.2g}</b></div></div>",
+        *([f"<p class='verdict'>{escape(verdict.verdict(fx, verdict.bands_of(bundle), target_name).headline)}</p>"]
+          if attribution.space_used == "output" else []),
+        f"<p><span class='badge {escape(status.replace(' ', '-'))}'>{escape(status)} · adds up to "
+        f"{escape(verdict.quality(delta, fx, fb))}</span> {escape(advice)}</p>",
+        f"<h2>In words</h2><p>{escape(summary_text(attribution, bundle, i))}</p>",
+        f"<h2>How to read this</h2><p>{escape(HOW_TO_READ)}</p>",
+        f"<p><b>Baseline</b> ({escape(str(settings.get('baseline', '')))}): {escape(baseline_text)}</p>",
+    ]
+    for k, (heading, fig) in enumerate(figures):
+        parts.append(f"<h2>{escape(str(heading))}</h2>")
+        parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=(k == 0),  # a Figure or a figure dict
+                                 config={"displaylogo": False, "responsive": True}))
+    inputs = bundle.inputs_for([cid])
+    rows = sorted(range(attribution.static.shape[1]), key=lambda j: -abs(attribution.static[i, j]))
+    parts.append("<h2>Static attributions</h2><table><tr><th>feature</th><th>value</th><th>attribution</th></tr>")
+    for j in rows:
+        unit = bundle.units.get(bundle.static_features[j], "") if getattr(bundle, "units", None) else ""
+        unit = unit_after(bundle.static_labels[j], unit)
+        parts.append(f"<tr><td>{escape(str(bundle.static_labels[j]))}</td>"
+                     f"<td class='num'>{float(inputs['static'][0, j]):.4g} {escape(str(unit or ''))}</td>"
+                     f"<td class='num'>{float(attribution.static[i, j]):+.4g}</td></tr>")
+    parts.append("</table><h2>Settings</h2><table>")
+    for key, value in settings.items():
+        parts.append(f"<tr><th>{escape(str(key))}</th><td>{escape(str(value))}</td></tr>")
+    parts.append("</table><p class='muted'>Written by the IG explainer. Attributions add up to "
+                 "prediction minus baseline prediction, up to the delta shown above.</p></body></html>")
+    return "\n".join(parts)
+
+
+# ----------------------------------------------------------------------------- from Python
+
+
+def html(attribution, bundle, customer=0, path=None, *, ids=None, baseline=None) -> str:
+    """The Customer page's HTML report (the dashboard's download) for one customer, as text;
+    also written to ``path`` (atomically) when given. Opens offline (plotly.js inline).
+
+    ``customer``, ``ids`` and ``baseline`` as in :func:`explain.plots.figures.heatmap`: a baseline
+    spec (such as "mean") is also named in the report's settings; by default the one the
+    attribution was computed with (``explain_customers``), if it says.
+    ``explain.plots.html.html(a, bundle, customer="C00042", path="C00042.html")``.
+    """
+    row, cid = figures.customer_row(attribution, bundle, customer, ids)
+    settings = attribution.settings
+    if isinstance(baseline, str):
+        settings = settings.replace(baseline=baseline)
+    figs = [(heading, build(attribution, bundle, row, ids=ids, baseline=baseline)) for heading, build in (
+        ("Monthly features", figures.heatmap), ("Static features", figures.static), ("History", figures.history))]
+    text = html_report(attribution, bundle, figures.attribution_ids(attribution, bundle, ids), row,
+                       settings if settings.baseline is not None else None, figs)
+    if path is not None:
+        write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return text

@@ -1,0 +1,343 @@
+"""The dashboard in a real browser: `streamlit run` headless + Debian's Chromium via Playwright.
+
+Skipped only when /usr/bin/chromium is missing and CI is not set; with CI set a missing
+browser fails. Screenshots of every page go to tests/screenshots/<page>.png.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.support.processes import stop
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = ROOT / "tests" / "screenshots"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+VIEWPORT = {"width": 1400, "height": 1000}
+STARTUP_TIMEOUT = 90  # seconds until /_stcore/health answers ok
+RENDER_TIMEOUT = 90_000  # ms for a page to show its figures
+
+pytestmark = pytest.mark.browser
+
+if not os.path.exists(CHROMIUM):
+    if os.environ.get("CI"):
+        pytest.fail(f"{CHROMIUM} is missing and CI is set: install Debian's chromium package.", pytrace=False)
+    pytest.skip(f"{CHROMIUM} is missing (install Debian's chromium package)", allow_module_level=True)
+
+from playwright.sync_api import sync_playwright  # noqa: E402 (after the skip: no browser, no need)
+
+# JS: the z values of the first heatmap trace on the page, as JSON (null while none is drawn).
+HEATMAP_Z = """() => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const trace = (gd._fullData || []).find(t => t.type === 'heatmap');
+    if (trace && trace.z) return JSON.stringify(Array.from(trace.z, row => Array.from(row)));
+  }
+  return null;
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve(log_dir: Path, *args: str):
+    """``streamlit run app.py [-- args]`` on a free loopback port; yields its URL once healthy."""
+    port = _free_port()
+    log = (log_dir / "server.log").open("w")
+    env = {k: v for k, v in os.environ.items() if k != "EXPLAIN_BUNDLE"}
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+               "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
+               "--browser.gatherUsageStats", "false"]
+    proc = subprocess.Popen(command + (["--", *args] if args else []),
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                    if response.status == 200 and response.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"streamlit did not start (exit code {proc.poll()}); see {log.name}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        stop(proc)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with serve(tmp_path_factory.mktemp("streamlit")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(RENDER_TIMEOUT)
+    yield page
+    context.close()
+
+
+def wait_idle(page, quiet_ms: int = 1200) -> None:
+    """Until the app has stopped running (no status widget) and the figures had time to draw."""
+    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
+    page.wait_for_timeout(quiet_ms)
+    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
+
+
+def open_page(page, url: str, ready: str = ".js-plotly-plot") -> None:
+    page.goto(url)
+    page.wait_for_selector(ready)
+    wait_idle(page)
+
+
+def screenshot(page, name: str) -> Path:
+    """A full-page PNG: Streamlit scrolls inside its own container, so grow the viewport to fit it."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    height = page.evaluate("Math.max(...[...document.querySelectorAll("
+                           "'[data-testid=stMain], [data-testid=stAppViewContainer], section')]"
+                           ".map(e => e.scrollHeight), 0)")
+    page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], int(height))})
+    page.wait_for_timeout(1500)  # plotly resizes
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(VIEWPORT)
+    return path
+
+
+def test_deep_link_opens_the_chosen_view(server, page):
+    # The first request of a fresh server is a deep link to another page: it must still get the frame.
+    open_page(page, f"{server}/compare?customer=C00010&compare=C00020&steps=16&baseline=median")
+    main = page.locator("[data-testid=stMain]")
+    assert main.get_by_text("C00010").first.is_visible()
+    assert "C00010" in page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").first.inner_html()
+    assert page.locator(".js-plotly-plot").count() >= 4
+    screenshot(page, "compare")
+
+    open_page(page, f"{server}/?customer=C00010&steps=16&baseline=median")
+    assert page.get_by_role("heading", name="Customer C00010").is_visible()
+    assert page.locator("[data-testid=stSidebar] [data-testid=stSlider]").first.inner_text().strip().startswith("Steps")
+    assert "16" in page.locator("[data-testid=stSidebar] [data-testid=stSlider]").first.inner_text()
+    assert main.get_by_text("16 steps").first.is_visible()
+    assert "customer=C00010" in page.url and "steps=16" in page.url
+
+
+def switch_customer(page, customer: str) -> None:
+    """Type ``customer`` into the sidebar's customer box, press Enter, wait for its heatmap."""
+    before = page.evaluate(HEATMAP_Z)
+    select = page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").first
+    select.click()
+    page.keyboard.type(customer)
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"() => {{ const z = ({HEATMAP_Z})(); return z && z !== {before!r}; }}")
+    wait_idle(page)
+
+
+def test_customer_page_shows_a_heatmap_and_redraws_for_another_customer(server, page):
+    open_page(page, f"{server}/")
+    assert page.evaluate(HEATMAP_Z), "no heatmap trace on the customer page"
+    screenshot(page, "customer")
+
+    switch_customer(page, "C00002")
+    assert page.get_by_role("heading", name="Customer C00002").is_visible()
+    assert "customer=C00002" in page.url
+
+
+def test_the_chart_library_loads_before_any_chart_and_only_once(server, page):
+    """The page style makes the browser load Streamlit's Plotly chunk at once (ui.show.chart_library_script):
+    on a page without charts it is requested all the same, and the first chart later in the same tab
+    uses it instead of loading it again."""
+    chunks = []
+    page.on("request", lambda request: chunks.append(request.url) if "/PlotlyChart." in request.url else None)
+    open_page(page, f"{server}/data", "[data-testid=stFileUploader]")
+    assert not page.locator(".js-plotly-plot").count()  # the Data & model page draws no chart
+    page.wait_for_function("() => performance.getEntriesByType('resource').some(e => e.name.includes('/PlotlyChart.'))")
+    assert len(chunks) == 1, chunks
+    page.locator("[data-testid=stSidebarNav] a").filter(has_text="Customer").first.click()
+    page.wait_for_function(f"() => ({HEATMAP_Z})() !== null")
+    wait_idle(page)
+    assert len(chunks) == 1, f"the chart library was loaded again: {chunks}"
+
+
+def test_the_customer_box_takes_typed_ids_and_parts_of_ids(server, page):
+    """3,000 customers: the box lists only a few, and what is typed is resolved by the server."""
+    open_page(page, f"{server}/")
+    switch_customer(page, "c00005")  # any case
+    assert page.get_by_role("heading", name="Customer C00005").is_visible() and "customer=C00005" in page.url
+    sidebar = page.locator("[data-testid=stSidebar]")
+    for typed, said in [("0017", "is part of"), ("nobody", "No customer id contains 'nobody'")]:
+        box = sidebar.locator("[data-testid=stSelectbox]").first
+        box.click()
+        page.keyboard.type(typed)
+        page.keyboard.press("Enter")
+        sidebar.locator("[data-testid=stAlert]").filter(has_text=said).wait_for()
+        wait_idle(page)
+        assert page.get_by_role("heading", name="Customer C00005").is_visible()  # the customer stays
+        assert "C00005" in box.inner_html()  # the box shows the customer again (its input's value)
+    box = sidebar.locator("[data-testid=stSelectbox]").first
+    box.click()
+    assert page.get_by_role("option").count() <= 1 + 20 + 10  # the last customers and the matches, not 3,000
+    page.keyboard.press("Escape")
+
+
+def test_how_to_read_opens_on_demand_and_stays_open_for_the_next_customer(server, page):
+    open_page(page, f"{server}/")
+    assert not page.get_by_text("The heatmap", exact=False).count()  # lazy: nothing sent while closed
+    page.get_by_text("How to read this").click()
+    page.get_by_text("The heatmap", exact=False).first.wait_for()
+    wait_idle(page)
+    switch_customer(page, "C00007")
+    assert page.get_by_role("heading", name="Customer C00007").is_visible() and "customer=C00007" in page.url
+    assert page.get_by_text("The heatmap", exact=False).first.is_visible()  # still open, for the new customer
+
+
+def test_downloads_arrive(server, page, tmp_path):
+    open_page(page, f"{server}/?customer=C00003")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="CSV (long format)").click()
+    csv = Path(download.value.path()).read_text()
+    assert download.value.suggested_filename == "ig_C00003.csv"
+    assert csv.splitlines()[0] == "customer_id,input,period,feature,value,attribution"
+    assert csv.count("\n") == 1 + 9 + 12 * 6
+
+    with page.expect_download(timeout=RENDER_TIMEOUT) as download:
+        page.get_by_role("button", name="HTML report (opens offline)").click()
+    html = Path(download.value.path()).read_text()
+    assert "C00003" in html and "plotly" in html.lower() and "<script src=\"http" not in html
+
+    # the report opens offline: no request leaves the page and the figures draw
+    report = tmp_path / "report.html"
+    report.write_text(html)
+    context = page.context.browser.new_context(viewport=VIEWPORT, offline=True)
+    offline = context.new_page()
+    offline.goto(report.as_uri())
+    offline.wait_for_selector(".js-plotly-plot .heatmaplayer, .js-plotly-plot .hm", state="attached",
+                              timeout=30_000)
+    context.close()
+
+
+@pytest.mark.parametrize("name, path, ready", [
+    ("cohort", "/cohort", "text=customers explained"),
+    ("diagnostics", "/diagnostics", ".js-plotly-plot"),
+    ("data", "/data", "[data-testid=stFileUploader]"),
+])
+def test_screenshot_of_every_other_page(server, page, name, path, ready):
+    open_page(page, f"{server}{path}", ready)
+    assert not page.locator("[data-testid=stException]").count()
+    screenshot(page, name)
+
+
+def test_invalid_upload_lists_the_problems(server, page, tmp_path):
+    demo = ROOT / "bundles" / "demo"
+    lines = (demo / "static.csv").read_text().splitlines()
+    lines[2] = lines[2].replace(lines[2].split(",")[1], "twelve", 1)  # tenure_months: not a number
+    (tmp_path / "static.csv").write_text("\n".join(lines) + "\n")
+    open_page(page, f"{server}/data", "[data-testid=stFileUploader]")
+    page.locator("[data-testid=stFileUploader] input[type=file]").set_input_files(
+        [str(demo / "model.keras"), str(demo / "temporal.csv"), str(tmp_path / "static.csv")])
+    page.get_by_role("button", name="Check and open").click(timeout=RENDER_TIMEOUT)
+    page.wait_for_selector("text=The upload was not opened")
+    wait_idle(page)
+    alerts = page.locator("[data-testid=stAlertContentError]")
+    assert alerts.count() >= 2 and "tenure_months" in alerts.nth(1).inner_text()
+    assert not page.locator("[data-testid=stException]").count()
+    screenshot(page, "data_invalid_upload")
+
+
+# ----------------------------------------------------------------------------- names that are markup
+
+# JS: attributes anywhere in the page that would run script (an <img onerror>, a javascript: link).
+SCRIPT_ATTRIBUTES = """() => [...document.querySelectorAll('*')].flatMap(e => [...e.attributes]
+  .filter(a => /^on/i.test(a.name) || /^\\s*javascript:/i.test(a.value))
+  .map(a => e.tagName + ' ' + a.name + '=' + a.value))"""
+# JS: the text of every SVG text node of the charts.
+CHART_TEXT = "() => [...document.querySelectorAll('.js-plotly-plot text')].map(t => t.textContent)"
+
+
+@pytest.fixture(scope="module")
+def markup_server(tmp_path_factory):
+    """A second server whose bundle (`-- --bundle DIR`) names two features with markup."""
+    from tests.support.hostile import EVIL_HTML, EVIL_LATEX, rename_features_to_markup, small_bundle
+
+    root = tmp_path_factory.mktemp("markup")
+    bundle = small_bundle(ROOT / "bundles" / "demo", root / "bundle")
+    rename_features_to_markup(bundle)
+    with serve(root, "--bundle", str(bundle)) as url:
+        yield url, EVIL_HTML, EVIL_LATEX
+
+
+@pytest.mark.parametrize("path", ["/?customer=C00002", "/compare?customer=C00002&compare=C00003", "/data"])
+def test_feature_names_that_are_markup_show_as_text_in_the_browser(markup_server, page, path):
+    url, evil_html, evil_latex = markup_server
+    open_page(page, f"{url}{path}", "[data-testid=stFileUploader]" if path == "/data" else ".js-plotly-plot")
+    assert not page.locator("[data-testid=stException]").count()
+    assert page.evaluate("() => document.querySelectorAll('img[onerror], img[src=x]').length") == 0
+    assert page.evaluate(SCRIPT_ATTRIBUTES) == []
+    assert page.evaluate("() => document.querySelectorAll('a[href]').length") == \
+        page.evaluate("() => [...document.querySelectorAll('a[href]')].filter(a => /^(https?:|\\/|#|mailto:)/.test("
+                      "a.getAttribute('href'))).length")
+    if path == "/data":  # the tables draw on a canvas; the page's text names the columns nowhere else
+        return
+    chart_text = page.evaluate(CHART_TEXT)
+    assert any(evil_html in t for t in chart_text), "the HTML name is not shown as text in a chart"
+    assert any(evil_latex in t for t in chart_text), "the LaTeX name is not shown as text in a chart"
+    if path.startswith("/?"):
+        summary = page.locator("[data-testid=stAlertContentInfo]").filter(has_text="Largest effects").first
+        assert evil_html in summary.inner_text() or evil_latex in summary.inner_text()
+        assert page.get_by_text(evil_html).first.is_visible() or page.get_by_text(evil_latex).first.is_visible()
+        screenshot(page, "customer_markup_names")
+
+
+# ----------------------------------------------------------------------------- no server paths (issue 16)
+
+PATH_PAGES = [("/?customer=C00002", ".js-plotly-plot"), ("/compare", ".js-plotly-plot"),
+              ("/cohort", "text=customers explained"), ("/diagnostics", ".js-plotly-plot"),
+              ("/whatif", ".js-plotly-plot"), ("/data", "[data-testid=stFileUploader]")]
+
+
+@pytest.fixture(scope="module")
+def deployed_server(tmp_path_factory):
+    """A server whose bundle (`-- --bundle DIR`) lies under a path naming a user."""
+    root = tmp_path_factory.mktemp("paths")
+    folder = root / "home" / "alice-secret" / "churn"
+    shutil.copytree(ROOT / "bundles" / "demo", folder, ignore=shutil.ignore_patterns("attributions"))
+    with serve(root, "--bundle", str(folder)) as url:
+        yield url, folder
+
+
+def test_no_page_shows_the_bundle_path(deployed_server, page):
+    url, folder = deployed_server
+    for path, ready in PATH_PAGES:
+        open_page(page, f"{url}{path}", ready)
+        text = page.evaluate("() => document.body.innerText")
+        assert "alice-secret" not in text and str(folder) not in text, path
+    assert "churn\ncontent hash" in text  # Data & model names the bundle by its folder only
