@@ -34,9 +34,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from explain import labels as label_text
-from explain.errors import ExplainError
-from explain.report import input_views
+from explain.analysis.report import input_views
+from explain.core import labels as label_text
+from explain.core.errors import ExplainError
 
 RECENT_SHARE = 0.9      # the time profile's "recent periods holding 90 % of the attribution"
 K_RANGE = (2, 8)        # segment counts tried
@@ -170,6 +170,7 @@ class Segment:
     mean_prediction: float
     churn_rate: float | None       # share with the positive label (None without labels)
     drivers: tuple                 # (Driver, ...) largest |mean attribution| first
+    mean_attributions: np.ndarray = field(repr=False)  # (p,) mean attribution of every feature (no data: 0)
     rows: np.ndarray = field(repr=False)   # rows of Drivers.customers, highest prediction first
     customers: tuple = field(repr=False)   # their ids, in the same order
 
@@ -498,16 +499,15 @@ def unit_vectors(attributions: np.ndarray) -> np.ndarray:
 def cluster(attributions: np.ndarray, seed: int = SEED, k_range=K_RANGE) -> tuple[np.ndarray, dict]:
     """(segment per customer (n,) int, {k: silhouette}) of k-means on :func:`unit_vectors`, the k
     of the best silhouette within ``k_range``; one segment when the profiles do not separate."""
-    from threadpoolctl import threadpool_limits
-
     import sklearn.cluster  # noqa: F401 - loaded first: the limit applies to the thread pools loaded so far
+    from threadpoolctl import threadpool_limits
     with threadpool_limits(limits=1):  # small arrays: one thread is faster, and never stalls on a busy machine
         return _cluster(attributions, seed, k_range)
 
 
 def _cluster(attributions: np.ndarray, seed: int, k_range) -> tuple[np.ndarray, dict]:
     from sklearn.cluster import KMeans
-    from sklearn.metrics import silhouette_score
+    from sklearn.metrics import pairwise_distances, silhouette_score
 
     x = unit_vectors(attributions)
     n = x.shape[0]
@@ -517,13 +517,14 @@ def _cluster(attributions: np.ndarray, seed: int, k_range) -> tuple[np.ndarray, 
     distinct = np.unique(fit.round(9), axis=0).shape[0]
     scored_rows = (np.sort(rng.choice(fit.shape[0], size=SILHOUETTE_SAMPLE, replace=False))
                    if fit.shape[0] > SILHOUETTE_SAMPLE else np.arange(fit.shape[0]))
+    distances = pairwise_distances(fit[scored_rows])  # once for every k: (m, m)
     scores, models = {}, {}
     for k in range(k_range[0], min(k_range[1], distinct - 1) + 1):
         model = KMeans(n_clusters=k, n_init=N_INIT, random_state=seed).fit(fit)
         assigned = model.labels_[scored_rows]
         if len(np.unique(assigned)) < 2:
             continue
-        scores[k] = float(silhouette_score(fit[scored_rows], assigned))
+        scores[k] = float(silhouette_score(distances, assigned, metric="precomputed"))
         models[k] = model
     if not scores:
         return np.zeros(n, np.int64), scores
@@ -555,7 +556,8 @@ def describe_segments(assigned: np.ndarray, features, customers, prediction, out
         known = outcome[rows][np.isfinite(outcome[rows])] if outcome is not None else np.zeros(0)
         segments.append(Segment(
             name=name, size=int(rows.size), share=float(rows.size / n), mean_prediction=float(prediction[rows].mean()),
-            churn_rate=float(known.mean()) if known.size else None, drivers=tuple(drivers[:TOP_DRIVERS]), rows=rows,
+            churn_rate=float(known.mean()) if known.size else None, drivers=tuple(drivers[:TOP_DRIVERS]),
+            mean_attributions=mean, rows=rows,
             customers=tuple(str(customers[i]) for i in rows)))
     return tuple(segments), np.array([renumber[g] for g in assigned], np.int64)
 
@@ -657,9 +659,11 @@ def outcomes(bundle, ids) -> np.ndarray | None:
 
 
 def compute(bundle, rows: Iterable[Rows], *, window: int | None = None, against: Iterable[Rows] | None = None,
-            seed: int = SEED, source: dict | None = None, layout: Layout | None = None) -> Drivers:
+            seed: int = SEED, source: dict | None = None, layout: Layout | None = None,
+            labels: bool = True) -> Drivers:
     """:class:`Drivers` of the customers in ``rows`` (chunks of a store, or one :class:`Rows`);
-    ``against``: the rows of an earlier store of the same layout (drift)."""
+    ``against``: the rows of an earlier store of the same layout (drift). ``labels``: take each
+    customer's outcome from ``bundle`` (False when the rows come from another bundle's data)."""
     layout = layout or Layout.of(bundle)
     features = layout.features
     if isinstance(rows, Rows):
@@ -671,7 +675,7 @@ def compute(bundle, rows: Iterable[Rows], *, window: int | None = None, against:
     customers = np.concatenate(acc.ids)
     prediction = np.concatenate(acc.prediction)
     values, attributions, trend = _stack(acc.values, p), _stack(acc.attributions, p), _stack(acc.trend, p)
-    outcome = outcomes(bundle, customers)
+    outcome = outcomes(bundle, customers) if labels else None
     window_text = "the whole history" if window is None else f"the last {window} period(s)"
     ranking = rank(features, attributions)
     sentence = ranking_sentence(ranking, len(customers), window_text)
