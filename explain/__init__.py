@@ -15,6 +15,8 @@ _EXPORTS = {
     "AttributionError": "explain.core.errors",
     "Baseline": "explain.core.settings",
     "Bundle": "explain.bundle.load",
+    "drivers": "explain.batch.drivers",
+    "Drivers": "explain.analysis.drivers",
     "BundleError": "explain.core.errors",
     "explain": "explain.notebook",
     "explain_customers": "explain.analysis.explainer",
