@@ -24,7 +24,13 @@ import weakref
 from typing import Callable
 
 import numpy as np
-import tensorflow as tf
+
+from explain.core.errors import NO_TENSORFLOW
+
+try:
+    import tensorflow as tf
+except ImportError as error:  # not a base dependency (pyproject.toml): say which to install
+    raise ImportError(NO_TENSORFLOW) from error
 
 from explain.core import xla
 from explain.core.errors import AttributionError, Stopped
