@@ -47,7 +47,8 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--path", default="joint",
                         help="joint: both inputs move together (default); per-input: one at a time")
     parser.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE),
-                        help=f"with --steps auto: largest |delta| as a fraction of |f(x) - f(b)| (default {DEFAULT_TOLERANCE})")
+                        help="with --steps auto: largest |delta| as a fraction of |f(x) - f(b)| "
+                             f"(default {DEFAULT_TOLERANCE})")
     parser.add_argument("--seed", default="0", help="seed of sample:K baselines")
     parser.add_argument("--categorical", default="mode",
                         help="baseline of categorical inputs (ids into an Embedding): mode | mean-embedding | "
@@ -55,7 +56,8 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m explain", description="Integrated Gradients for static + temporal Keras models.")
+    parser = argparse.ArgumentParser(prog="python -m explain",
+                                     description="Integrated Gradients for static + temporal Keras models.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="write the demo churn bundle (deterministic)")
@@ -273,8 +275,9 @@ def cmd_faithfulness(args) -> int:
 
     faithfulness.check_out(args.out)
     settings = settings_from_args(args)
-    result = faithfulness.run(load_bundle(args.bundle, loader=model_loader(args)), settings, customers=args.customers, seed=settings.seed,
-                              random_orders=args.random_orders, repeats=args.repeats, batch_size=args.batch_size)
+    result = faithfulness.run(load_bundle(args.bundle, loader=model_loader(args)), settings, customers=args.customers,
+                              seed=settings.seed, random_orders=args.random_orders, repeats=args.repeats,
+                              batch_size=args.batch_size)
     path = faithfulness.write_report(args.out, result)
     print("\n".join(faithfulness.summary_lines(result)))
     print(f"wrote {path}")

@@ -121,7 +121,8 @@ from explain.core.text import first_line
 if TYPE_CHECKING:  # annotations only: the module is imported before TensorFlow is needed
     import keras
 
-ModelLoader = Callable[[Path], "keras.Model"]  # opens model.keras / model.h5: safe_load.open_model or load_model_isolated
+# opens model.keras / model.h5: safe_load.open_model or load_model_isolated
+ModelLoader = Callable[[Path], "keras.Model"]
 
 NOT_A_FOLDER = "{folder} is not a folder. A bundle is a folder holding {files}."
 MODEL_UNREADABLE = ("{file} could not be opened: {reason}. Save the model from Keras 3 with "
@@ -328,8 +329,8 @@ def inspect_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None
 def load_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> Bundle:
     """Open a bundle folder; ``BundleError`` (text = the full report) if it has any problem.
 
-    ``loader(path) -> keras.Model`` opens model.keras or model.h5 (default ``safe_load.load_model`` / ``open_model``; the
-    dashboard passes ``safe_load.load_model_isolated`` for uploads).
+    ``loader(path) -> keras.Model`` opens model.keras or model.h5 (default ``safe_load.load_model`` / ``open_model``;
+    the dashboard passes ``safe_load.load_model_isolated`` for uploads).
     """
     report, parts = _inspect(Path(path), loader)
     if not report.ok or parts is None:

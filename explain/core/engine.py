@@ -97,7 +97,8 @@ class Engine:
             if spec.problem:
                 raise AttributionError(spec.problem)
         if layout.roles is None:
-            raise AttributionError(AMBIGUOUS_ROLES.format(shapes=shapes) if layout.problem == "roles" else layout.problem)
+            raise AttributionError(AMBIGUOUS_ROLES.format(shapes=shapes) if layout.problem == "roles"
+                                   else layout.problem)
         self.layout = layout
         self.specs = layout.specs
         self.keys = layout.engine_keys

@@ -23,7 +23,8 @@ h1{font-size:1.6em;margin-bottom:.2em} h2{font-size:1.2em;margin-top:1.6em;borde
 .fine{background:#e3f4e6;color:#1b5e20} .check{background:#fff3d6;color:#7a5300}
 .too-few-steps{background:#fde3e1;color:#8b1a10}
 table{border-collapse:collapse;font-size:.92em} td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left}
-.verdict{font-size:1.3em;font-weight:600;margin:.3em 0} td.num{text-align:right;font-variant-numeric:tabular-nums} .muted{color:#666;font-size:.9em}
+.verdict{font-size:1.3em;font-weight:600;margin:.3em 0} td.num{text-align:right;font-variant-numeric:tabular-nums} \
+.muted{color:#666;font-size:.9em}
 """
 
 
