@@ -36,7 +36,6 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from explain.bundle import objects
 from explain.bundle.checks import (  # noqa: F401 (re-exported)
@@ -109,6 +108,8 @@ from explain.bundle.roles import (  # noqa: F401 (re-exported)
 from explain.bundle.tables import (  # noqa: F401 (re-exported)
     AMBIGUOUS_FILE,
     MISSING_FILE,
+    UNREADABLE_PARQUET,
+    UnreadableTable,
     read_table,
 )
 from explain.core import labels as label_values
@@ -136,6 +137,7 @@ UNKNOWN_UPLOAD = ("cannot tell what the uploaded file '{name}' is. Expected a mo
                   "tables whose names contain 'static' or 'temporal' ending in .csv or .parquet, "
                   "and optionally 'bundle.json'. Rename the file.")
 DUPLICATE_UPLOAD = "the uploaded files {names} would all be {target}; upload only one of them."
+HASH_PIECE = 1 << 24  # bytes read at a time for the content hash
 UNKNOWN_ID = ("unknown customer id(s): {unknown}. Ids are text and case-sensitive; this bundle "
               "has {n} customers, for example {examples}.")
 
@@ -383,7 +385,7 @@ class _ModelInfo:
     shapes: dict[str, tuple] | None = None       # role -> input shape
     outputs: int | None = None                    # K
     layout: Any = None                            # explain.core.inputs.InputLayout
-    raw: bytes = b""
+    path: Path | None = None                      # model.keras or model.h5
 
 
 def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[ValidationReport, Bundle | None]:
@@ -401,8 +403,8 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
     temporal_tables = {key: read_table(folder, "temporal", report, names)
                        for key, names in plan["tables"].items()}
 
-    static = check_static(static_table, config, plan, report)
-    temporal = {key: check_temporal(table, config, plan, key, report)
+    static = _checked(check_static, static_table, config, plan, report)
+    temporal = {key: _checked(check_temporal, table, config, plan, key, report)
                 for key, table in temporal_tables.items()}
     first_temporal = next(iter(temporal_tables.values()), None)
     check_config_columns(config, static_table, first_temporal, report,
@@ -423,10 +425,9 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
         return report, None
 
     arrays = dict(static["values"])
-    order = pd.Series(np.arange(len(static["ids"])), index=static["ids"])
     for key, checked in temporal.items():
-        arrays[key] = history_array(checked, layout.spec(key), order, config.temporal_padding,
-                                     temporal_tables[key], report)
+        arrays[key] = history_array(checked, layout.spec(key), static["ids"], config.temporal_padding,
+                                    temporal_tables[key], report)
         if arrays[key] is None:
             return report, None
 
@@ -461,8 +462,8 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
         label_name=config.label_column if labels is not None else None,
         positive_label=config.positive_label,
         risk_bands=config.risk_bands,
-        content_hash=_content_hash(model_info.raw, static_table.raw,
-                                   *[t.raw for t in temporal_tables.values()], config.raw),
+        content_hash=_content_hash(model_info.path, static_table.path,
+                                   *[t.path for t in temporal_tables.values()], config.raw),
         notes=list(report.notes),
         input_roles=tuple(spec.role for spec in layout.specs),
         input_arrays={} if plain else arrays,
@@ -534,7 +535,6 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
         report.add(MODEL_FILE, MISSING_FILE.format(
             file=MODEL_FILE, folder=folder, accepted=f"{MODEL_FILE} (or {LEGACY_MODEL_FILE}){hint}"))
         return None
-    raw = path.read_bytes()
     from explain.modelfile import safe_load  # imports keras (seconds); only when a model is opened
 
     try:
@@ -545,7 +545,7 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
     except Exception as error:  # UnsafeModelError, a damaged zip, unknown layers, ...
         report.add(MODEL_FILE, MODEL_UNREADABLE.format(file=MODEL_FILE, reason=first_line(error)))
         return None
-    info = _ModelInfo(model=model, raw=raw)
+    info = _ModelInfo(model=model, path=path)
     roles, shapes, problem = input_roles(model)
     if problem:
         report.add(MODEL_FILE, problem)
@@ -563,12 +563,29 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
     return info
 
 
-def _content_hash(*parts: bytes) -> str:
-    """sha256 of model.keras, the static table, the temporal table and bundle.json bytes."""
+def _content_hash(*parts: Path | bytes) -> str:
+    """sha256 of the bytes of model.keras, the static table, the temporal table(s) and bundle.json, one after
+    the other (files read a piece at a time)."""
     digest = hashlib.sha256()
     for part in parts:
-        digest.update(part)
+        if isinstance(part, bytes):
+            digest.update(part)
+            continue
+        with open(part, "rb") as handle:
+            while piece := handle.read(HASH_PIECE):
+                digest.update(piece)
     return digest.hexdigest()
+
+
+def _checked(check, table, *args):
+    """``check(table, *args)``, or None after saying that a Parquet column could not be decoded."""
+    try:
+        return check(table, *args)
+    except UnreadableTable as error:
+        csv_name = error.table.file.rsplit(".", 1)[0] + ".csv"
+        args[-1].add(error.table.file, UNREADABLE_PARQUET.format(file=error.table.file, reason=str(error),
+                                                                 csv_name=csv_name))
+        return None
 
 
 def _upload_target(base: str) -> str | None:
