@@ -124,12 +124,14 @@ def check_ids(bundle, ids: Iterable, source: str = "customers", lines: dict | No
 
 def run_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: int = DEFAULT_CHUNK_SIZE,
                   ids: Iterable | None = None, progress: bool = True,
-                  engine_batch_size: int | None = None) -> BatchResult:
+                  engine_batch_size: int | None = None, on_chunk=None) -> BatchResult:
     """Attributions of ``ids`` (default: every customer of ``bundle``) into the folder ``out``,
     ``chunk_size`` customers at a time; resumes an interrupted run of the same job.
 
     ``bundle``: a ``Bundle`` or a bundle folder. ``progress``: a tqdm bar on stderr.
     ``engine_batch_size``: interpolation points per gradient call (never changes a number).
+    ``on_chunk(done, total)``: called with the customers done so far, once the folder is checked
+    and after each chunk written (the dashboard's progress bar).
     Raises ``StoreError`` (an ``ExplainError``) when ``out`` must be refused.
     """
     started = time.perf_counter()
@@ -188,12 +190,17 @@ def run_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: in
         done_customers = len(ids) - sum(len(chunks[i]) for i in todo)
         bar = tqdm(total=len(ids), initial=done_customers, unit=" customers", desc="batch",
                    file=sys.stderr, disable=not progress, dynamic_ncols=True, smoothing=0.1)
+        if on_chunk is not None:
+            on_chunk(done_customers, len(ids))
         try:
             for index in todo:
                 long, summary = compute_chunk(bundle, chunks[index], request, engine_batch_size)
                 write_chunk(folder, manifest, index, long, summary)
                 del long, summary
                 bar.update(len(chunks[index]))
+                if on_chunk is not None:
+                    done_customers += len(chunks[index])
+                    on_chunk(done_customers, len(ids))
         except KeyboardInterrupt:
             bar.close()
             print(f"interrupted: the finished chunks are kept in {folder}; rerun the same command to "
