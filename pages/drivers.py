@@ -13,13 +13,14 @@ def drivers_page():
     store = parts.store_ui(bundle, choice.settings)
     if store is None:
         return
-    left, right = st.columns(2)
-    with left:
+    words, controls = st.container(), st.columns(2)  # the words first, then the pickers they depend on
+    with controls[0]:
         window = parts.window_ui(bundle)
-    with right:
+    with controls[1]:
         against = parts.against_ui(bundle, store)
     d = parts.result(bundle, store, window, against)
-    parts.words(d)
+    with words:
+        parts.words(d)
 
     show.plot(plots.ranking(d), key="drivers_ranking")
     show.plot(plots.beeswarm(d), key="drivers_beeswarm")

@@ -131,10 +131,11 @@ def segment_cards(d, per_row: int = 3) -> None:
                                    f"{segment.mean_prediction:.2f}{churn}"))
                 for driver in segment.drivers:
                     way = "raises" if driver.mean_attribution > 0 else "lowers"
-                    st.markdown(show.md(f"- {driver.words}: {way} the score by {abs(driver.mean_attribution):.3f} "
-                                        "on average"))
-                st.page_link("pages/customer.py", label=f"Open its highest-risk customer, {segment.highest_risk}",
-                             icon=":material/person_search:", query_params=url.with_customer(segment.highest_risk))
+                    st.markdown("- " + show.md(f"{driver.words}: {way} the score by "
+                                               f"{abs(driver.mean_attribution):.3f} on average"))
+                st.page_link("pages/customer.py", label=f"Highest risk: {segment.highest_risk}",
+                             icon=":material/person_search:", query_params=url.with_customer(segment.highest_risk),
+                             help="Open this segment's highest-risk customer on the Customer page")
 
 
 def feature_ui(d) -> str:

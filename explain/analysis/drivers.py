@@ -402,18 +402,16 @@ def ranking_sentence(ranking, n_customers: int, window_text: str, top: int = SEN
     named = [r for r in ranking[:top] if r.mean_abs > 0]
     if not named:
         return f"Across {n_customers:,} customers, no feature moves the prediction (every attribution is zero)."
-    parts = [f"{r.feature.label} ({_percent(r.share)}; {_direction_words(r)})" for r in named]
-    text = (f"Across {n_customers:,} customers, the prediction is driven most by {_and(parts)}, "
-            f"as shares of the mean |attribution| (temporal features summed over {window_text}).")
+    parts = [f"{r.feature.label} ({_percent(r.share)}, {_DIRECTION_WORDS[r.direction]})" for r in named]
+    text = f"Across {n_customers:,} customers, the prediction is driven most by {_and(parts)}."
     rest = len(ranking) - len(named)
     if rest > 0:
-        text += f" The other {rest} feature(s) carry {_percent(sum(r.share for r in ranking[len(named):]))}."
-    return text
+        text += f" The other {rest} features carry {_percent(sum(r.share for r in ranking[len(named):]))}."
+    return text + (f" Shares of all attribution (mean |attribution| per customer); temporal features summed over "
+                   f"{window_text}.")
 
 
-def _direction_words(r: Ranked) -> str:
-    return {"raises": "on average it raises the prediction", "lowers": "on average it lowers the prediction",
-            "either way": "it pushes either way"}[r.direction]
+_DIRECTION_WORDS = {"raises": "mostly raising it", "lowers": "mostly lowering it", "either way": "either way"}
 
 
 def _and(parts: Sequence[str]) -> str:

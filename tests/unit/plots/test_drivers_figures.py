@@ -59,7 +59,7 @@ def test_beeswarm_draws_a_bounded_seeded_sample_of_each_feature(result):
     order = np.argsort(np.asarray(first.marker.color))
     assert np.all(np.diff(values[np.isfinite(values)][order]) >= 0)  # colour follows the value's rank
     assert first.marker.colorscale == go.scatter.Marker(colorscale="Viridis").colorscale
-    assert "700 of 5,000 customers" in fig.layout.title.text
+    assert "700 of 5,000" in fig.layout.title.text
     ticks = list(fig.layout.yaxis.ticktext)
     assert all("<img" not in t for t in ticks)  # escaped
 
@@ -96,9 +96,10 @@ def test_segments_heatmap_draws_each_segments_mean_attributions(result):
     (heat,) = fig.data
     columns = [result.column(r.feature) for r in result.ranking[:6]]
     z = np.asarray(heat.z)
-    assert z.shape == (len(result.segments), 6)
+    assert z.shape == (6, len(result.segments))  # features down, segments across
     for k, s in enumerate(result.segments):
-        assert np.allclose(z[k], s.mean_attributions[columns])
+        assert np.allclose(z[:, k], s.mean_attributions[columns])
+        assert heat.x[k].startswith(plots._wrap(s.name).split("<br>")[0])
     assert heat.zmid == 0 and heat.zmax == pytest.approx(np.abs(z).max()) and heat.zmin == -heat.zmax
     sizes = plots.segment_sizes(result)
     assert list(sizes.data[0].x)[::-1] == [s.size for s in result.segments]
