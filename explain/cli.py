@@ -47,7 +47,8 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--path", default="joint",
                         help="joint: both inputs move together (default); per-input: one at a time")
     parser.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE),
-                        help=f"with --steps auto: largest |delta| as a fraction of |f(x) - f(b)| (default {DEFAULT_TOLERANCE})")
+                        help="with --steps auto: largest |delta| as a fraction of |f(x) - f(b)| "
+                             f"(default {DEFAULT_TOLERANCE})")
     parser.add_argument("--seed", default="0", help="seed of sample:K baselines")
     parser.add_argument("--categorical", default="mode",
                         help="baseline of categorical inputs (ids into an Embedding): mode | mean-embedding | "
@@ -55,7 +56,8 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m explain", description="Integrated Gradients for static + temporal Keras models.")
+    parser = argparse.ArgumentParser(prog="python -m explain",
+                                     description="Integrated Gradients for static + temporal Keras models.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="write the demo churn bundle (deterministic)")
@@ -175,6 +177,9 @@ def cmd_check(args) -> int:
                           if (bundle.path / name).is_file())
         for message in model_problems(bundle):
             report.add(model_file, message)
+        from explain.core import ig
+
+        report.notes += [f"Warning: {note}" for note in ig.model_notes(bundle.model, roles=bundle.roles or None)]
     print(report.format())
     return 0 if report.ok else 1
 
@@ -201,6 +206,8 @@ def cmd_attribute(args) -> int:
     ids = list(dict.fromkeys(args.customer))
     attribution = explain_customers(bundle, ids, settings, batch_size=args.batch_size)
     path = report.write_attributions(args.out, attribution, bundle, ids, settings)
+    for note in attribution.notes:
+        print(f"note: {note}")
     for i, cid in enumerate(ids):
         print(f"{cid}: {report.summary_text(attribution, bundle, i, customer_id=cid)}")
     print(f"wrote {path}")
@@ -268,8 +275,9 @@ def cmd_faithfulness(args) -> int:
 
     faithfulness.check_out(args.out)
     settings = settings_from_args(args)
-    result = faithfulness.run(load_bundle(args.bundle, loader=model_loader(args)), settings, customers=args.customers, seed=settings.seed,
-                              random_orders=args.random_orders, repeats=args.repeats, batch_size=args.batch_size)
+    result = faithfulness.run(load_bundle(args.bundle, loader=model_loader(args)), settings, customers=args.customers,
+                              seed=settings.seed, random_orders=args.random_orders, repeats=args.repeats,
+                              batch_size=args.batch_size)
     path = faithfulness.write_report(args.out, result)
     print("\n".join(faithfulness.summary_lines(result)))
     print(f"wrote {path}")

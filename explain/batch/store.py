@@ -159,7 +159,8 @@ class Store:
 
     def arrays(self, bundle, ids: Sequence[str]) -> "StoredAttributions":
         """The attributions of ``ids`` as arrays shaped like the engine's (``Attribution``):
-        static (n, S), temporal (n, T, F), in the order of ``ids``.
+        static (n, S), temporal (n, T, F), in the order of ``ids``; a history's padded periods
+        are NaN in ``temporal`` and True in ``padding[key]`` (n, T): no data, not a zero effect.
 
         Reads one chunk at a time, only the chunks that hold ``ids``, and checks that every
         row is where ``bundle``'s features and periods put it (``StoreError`` if not).
@@ -168,6 +169,9 @@ class Store:
         n, s, t, f = len(ids), bundle.n_static, bundle.n_periods, bundle.n_temporal
         per = s + t * f
         expected = long_layout(bundle)
+        # where each input's rows are among a customer's rows (model input order): the static-like
+        # inputs side by side, as bundle.static holds them, and the first history, as bundle.temporal
+        static_rows, temporal_rows, first = _input_rows(bundle, expected["input"])
         position = {cid: k for k, cid in enumerate(ids)}
         static, temporal = np.zeros((n, s)), np.zeros((n, t, f))
         wanted = pa.array(ids, pa.string())
@@ -179,12 +183,14 @@ class Store:
             k = _check_layout(self.path, chunk, table, expected, per)
             codes, names = _codes(table["customer_id"])
             rows = np.array([position[cid] for cid in names[codes[::per]]], dtype=np.int64)
-            values = table["attribution"].to_numpy().reshape(k, per)
-            static[rows] = values[:, :s]
-            temporal[rows] = values[:, s:].reshape(k, t, f)
+            # a padded cell was written as null: NaN here, "no data" (never a 0 that would enter a mean)
+            values = table["attribution"].to_numpy(zero_copy_only=False).reshape(k, per)
+            static[rows] = values[:, static_rows]
+            temporal[rows] = values[:, temporal_rows].reshape(k, t, f)
         summary = self._summary_of(summaries, ids)
         return StoredAttributions(
-            static=static, temporal=temporal, prediction=summary["prediction"].to_numpy(np.float64),
+            static=static, temporal=temporal, padding={first: np.isnan(temporal).all(axis=2)},
+            prediction=summary["prediction"].to_numpy(np.float64),
             baseline_prediction=summary["baseline_prediction"].to_numpy(np.float64),
             delta=summary["delta"].to_numpy(np.float64), steps=summary["steps"].to_numpy(np.int64),
             path=self.path, settings=self.settings, completed=str(self.manifest.get("completed", "")))
@@ -223,6 +229,15 @@ class Store:
                        attributions={key: a for key, (_, a) in by_input.items()})
 
 
+def _input_rows(bundle, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+    """(positions of the static-like inputs' rows, positions of the first history's rows, that
+    history's key) among one customer's rows of the long format, whose ``input`` column is ``inputs``."""
+    views = input_views(bundle)
+    static = [np.flatnonzero(inputs == view.key) for view in views if view.role == "static"]
+    first = next(view.key for view in views if view.role == "temporal")
+    return np.concatenate(static) if static else np.zeros(0, np.int64), np.flatnonzero(inputs == first), first
+
+
 @dataclass(frozen=True)
 class StoredAttributions:
     """Attributions read back from a store: the arrays of ``explain.core.ig.Attribution`` (static
@@ -230,7 +245,8 @@ class StoredAttributions:
     came from."""
 
     static: np.ndarray
-    temporal: np.ndarray
+    temporal: np.ndarray     # (n, T, F): NaN at padded periods
+    padding: dict            # {the history's key: (n, T) bool, True where it is padding}, as Attribution's
     prediction: np.ndarray
     baseline_prediction: np.ndarray
     delta: np.ndarray
@@ -244,7 +260,8 @@ class StoredAttributions:
         return int(self.prediction.shape[0])
 
     def total(self) -> np.ndarray:
-        return self.static.sum(axis=1) + self.temporal.sum(axis=(1, 2))
+        """Sum of all attributions per customer (padded periods count as nothing)."""
+        return self.static.sum(axis=1) + np.nansum(self.temporal, axis=(1, 2))
 
 
 def _read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:

@@ -24,11 +24,17 @@ import weakref
 from typing import Callable
 
 import numpy as np
-import tensorflow as tf
+
+from explain.core.errors import NO_TENSORFLOW
+
+try:
+    import tensorflow as tf
+except ImportError as error:  # not a base dependency (pyproject.toml): say which to install
+    raise ImportError(NO_TENSORFLOW) from error
 
 from explain.core import xla
 from explain.core.errors import AttributionError, Stopped
-from explain.core.inputs import NON_FLOAT_INPUT, input_layout  # noqa: F401  (engine.NON_FLOAT_INPUT: its old home)
+from explain.core.inputs import input_layout
 
 # Message templates (tests match them).
 NOT_TWO_INPUTS = (
@@ -41,9 +47,14 @@ AMBIGUOUS_ROLES = (
     "so that their ranks differ, or wrap the model so that it does."
 )
 DISCONNECTED_INPUT = (
-    "The model's output {target} does not depend on its {role} input {name!r}: its gradient "
-    "is None. Check that the input is connected to the output (not only to a side branch), "
-    "and that it is not cast to an integer or passed through a stop_gradient."
+    "The model's output {target} has no gradient with respect to its {role} input {name!r} (it is None), "
+    "although the model's graph connects that input to the output: a stop_gradient or a cast to an integer "
+    "cuts it, so its attributions could not add up. Remove the stop_gradient or the cast, or feed that "
+    "input through an Embedding."
+)
+IGNORED_INPUT = (
+    "The model does not use its {role} input {name!r} (its graph does not connect it to the output): "
+    "every attribution of that input is 0."
 )
 MULTI_OUTPUT = (
     "The model has {count} outputs; expected one output of shape (None, K). Build a model "
@@ -86,7 +97,8 @@ class Engine:
             if spec.problem:
                 raise AttributionError(spec.problem)
         if layout.roles is None:
-            raise AttributionError(AMBIGUOUS_ROLES.format(shapes=shapes) if layout.problem == "roles" else layout.problem)
+            raise AttributionError(AMBIGUOUS_ROLES.format(shapes=shapes) if layout.problem == "roles"
+                                   else layout.problem)
         self.layout = layout
         self.specs = layout.specs
         self.keys = layout.engine_keys
@@ -94,6 +106,7 @@ class Engine:
         self.roles = {s.key: s.role for s in self.specs}
         self.shapes = {s.key: tuple(s.shape) for s in self.specs}  # feature shapes of the model inputs
         self.categorical = tuple(s.key for s in self.specs if s.kind == "categorical")
+        self.ignored = tuple(s.key for s in self.specs if s.unused)  # inputs the graph does not connect to the output
         # interpolation space: the input, or its embedding (feature shape + (d,))
         self.point_shapes, self.point_dtypes, self.raw_dtypes = {}, {}, {}
         for s in self.specs:
@@ -321,8 +334,15 @@ class Engine:
         return sums, finite, fx, fb
 
     def disconnected_problems(self, space: str, target: int) -> list[str]:
+        """Inputs whose gradient is None although the graph connects them to the output (a
+        stop_gradient, an integer cast): their attributions could not add up. Unused inputs are
+        no problem (``ignored``)."""
         return [DISCONNECTED_INPUT.format(target=f"column {target}", role=self.roles[key], name=self.input_names[key])
-                for key, missing in self.disconnected.get(space, {}).items() if missing]
+                for key, missing in self.disconnected.get(space, {}).items() if missing and key not in self.ignored]
+
+    def ignored_notes(self) -> list[str]:
+        """One sentence per input the model does not use (its attributions are exactly 0)."""
+        return [IGNORED_INPUT.format(role=self.roles[key], name=self.input_names[key]) for key in self.ignored]
 
 
 @contextlib.contextmanager

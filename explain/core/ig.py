@@ -28,14 +28,14 @@ from explain.core.engine import (
     engine_for,
 )
 from explain.core.errors import AttributionError
-from explain.core.inputs import NON_FLOAT_INPUT, ROLES, MeanEmbedding, input_layout  # noqa: F401
+from explain.core.inputs import ROLES, MeanEmbedding, input_layout
 from explain.core.quadrature import alphas_and_weights
 from explain.core.settings import AUTO, DEFAULT_TOLERANCE, PATHS, SPACES, Settings, parse_space, resolve_target
 
 __all__ = ["ABSOLUTE_TOLERANCE", "AMBIGUOUS_ROLES", "AUTO_MAX_STEPS", "AUTO_START_STEPS", "Attribution",
            "DEFAULT_BATCH_SIZE", "DEFAULT_TOLERANCE", "DISCONNECTED_INPUT", "MULTI_OUTPUT", "NOT_TWO_INPUTS",
            "PATHS", "ROLES", "SPACES", "Settings", "describe_model", "engine_for", "integrated_gradients",
-           "model_problems", "path_profile"]
+           "model_notes", "model_problems", "path_profile"]
 
 DEFAULT_BATCH_SIZE = 4096  # interpolation points per gradient call
 AUTO_START_STEPS = 16
@@ -101,6 +101,10 @@ class Attribution:
     ``per_input[key]`` holds ``reference_prediction`` (the model with only that input at its
     baseline), ``delta`` (f(x) - reference - sum of that input's attributions) and ``steps``;
     ``delta`` is the one with the largest magnitude and ``steps`` the largest.
+
+    ``ignored_inputs``: keys of the inputs the model does not use (its graph does not connect
+    them to the output); their attributions are exactly 0 (IG's dummy axiom) and ``notes``
+    says so in a sentence each.
     """
 
     static: np.ndarray  # (n, S) float64
@@ -115,6 +119,8 @@ class Attribution:
     inputs: dict = field(default_factory=dict)  # key -> (n, *input shape)
     padding: dict = field(default_factory=dict)  # key -> (n, T) bool, temporal inputs only
     roles: dict = field(default_factory=dict)  # key -> "static" | "temporal"
+    ignored_inputs: tuple = ()  # keys of the inputs the model does not use: attributions exactly 0
+    notes: tuple = ()  # sentences a reader of the result needs (an ignored input, ...)
 
     def __post_init__(self):
         if not self.inputs:
@@ -243,7 +249,8 @@ def _baseline_points(engine, spec, value, n, ids):
     key, shape = spec.key, engine.shapes[spec.key]
     if isinstance(value, MeanEmbedding):
         if spec.kind != "categorical":
-            raise AttributionError(f"baselines {key}: a mean embedding is only for a categorical input; {key!r} is numeric.")
+            raise AttributionError(f"baselines {key}: a mean embedding is only for a categorical input; "
+                                   f"{key!r} is numeric.")
         values = _as_ids(value.values, spec, engine, "baselines")
         if values.ndim != len(shape) + 1 or tuple(values.shape[1:]) != tuple(shape):
             raise _shape_error("baselines", key, values, shape, "(rows, ")
@@ -269,7 +276,8 @@ def _baseline_points(engine, spec, value, n, ids):
         if not np.isfinite(arr).all():
             flat = arr.reshape(arr.shape[0], -1)
             i = int(np.flatnonzero(~np.isfinite(flat).all(axis=1))[0])
-            raise AttributionError(NOT_FINITE.format(what="Baselines", customer=_customer_label(ids, i), role=key, where=""))
+            raise AttributionError(NOT_FINITE.format(what="Baselines", customer=_customer_label(ids, i), role=key,
+                                                     where=""))
         return arr, sampled
     lead = arr.shape[:2] if sampled else arr.shape[:1]
     vectors, _ = engine.embed({key: arr.reshape(-1, *shape)})
@@ -284,12 +292,14 @@ def _check_baselines(engine, baselines, n, ids, points, padding):
     parts, sampled = {}, {}
     for spec in _static_first(engine):
         if spec.key not in baselines:
-            raise AttributionError(MISSING_ARRAY.format(what="baselines", role=spec.key, expected=_expected_keys(engine)))
+            raise AttributionError(MISSING_ARRAY.format(what="baselines", role=spec.key,
+                                                        expected=_expected_keys(engine)))
         parts[spec.key], sampled[spec.key] = _baseline_points(engine, spec, baselines[spec.key], n, ids)
     if any(sampled.values()):
         ks = {parts[key].shape[1] for key in engine.keys if sampled[key]}
         if not all(sampled.values()) or len(ks) != 1:
-            shown = ", ".join(f"{key} {getattr(baselines[key], 'shape', type(baselines[key]).__name__)}" for key in engine.keys)
+            shown = ", ".join(f"{key} {getattr(baselines[key], 'shape', type(baselines[key]).__name__)}"
+                              for key in engine.keys)
             raise AttributionError(SAMPLE_SHAPES.format(shapes=shown))
     out = {}
     for key in engine.keys:
@@ -313,7 +323,8 @@ def _check_baselines(engine, baselines, n, ids, points, padding):
                 periods = np.flatnonzero(at_mask[i].any(axis=0))
                 raise AttributionError(BASELINE_EQUALS_MASK.format(
                     customer=_customer_label(ids, int(i)), value=float(spec.mask_value), count=len(periods),
-                    name=spec.name, positions=", ".join(str(p + 1) for p in periods[:6]) + (" ..." if len(periods) > 6 else "")))
+                    name=spec.name,
+                    positions=", ".join(str(p + 1) for p in periods[:6]) + (" ..." if len(periods) > 6 else "")))
     return out, k
 
 
@@ -328,7 +339,8 @@ def _check_finite(arrays, what, ids):
             i = int(np.flatnonzero(bad)[0])
             more = int(bad.sum()) - 1
             where = f"; {more} more customer(s) too" if more else ""
-            raise AttributionError(NOT_FINITE.format(what=what, customer=_customer_label(ids, i), role=role, where=where))
+            raise AttributionError(NOT_FINITE.format(what=what, customer=_customer_label(ids, i), role=role,
+                                                     where=where))
 
 
 # --------------------------------------------------------------------------- API
@@ -371,13 +383,15 @@ def integrated_gradients(
     categorical inputs whose role is not the default.
     """
     engine = engine_for(model, roles)
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1):
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
+                                   or batch_size < 1):
         raise AttributionError(BAD_BATCH_SIZE.format(value=batch_size))
     settings = Settings(baseline=None, steps=steps, method=method, target=target, space=space, path=path,
                         tolerance=tolerance)  # checks every setting
     target_index = resolve_target(settings.target, engine.n_outputs, output_names)
     settings = settings.replace(target=target_index)
-    steps, method, space, path, tolerance = settings.steps, settings.method, settings.space, settings.path, settings.tolerance
+    steps, method, space, path, tolerance = (settings.steps, settings.method, settings.space, settings.path,
+                                             settings.tolerance)
     x, raw, padding, n = _check_inputs(engine, inputs, ids)
     b, k = _check_baselines(engine, baselines, n, ids, x, padding)
     chunk = int(batch_size or DEFAULT_BATCH_SIZE)
@@ -410,7 +424,7 @@ def integrated_gradients(
 
     per_key = {}
     for spec in engine.specs:
-        a = attrs[spec.key]
+        a = attrs[spec.key] if spec.key not in engine.ignored else np.zeros_like(attrs[spec.key])  # not -0.0
         if spec.kind == "categorical":  # layer IG: summed over the embedding dimension, per original feature
             a = a.sum(axis=-1)
         per_key[spec.key] = mean_k(a)
@@ -440,6 +454,7 @@ def integrated_gradients(
         prediction=prediction, baseline_prediction=baseline_prediction, delta=delta,
         steps=steps_used.reshape(n, k).max(axis=1), settings=settings, space_used=space_used, per_input=per_input,
         inputs=per_key, padding={key: padding[key] for key in temporal_keys}, roles=dict(engine.roles),
+        ignored_inputs=engine.ignored, notes=tuple(engine.ignored_notes()),
     )
 
 
@@ -451,7 +466,8 @@ def _check_outputs(values, labels, where):
     bad = ~np.isfinite(values)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise AttributionError(NOT_FINITE_RESULT.format(what="outputs", customer=_customer_label(labels, i), where=where))
+        raise AttributionError(NOT_FINITE_RESULT.format(what="outputs", customer=_customer_label(labels, i),
+                                                        where=where))
 
 
 def _integrate(engine, x, b, raw, moving, steps, method, target, space, chunk, tolerance, labels, should_stop=None):
@@ -550,12 +566,24 @@ def describe_model(model, roles: dict | None = None) -> dict:
     }
 
 
+def model_notes(model, roles=None) -> list[str]:
+    """Warnings about ``model`` that do not stop an attribution: one sentence per input the model
+    does not use (its attributions are exactly 0). Empty when the engine refuses the model
+    (``model_problems`` says why)."""
+    roles = dict(roles) if isinstance(roles, dict) and roles else None
+    try:
+        return engine_for(model, roles).ignored_notes()
+    except AttributionError:
+        return []
+
+
 def model_problems(model, inputs: dict | None = None, baselines: dict | None = None,
                    roles=None) -> list[str]:
     """Every problem the engine would raise for ``model`` before or at its first gradient pass,
     in the words of ``integrated_gradients``: inputs it cannot attribute (an integer input
-    without an Embedding, a 4-D input, roles it cannot tell), inputs the output does not
-    depend on, and (with ``inputs`` and ``baselines``) a baseline period equal to the mask value.
+    without an Embedding, a 4-D input, roles it cannot tell), inputs connected to the output
+    without a gradient (a stop_gradient; an input the model does not use is a note: ``model_notes``), and
+    (with ``inputs`` and ``baselines``) a baseline period equal to the mask value.
 
     ``baselines``: one baseline (arrays by input key) or several by name (``{"zero": {...},
     "mean": {...}}``). ``roles``: {input name: role} as ``integrated_gradients`` takes it (a
@@ -567,7 +595,8 @@ def model_problems(model, inputs: dict | None = None, baselines: dict | None = N
         return [NOT_TWO_INPUTS.format(count=layout.count, shapes=list(layout.shapes) or "(no symbolic inputs)")]
     problems = [spec.problem for spec in layout.specs if spec.problem]
     if layout.roles is None and not problems:
-        problems.append(AMBIGUOUS_ROLES.format(shapes=list(layout.shapes)) if layout.problem == "roles" else layout.problem)
+        problems.append(AMBIGUOUS_ROLES.format(shapes=list(layout.shapes)) if layout.problem == "roles"
+                        else layout.problem)
     if problems:
         return problems
     try:

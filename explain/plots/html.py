@@ -10,10 +10,8 @@ from explain.analysis.drivers import profile_sentence
 from explain.analysis.report import HOW_TO_READ, delta_status, settings_dict, summary_text
 from explain.core import baselines, verdict
 from explain.core.errors import ExplainError
-from explain.core.files import write_atomic
 from explain.core.text import unit_after
 from explain.plots import drivers as driver_plots
-from explain.plots import figures
 
 _HTML_STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:2em auto;
@@ -25,7 +23,8 @@ h1{font-size:1.6em;margin-bottom:.2em} h2{font-size:1.2em;margin-top:1.6em;borde
 .fine{background:#e3f4e6;color:#1b5e20} .check{background:#fff3d6;color:#7a5300}
 .too-few-steps{background:#fde3e1;color:#8b1a10}
 table{border-collapse:collapse;font-size:.92em} td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left}
-.verdict{font-size:1.3em;font-weight:600;margin:.3em 0} td.num{text-align:right;font-variant-numeric:tabular-nums} .muted{color:#666;font-size:.9em}
+.verdict{font-size:1.3em;font-weight:600;margin:.3em 0} td.num{text-align:right;font-variant-numeric:tabular-nums} \
+.muted{color:#666;font-size:.9em}
 """
 
 
@@ -86,31 +85,6 @@ def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), 
     parts.append("</table><p class='muted'>Written by the IG explainer. Attributions add up to "
                  "prediction minus baseline prediction, up to the delta shown above.</p></body></html>")
     return "\n".join(parts)
-
-
-# ----------------------------------------------------------------------------- from Python
-
-
-def html(attribution, bundle, customer=0, path=None, *, ids=None, baseline=None) -> str:
-    """The Customer page's HTML report (the dashboard's download) for one customer, as text;
-    also written to ``path`` (atomically) when given. Opens offline (plotly.js inline).
-
-    ``customer``, ``ids`` and ``baseline`` as in :func:`explain.plots.figures.heatmap`: a baseline
-    spec (such as "mean") is also named in the report's settings; by default the one the
-    attribution was computed with (``explain_customers``), if it says.
-    ``explain.plots.html.html(a, bundle, customer="C00042", path="C00042.html")``.
-    """
-    row, cid = figures.customer_row(attribution, bundle, customer, ids)
-    settings = attribution.settings
-    if isinstance(baseline, str):
-        settings = settings.replace(baseline=baseline)
-    figs = [(heading, build(attribution, bundle, row, ids=ids, baseline=baseline)) for heading, build in (
-        ("Monthly features", figures.heatmap), ("Static features", figures.static), ("History", figures.history))]
-    text = html_report(attribution, bundle, figures.attribution_ids(attribution, bundle, ids), row,
-                       settings if settings.baseline is not None else None, figs)
-    if path is not None:
-        write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-    return text
 
 
 # ----------------------------------------------------------------------------- drivers
