@@ -11,7 +11,8 @@ customer and one baseline), :func:`integrate`:
    whose |delta| <= their limit stop there (a smooth path costs what it cost before);
 2. sweeps f on a uniform grid of ``SWEEP_INTERVALS`` intervals, then bisects (forward only)
    every grid interval over which f changes by more than ``LOCATE_SHARE`` of its total
-   variation, down to ``MIN_WIDTH``: a jump of f is located for a few forward calls;
+   variation and ``LOCATE_DENSITY`` times faster than on average, down to ``MIN_WIDTH``: a
+   jump of f is located for a few forward calls, a steady slope is left alone;
 3. places ``FIRST_PANELS`` panels whose edges are grid points, equidistributing a monitor that
    mixes f's variation with the path length (``MONITOR_MIX``), ``PANEL_POINTS`` points of
    the rule in each (weights scaled to the panel: they sum to exactly its width);
@@ -44,8 +45,9 @@ from explain.core.quadrature import alphas_and_weights
 START_POINTS = 16  # the first try: the rule with 16 points on [0, 1]
 PANEL_POINTS = 4  # points of the rule in each panel
 FIRST_PANELS = 8  # panels placed after the sweep
-SWEEP_INTERVALS = 32  # the sweep's uniform grid
-LOCATE_SHARE = 1 / 64  # grid intervals holding more of f's total variation are bisected (forward only)
+SWEEP_INTERVALS = 16  # the sweep's uniform grid
+LOCATE_SHARE = 1 / 16  # grid intervals holding more of f's total variation are bisected (forward only),
+LOCATE_DENSITY = 4.0  # if f changes there this many times faster than on average (a jump, not a slope)
 MONITOR_MIX = 0.5  # the monitor: (1 - mix) * |df| / variation + mix * da
 SPLIT_SHARE = 0.5  # each round splits the panels holding this share of the remaining error
 MIN_WIDTH = 2.0 ** -16  # the narrowest panel (the model sees float32 alphas)
@@ -191,7 +193,9 @@ def _sweep(forward, rows: dict, result: PathIntegral, max_points: int) -> None:
         asked_rows, asked_alphas = [], []
         for r, row in rows.items():
             da, df = np.diff(row.grid_a), np.abs(np.diff(row.grid_f))
-            wide = np.flatnonzero((df > LOCATE_SHARE * df.sum()) & (da >= 2 * MIN_WIDTH))
+            variation = df.sum()
+            wide = np.flatnonzero((df > LOCATE_SHARE * variation) & (df > LOCATE_DENSITY * variation * da)
+                                  & (da >= 2 * MIN_WIDTH))
             wide = wide[:max(0, max_points - int(result.forward_points[r]))]  # forward points <= max_points
             asked_rows.append(np.full(wide.size, r))
             asked_alphas.append(0.5 * (row.grid_a[wide] + row.grid_a[wide + 1]))

@@ -4,8 +4,9 @@
 their embedding vectors (layer IG), keeps padded periods padded along the whole path, lays
 out one row per (customer, baseline sample), asks the compiled engine
 (``explain/core/engine.py``) for the quadrature-weighted gradient sums chunk by chunk, multiplies
-by ``(x - b)`` and reports f(x), f(b) and the delta of every customer. ``steps="auto"``
-doubles the steps per customer until the attributions add up.
+by ``(x - b)`` and reports f(x), f(b), the delta and the points spent of every customer.
+``steps="auto"`` integrates adaptively, each customer with its own points
+(``explain/core/adaptive.py``), until the attributions add up.
 
 Inputs, baselines and attributions are dicts keyed as ``explain.core.inputs`` decides:
 ``"static"`` and ``"temporal"`` for the common two-input model, the model's input names

@@ -323,7 +323,7 @@ class Settings:
         if not _is_int(points) or not START_POINTS <= points <= MAX_POINTS_LIMIT:
             raise AttributionError(BAD_MAX_POINTS.format(value=points, low=START_POINTS, high=MAX_POINTS_LIMIT,
                                                          default=DEFAULT_MAX_POINTS))
-        put("max_points", int(points))
+        put("max_points", int(points) if self.steps == AUTO else DEFAULT_MAX_POINTS)  # a fixed rule never reads it
 
     # -- building ----------------------------------------------------------
 
