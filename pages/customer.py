@@ -94,7 +94,8 @@ def customer_page():
                                values=inputs["temporal"][0], baseline=base["temporal"], units=units_t,
                                title="Monthly features: effect of each feature in each period"),
         figures.static_bars_spec(bundle.static_labels, attribution.static[0], inputs["static"][0],
-                            units=units_s, baseline=base["static"], title="Static features (label: the customer's value)"),
+                            units=units_s, baseline=base["static"],
+                            title="Static features (label: the customer's value)"),
         figures.history_spec(bundle.periods, bundle.temporal_labels, inputs["temporal"][0],
                                baseline=base["temporal"], units=units_t, columns=2,
                                title="The customer's monthly history (dashed: the baseline)")))

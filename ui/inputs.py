@@ -1,13 +1,13 @@
 """The dashboard's views of a bundle with more inputs (categorical ids into embeddings, padded
 histories, several histories): one heatmap per history, every static feature together, and the
-Data & model page's description of the inputs. The figures come from ``explain.plots.figures``."""
+Data & model page's description of the inputs. The figures come from ``explain.figures``."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from explain import figures
 from explain.core import baselines
-from explain.plots import figures
 from ui import show
 
 INPUTS_HELP = (

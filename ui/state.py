@@ -225,7 +225,8 @@ def _predictions(_bundle, content_hash: str) -> np.ndarray:
 
 def predictions(bundle, target=0) -> np.ndarray:
     """Every customer's predicted output (probability for a sigmoid/softmax model), (n,)."""
-    return _predictions(bundle, bundle.content_hash)[:, resolve_target(target, len(bundle.output_names), bundle.output_names)]
+    return _predictions(bundle, bundle.content_hash)[:, resolve_target(target, len(bundle.output_names),
+                                                                       bundle.output_names)]
 
 
 @st.cache_data(max_entries=32, ttl=TTL, show_spinner="Computing the delta for each rule and step count...")

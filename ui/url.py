@@ -37,7 +37,8 @@ IGNORED = "Ignored the link's {name}={value!r}: expected {expected}."
 EXPECTED = {
     "customer": "a customer id of this bundle",
     "baseline": "zero, mean, median, customer:ID, cohort:LABEL, flat, blur:WIDTH (one of "
-                f"{', '.join(map(str, options.BLUR_WIDTHS))}) or sample:K (one of {', '.join(map(str, options.SAMPLE_KS))})",
+                f"{', '.join(map(str, options.BLUR_WIDTHS))}) or sample:K "
+                f"(one of {', '.join(map(str, options.SAMPLE_KS))})",
     "steps": "one of " + ", ".join(options.STEP_OPTIONS),
     "method": "one of " + ", ".join(options.METHODS),
     "space": "one of " + ", ".join(options.SPACES),
@@ -77,7 +78,8 @@ def compare_options(bundle) -> list[str]:
 
 def default_compare(bundle) -> Baseline:
     values = labels.values(bundle)
-    return Baseline("cohort", values[0]) if values else Baseline("customer", str(bundle.ids[min(1, bundle.n_customers - 1)]))
+    return (Baseline("cohort", values[0]) if values
+            else Baseline("customer", str(bundle.ids[min(1, bundle.n_customers - 1)])))
 
 
 # ----------------------------------------------------------------------------- checks against the bundle

@@ -1,6 +1,6 @@
 """Open, validate and hold a bundle: a Keras model and the customers' tables.
 
-A bundle is a folder (see DESIGN.md)::
+A bundle is a folder (docs/bundles.md)::
 
     model.keras                      one 2-D input (None, S) and one 3-D input (None, T, F)
     static.csv | static.parquet      one row per customer: id column + S features
@@ -108,16 +108,7 @@ from explain.bundle.roles import (  # noqa: F401 (re-exported)
 )
 from explain.bundle.tables import (  # noqa: F401 (re-exported)
     AMBIGUOUS_FILE,
-    BINARY_CSV,
-    DUPLICATE_COLUMN,
-    EMPTY_FILE,
-    HEADER_SPACES_NOTE,
     MISSING_FILE,
-    NO_DATA_ROWS,
-    NOT_UTF8,
-    RAGGED_ROWS,
-    UNREADABLE_PARQUET,
-    WRONG_SEPARATOR,
     read_table,
 )
 from explain.core import labels as label_values
@@ -125,12 +116,13 @@ from explain.core.errors import BundleError, ExplainError, UnsafeModelError
 from explain.core.files import write_bytes_atomic
 from explain.core.inputs import input_layout
 from explain.core.text import examples as _examples
-from explain.core.text import one_line
+from explain.core.text import first_line
 
 if TYPE_CHECKING:  # annotations only: the module is imported before TensorFlow is needed
     import keras
 
-ModelLoader = Callable[[Path], "keras.Model"]  # opens model.keras / model.h5: safe_load.open_model or load_model_isolated
+# opens model.keras / model.h5: safe_load.open_model or load_model_isolated
+ModelLoader = Callable[[Path], "keras.Model"]
 
 NOT_A_FOLDER = "{folder} is not a folder. A bundle is a folder holding {files}."
 MODEL_UNREADABLE = ("{file} could not be opened: {reason}. Save the model from Keras 3 with "
@@ -337,8 +329,8 @@ def inspect_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None
 def load_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> Bundle:
     """Open a bundle folder; ``BundleError`` (text = the full report) if it has any problem.
 
-    ``loader(path) -> keras.Model`` opens model.keras or model.h5 (default ``safe_load.load_model`` / ``open_model``; the
-    dashboard passes ``safe_load.load_model_isolated`` for uploads).
+    ``loader(path) -> keras.Model`` opens model.keras or model.h5 (default ``safe_load.load_model`` / ``open_model``;
+    the dashboard passes ``safe_load.load_model_isolated`` for uploads).
     """
     report, parts = _inspect(Path(path), loader)
     if not report.ok or parts is None:
@@ -551,7 +543,7 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
         report.add(MODEL_FILE, MODEL_REFUSED.format(file=MODEL_FILE, reason=str(error).strip()))
         return None
     except Exception as error:  # UnsafeModelError, a damaged zip, unknown layers, ...
-        report.add(MODEL_FILE, MODEL_UNREADABLE.format(file=MODEL_FILE, reason=one_line(error)))
+        report.add(MODEL_FILE, MODEL_UNREADABLE.format(file=MODEL_FILE, reason=first_line(error)))
         return None
     info = _ModelInfo(model=model, raw=raw)
     roles, shapes, problem = input_roles(model)

@@ -303,7 +303,8 @@ def _refine(forward, gradients, rows, result, method, panel_points, limit, max_p
             row, mine = rows[r], owners == r
             keep = np.ones(len(row.lo), bool)
             keep[chosen] = False  # the split panels are replaced by their halves
-            row.lo, row.hi, row.q, row.err, row.sums = row.lo[keep], row.hi[keep], row.q[keep], row.err[keep], row.sums[keep]
+            row.lo, row.hi, row.q = row.lo[keep], row.hi[keep], row.q[keep]
+            row.err, row.sums = row.err[keep], row.sums[keep]
             _take(row, lo[mine], hi[mine], sums[mine], q[mine], err[mine],
                   _settle_below(limit[r], max_points, panel_points))
             if abs(row.gap()) <= limit[r]:

@@ -25,11 +25,17 @@ import weakref
 from typing import Callable
 
 import numpy as np
-import tensorflow as tf
+
+from explain.core.errors import NO_TENSORFLOW
+
+try:
+    import tensorflow as tf
+except ImportError as error:  # not a base dependency (pyproject.toml): say which to install
+    raise ImportError(NO_TENSORFLOW) from error
 
 from explain.core import xla
 from explain.core.errors import AttributionError, Stopped
-from explain.core.inputs import NON_FLOAT_INPUT, input_layout  # noqa: F401  (engine.NON_FLOAT_INPUT: its old home)
+from explain.core.inputs import input_layout
 
 # Message templates (tests match them).
 NOT_TWO_INPUTS = (
@@ -92,7 +98,8 @@ class Engine:
             if spec.problem:
                 raise AttributionError(spec.problem)
         if layout.roles is None:
-            raise AttributionError(AMBIGUOUS_ROLES.format(shapes=shapes) if layout.problem == "roles" else layout.problem)
+            raise AttributionError(AMBIGUOUS_ROLES.format(shapes=shapes) if layout.problem == "roles"
+                                   else layout.problem)
         self.layout = layout
         self.specs = layout.specs
         self.keys = layout.engine_keys

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from explain.core import adaptive
 from explain.core.engine import (
     AMBIGUOUS_ROLES,
     DISCONNECTED_INPUT,
@@ -28,9 +29,8 @@ from explain.core.engine import (
     check_stop,
     engine_for,
 )
-from explain.core import adaptive
 from explain.core.errors import AttributionError
-from explain.core.inputs import NON_FLOAT_INPUT, ROLES, MeanEmbedding, input_layout  # noqa: F401
+from explain.core.inputs import ROLES, MeanEmbedding, input_layout
 from explain.core.quadrature import alphas_and_weights
 from explain.core.settings import AUTO, DEFAULT_TOLERANCE, PATHS, SPACES, Settings, parse_space, resolve_target
 
@@ -260,7 +260,8 @@ def _baseline_points(engine, spec, value, n, ids):
     key, shape = spec.key, engine.shapes[spec.key]
     if isinstance(value, MeanEmbedding):
         if spec.kind != "categorical":
-            raise AttributionError(f"baselines {key}: a mean embedding is only for a categorical input; {key!r} is numeric.")
+            raise AttributionError(f"baselines {key}: a mean embedding is only for a categorical input; "
+                                   f"{key!r} is numeric.")
         values = _as_ids(value.values, spec, engine, "baselines")
         if values.ndim != len(shape) + 1 or tuple(values.shape[1:]) != tuple(shape):
             raise _shape_error("baselines", key, values, shape, "(rows, ")
@@ -286,7 +287,8 @@ def _baseline_points(engine, spec, value, n, ids):
         if not np.isfinite(arr).all():
             flat = arr.reshape(arr.shape[0], -1)
             i = int(np.flatnonzero(~np.isfinite(flat).all(axis=1))[0])
-            raise AttributionError(NOT_FINITE.format(what="Baselines", customer=_customer_label(ids, i), role=key, where=""))
+            raise AttributionError(NOT_FINITE.format(what="Baselines", customer=_customer_label(ids, i), role=key,
+                                                     where=""))
         return arr, sampled
     lead = arr.shape[:2] if sampled else arr.shape[:1]
     vectors, _ = engine.embed({key: arr.reshape(-1, *shape)})
@@ -301,12 +303,14 @@ def _check_baselines(engine, baselines, n, ids, points, padding):
     parts, sampled = {}, {}
     for spec in _static_first(engine):
         if spec.key not in baselines:
-            raise AttributionError(MISSING_ARRAY.format(what="baselines", role=spec.key, expected=_expected_keys(engine)))
+            raise AttributionError(MISSING_ARRAY.format(what="baselines", role=spec.key,
+                                                        expected=_expected_keys(engine)))
         parts[spec.key], sampled[spec.key] = _baseline_points(engine, spec, baselines[spec.key], n, ids)
     if any(sampled.values()):
         ks = {parts[key].shape[1] for key in engine.keys if sampled[key]}
         if not all(sampled.values()) or len(ks) != 1:
-            shown = ", ".join(f"{key} {getattr(baselines[key], 'shape', type(baselines[key]).__name__)}" for key in engine.keys)
+            shown = ", ".join(f"{key} {getattr(baselines[key], 'shape', type(baselines[key]).__name__)}"
+                              for key in engine.keys)
             raise AttributionError(SAMPLE_SHAPES.format(shapes=shown))
     out = {}
     for key in engine.keys:
@@ -330,7 +334,8 @@ def _check_baselines(engine, baselines, n, ids, points, padding):
                 periods = np.flatnonzero(at_mask[i].any(axis=0))
                 raise AttributionError(BASELINE_EQUALS_MASK.format(
                     customer=_customer_label(ids, int(i)), value=float(spec.mask_value), count=len(periods),
-                    name=spec.name, positions=", ".join(str(p + 1) for p in periods[:6]) + (" ..." if len(periods) > 6 else "")))
+                    name=spec.name,
+                    positions=", ".join(str(p + 1) for p in periods[:6]) + (" ..." if len(periods) > 6 else "")))
     return out, k
 
 
@@ -345,7 +350,8 @@ def _check_finite(arrays, what, ids):
             i = int(np.flatnonzero(bad)[0])
             more = int(bad.sum()) - 1
             where = f"; {more} more customer(s) too" if more else ""
-            raise AttributionError(NOT_FINITE.format(what=what, customer=_customer_label(ids, i), role=role, where=where))
+            raise AttributionError(NOT_FINITE.format(what=what, customer=_customer_label(ids, i), role=role,
+                                                     where=where))
 
 
 # --------------------------------------------------------------------------- API
@@ -392,7 +398,8 @@ def integrated_gradients(
     categorical inputs whose role is not the default.
     """
     engine = engine_for(model, roles)
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1):
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
+                                   or batch_size < 1):
         raise AttributionError(BAD_BATCH_SIZE.format(value=batch_size))
     settings = Settings(baseline=None, steps=steps, method=method, target=target, space=space, path=path,
                         tolerance=tolerance, max_points=max_points)  # checks every setting
@@ -478,7 +485,8 @@ def _check_outputs(values, labels, where):
     bad = ~np.isfinite(values)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise AttributionError(NOT_FINITE_RESULT.format(what="outputs", customer=_customer_label(labels, i), where=where))
+        raise AttributionError(NOT_FINITE_RESULT.format(what="outputs", customer=_customer_label(labels, i),
+                                                        where=where))
 
 
 def _integrate(engine, x, b, raw, moving, settings, target, chunk, labels, should_stop=None, max_points=None):
@@ -512,14 +520,16 @@ def _integrate(engine, x, b, raw, moving, settings, target, chunk, labels, shoul
     if settings.steps != AUTO:
         alphas, weights = alphas_and_weights(settings.method, settings.steps)
         every = np.arange(rows)
-        flat, _ = gradients(every, np.broadcast_to(alphas, (rows, alphas.size)), np.broadcast_to(weights, (rows, alphas.size)))
+        flat, _ = gradients(every, np.broadcast_to(alphas, (rows, alphas.size)),
+                            np.broadcast_to(weights, (rows, alphas.size)))
         spent = Spent.fixed(rows, settings.steps)
     else:
         def forward(index, alphas):
             return engine.sweep(x, b, raw, index, alphas, target, settings.space, chunk, should_stop)
 
         limit = np.maximum(settings.tolerance * np.abs(fx - fb), ABSOLUTE_TOLERANCE)
-        flat, spent = np.zeros((rows, sum(int(np.prod(engine.point_shapes[key])) for key in moving))), Spent.fixed(rows, 0)
+        width = sum(int(np.prod(engine.point_shapes[key])) for key in moving)
+        flat, spent = np.zeros((rows, width)), Spent.fixed(rows, 0)
         group = max(1, min(rows, ADAPTIVE_MEMORY // max(1, 8 * flat.shape[1] * ADAPTIVE_PANELS_HELD)))
         for start in range(0, rows, group):  # groups of rows: the live panels' sums stay within ADAPTIVE_MEMORY
             part = np.arange(start, min(rows, start + group))
@@ -623,7 +633,8 @@ def model_problems(model, inputs: dict | None = None, baselines: dict | None = N
     """Every problem the engine would raise for ``model`` before or at its first gradient pass,
     in the words of ``integrated_gradients``: inputs it cannot attribute (an integer input
     without an Embedding, a 4-D input, roles it cannot tell), inputs connected to the output
-    without a gradient (a stop_gradient; an input the model does not use is a note: ``model_notes``), and (with ``inputs`` and ``baselines``) a baseline period equal to the mask value.
+    without a gradient (a stop_gradient; an input the model does not use is a note: ``model_notes``), and
+    (with ``inputs`` and ``baselines``) a baseline period equal to the mask value.
 
     ``baselines``: one baseline (arrays by input key) or several by name (``{"zero": {...},
     "mean": {...}}``). ``roles``: {input name: role} as ``integrated_gradients`` takes it (a
@@ -635,7 +646,8 @@ def model_problems(model, inputs: dict | None = None, baselines: dict | None = N
         return [NOT_TWO_INPUTS.format(count=layout.count, shapes=list(layout.shapes) or "(no symbolic inputs)")]
     problems = [spec.problem for spec in layout.specs if spec.problem]
     if layout.roles is None and not problems:
-        problems.append(AMBIGUOUS_ROLES.format(shapes=list(layout.shapes)) if layout.problem == "roles" else layout.problem)
+        problems.append(AMBIGUOUS_ROLES.format(shapes=list(layout.shapes)) if layout.problem == "roles"
+                        else layout.problem)
     if problems:
         return problems
     try:

@@ -39,7 +39,10 @@ NO_EMBEDDING = NON_FLOAT_INPUT + (
     " {found} Category ids that feed an Embedding layer (directly or through an IntegerLookup/StringLookup) "
     "are attributed at the embedding's output: pass the ids to an Embedding."
 )
-SHARED_EMBEDDING = "the Embedding layer {layer!r} is used by more than one input or call; give each categorical input its own Embedding."
+SHARED_EMBEDDING = (
+    "the Embedding layer {layer!r} is used by more than one input or call; "
+    "give each categorical input its own Embedding."
+)
 BAD_RANK = "input {name!r} has shape {shape}; expected a 2-D (None, S) or a 3-D (None, T, F) input."
 UNKNOWN_ROLE = "roles: {name!r} is not an input of the model; its inputs are {names}."
 BAD_ROLE = "roles: input {name!r} cannot be {role!r}: {why}."
@@ -165,7 +168,8 @@ def input_layout(model, roles: Mapping[str, str] | None = None) -> InputLayout:
             keys = None
     labels = tuple(str(k) for k in keys) if keys is not None else names
     roles = dict(roles or {})
-    problems = [UNKNOWN_ROLE.format(name=r, names=", ".join(labels)) for r in roles if r not in labels and r not in names]
+    problems = [UNKNOWN_ROLE.format(name=r, names=", ".join(labels))
+                for r in roles if r not in labels and r not in names]
     drafts = []
     for position, (tensor, shape, label) in enumerate(zip(inputs, shapes, labels)):
         draft = _describe_input(model, tensor, shape, position, label, roles.get(label, roles.get(names[position])))
@@ -289,7 +293,8 @@ def _embedding_of(model, tensor, depth: int = 0):
             continue
         if kind == "Embedding":
             if len(getattr(layer, "_inbound_nodes", [])) != 1:
-                return None, None, "It " + SHARED_EMBEDDING.format(layer=layer.name).replace("the Embedding", "feeds the Embedding", 1)
+                return None, None, "It " + SHARED_EMBEDDING.format(layer=layer.name).replace("the Embedding",
+                                                                                              "feeds the Embedding", 1)
             return layer, lookup, ""
         if hasattr(layer, "_nodes_by_depth") and depth < 3:  # a nested functional model: follow the input inside
             index = [i for i, t in enumerate(node.input_tensors) if t is current]

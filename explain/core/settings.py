@@ -25,8 +25,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from explain.core.errors import AttributionError
 from explain.core.adaptive import DEFAULT_MAX_POINTS, START_POINTS
+from explain.core.errors import AttributionError
 from explain.core.quadrature import METHODS, alphas_and_weights
 
 SPACES = ("output", "logit")
@@ -97,7 +97,8 @@ class Baseline:
 
     def __post_init__(self) -> None:
         kind, arg = self.kind, self.argument
-        if kind not in KINDS or (kind in NEEDS_ARGUMENT and arg in (None, "")) or (kind in NO_ARGUMENT and arg is not None):
+        if (kind not in KINDS or (kind in NEEDS_ARGUMENT and arg in (None, ""))
+                or (kind in NO_ARGUMENT and arg is not None)):
             raise AttributionError(BAD_SPEC.format(spec=self._text()))
         if kind in ("customer", "cohort"):
             object.__setattr__(self, "argument", str(arg))
@@ -306,7 +307,8 @@ class Settings:
             value = getattr(self, name)
             if not isinstance(value, str):
                 raise AttributionError(UNKNOWN_SETTING.format(
-                    name=name, value=value, expected=", ".join({"method": METHODS, "space": SPACES, "path": PATHS}[name])))
+                    name=name, value=value,
+                    expected=", ".join({"method": METHODS, "space": SPACES, "path": PATHS}[name])))
             put(name, PARSERS[name](value))
         steps = parse_steps(self.steps) if isinstance(self.steps, str) else self.steps
         put("steps", check_steps(steps, self.method))
@@ -359,7 +361,7 @@ class Settings:
                 "max_points": str(self.max_points)}
 
     def as_dict(self) -> dict:
-        """The settings of DESIGN.md's JSON: baseline (spec), steps, method, target, space, path."""
+        """The settings of the CLI's JSON (docs/cli.md): baseline (spec), steps, method, target, space, path."""
         out = {"baseline": str(self.baseline)} if self.baseline is not None else {}
         out.update({"steps": self.steps, "method": self.method, "target": self.target,
                     "space": self.space, "path": self.path})

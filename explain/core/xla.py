@@ -28,7 +28,13 @@ import threading
 import weakref
 
 import numpy as np
-import tensorflow as tf
+
+from explain.core.errors import NO_TENSORFLOW
+
+try:
+    import tensorflow as tf
+except ImportError as error:  # not a base dependency (pyproject.toml): say which to install
+    raise ImportError(NO_TENSORFLOW) from error
 
 BUCKETS = (1, 4, 16)  # customers per compiled call
 MAX_POINTS = 1024  # customers x alphas above which a call stays on the graph path

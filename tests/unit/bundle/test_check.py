@@ -16,7 +16,7 @@ import pytest
 from explain.bundle.load import POSITIVE_LABEL_NOTE, load_bundle, validate_bundle
 from explain.bundle.save import save_bundle
 from explain.cli import main
-from explain.core import engine, ig, labels
+from explain.core import engine, ig, inputs, labels
 from explain.core.errors import AttributionError
 from explain.core.ig import integrated_gradients
 from tests.unit.modelfile.test_safe_load import template_regex
@@ -80,7 +80,7 @@ def test_check_reports_an_integer_input_in_the_words_of_attribute(folder, capsys
     static, temporal = data()
     path = save_bundle(folder / "integer", model, np.round(static), temporal)
     code, out, _ = cli(capsys, "check", "--bundle", str(path))
-    expected = engine.NON_FLOAT_INPUT.format(role="static", name="static", dtype="int32")
+    expected = inputs.NON_FLOAT_INPUT.format(role="static", name="static", dtype="int32")
     assert code == 1 and expected in out, out
     code, _, err = cli(capsys, "attribute", "--bundle", str(path), "--customer", "0",
                        "--out", str(tmp_path / "x.json"))

@@ -33,9 +33,11 @@ def spike(center=0.7, width=1e-3, height=0.5):
 def several_steps(seed, count=6):
     """Steps at random places, of random widths and signs: f goes up and down along the path."""
     rng = np.random.default_rng(seed)
-    centers, widths, heights = rng.uniform(0.05, 0.95, count), 10 ** rng.uniform(-3.5, -2.5, count), rng.normal(0, 0.2, count)
+    centers, widths = rng.uniform(0.05, 0.95, count), 10 ** rng.uniform(-3.5, -2.5, count)
+    heights = rng.normal(0, 0.2, count)
     parts = [step(c, w, h) for c, w, h in zip(centers, widths, heights)]
-    return (lambda a: sum(f(a) for f, _ in parts) - 0.1 * count * a), (lambda a: sum(h(a) for _, h in parts) - 0.1 * count)
+    return ((lambda a: sum(f(a) for f, _ in parts) - 0.1 * count * a),
+            (lambda a: sum(h(a) for _, h in parts) - 0.1 * count))
 
 
 class Known:

@@ -50,7 +50,8 @@ def test_completeness_shrinks_with_steps(lstm, method):
 def test_delta_is_reported_exactly(lstm):
     a = explain.integrated_gradients(lstm, data(3), zero_baseline(), steps=8)
     np.testing.assert_allclose(a.delta, a.prediction - a.baseline_prediction - a.total(), atol=1e-12)
-    np.testing.assert_allclose(a.prediction, lstm.predict([data(3)["static"], data(3)["temporal"]], verbose=0)[:, 0], rtol=1e-5)
+    np.testing.assert_allclose(a.prediction, lstm.predict([data(3)["static"], data(3)["temporal"]], verbose=0)[:, 0],
+                               rtol=1e-5)
 
 
 @pytest.mark.parametrize("role, j", [("static", 2), ("temporal", 1)])
@@ -220,7 +221,8 @@ def test_target_by_name_and_multiclass():
     h = keras.layers.Concatenate()([s_in, keras.layers.LSTM(4)(t_in)])
     model = keras.Model([s_in, t_in], keras.layers.Dense(3, activation="softmax")(h))
     x = data(2)
-    a = explain.integrated_gradients(model, x, zero_baseline(), steps=32, target="stay", output_names=["churn", "stay", "downgrade"])
+    a = explain.integrated_gradients(model, x, zero_baseline(), steps=32, target="stay",
+                                     output_names=["churn", "stay", "downgrade"])
     p = model.predict([x["static"], x["temporal"]], verbose=0)
     np.testing.assert_allclose(a.prediction, p[:, 1], rtol=1e-5)
     assert a.settings.target == 1
@@ -234,7 +236,8 @@ def test_target_by_name_and_multiclass():
 def _int_input_model():
     s_in = keras.Input((S,), dtype="int32")
     t_in = keras.Input((T, F))
-    h = keras.layers.Concatenate()([keras.layers.Flatten()(keras.layers.Embedding(10, 2)(s_in)), keras.layers.LSTM(2)(t_in)])
+    h = keras.layers.Concatenate()([keras.layers.Flatten()(keras.layers.Embedding(10, 2)(s_in)),
+                                    keras.layers.LSTM(2)(t_in)])
     return keras.Model([s_in, t_in], keras.layers.Dense(1)(h))
 
 
@@ -268,14 +271,17 @@ ERROR_CASES = [
     ("text input", None, {"inputs": {"static": np.full((3, S), "x"), "temporal": np.zeros((3, T, F))}},
      "inputs static is not numeric"),
     ("missing input", None, {"inputs": {"static": np.zeros((3, S))}}, "inputs has no 'temporal' array"),
-    ("nan input", None, {"inputs": {"static": _nan(data(3)["static"], (1, 2)), "temporal": data(3)["temporal"]}, "ids": ["A", "B", "C"]},
+    ("nan input", None, {"inputs": {"static": _nan(data(3)["static"], (1, 2)), "temporal": data(3)["temporal"]},
+                         "ids": ["A", "B", "C"]},
      "Inputs contain NaN or infinite values for customer 'B' \\(static input"),
     ("inf baseline", None, {"baselines": {"static": np.zeros((1, S)), "temporal": np.full((1, T, F), np.inf)}},
      "Baselines contain NaN or infinite values for customer at row 0 \\(temporal input"),
-    ("steps zero", None, {"steps": 0}, "steps=0 is out of range for method 'gausslegendre': expected an integer from 1 to 4096"),
+    ("steps zero", None, {"steps": 0},
+     "steps=0 is out of range for method 'gausslegendre': expected an integer from 1 to 4096"),
     ("steps huge", None, {"steps": 100000}, "out of range"),
     ("steps text", None, {"steps": "many"}, "out of range"),
-    ("target high", None, {"target": 3}, "target=3 is out of range: the model has 1 output column\\(s\\), so the target must be an integer from 0 to 0"),
+    ("target high", None, {"target": 3},
+     "target=3 is out of range: the model has 1 output column\\(s\\), so the target must be an integer from 0 to 0"),
     ("target negative", None, {"target": -1}, "out of range"),
     ("target name", None, {"target": "stay"}, "target='stay' is not an output name"),
     ("method", None, {"method": "simpson"}, "method='simpson' is not valid"),

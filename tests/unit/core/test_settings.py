@@ -128,3 +128,14 @@ def test_a_bad_target_is_refused_when_resolved(target, message):
     with pytest.raises(AttributionError) as error:
         settings.resolved(OUTPUT_NAMES)
     assert message in str(error.value)
+
+
+def test_without_tensorflow_the_engine_says_what_to_install():
+    """TensorFlow is an extra (pyproject.toml): importing the engine without it names the packages to install."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['tensorflow'] = None\n"
+            "try:\n    import explain.core.engine\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert 'pip install "explain[tf-cpu]"' in out and "not installed" in out
