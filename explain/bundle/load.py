@@ -29,7 +29,6 @@ Where things are: the report and file names in ``explain.bundle.problems``, ``bu
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from explain.bundle import cache as array_cache
 from explain.bundle import objects
 from explain.bundle.checks import (  # noqa: F401 (re-exported)
     CATEGORY_IDS_FIX,
@@ -137,7 +137,6 @@ UNKNOWN_UPLOAD = ("cannot tell what the uploaded file '{name}' is. Expected a mo
                   "tables whose names contain 'static' or 'temporal' ending in .csv or .parquet, "
                   "and optionally 'bundle.json'. Rename the file.")
 DUPLICATE_UPLOAD = "the uploaded files {names} would all be {target}; upload only one of them."
-HASH_PIECE = 1 << 24  # bytes read at a time for the content hash
 UNKNOWN_ID = ("unknown customer id(s): {unknown}. Ids are text and case-sensitive; this bundle "
               "has {n} customers, for example {examples}.")
 
@@ -389,12 +388,40 @@ class _ModelInfo:
 
 
 def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[ValidationReport, Bundle | None]:
-    report = ValidationReport(path=folder)
     if not folder.is_dir():
+        report = ValidationReport(path=folder)
         report.add(str(folder), NOT_A_FOLDER.format(
             folder=folder, files=", ".join((MODEL_FILE, "static.csv", "temporal.csv"))))
         return report, None
+    cached = array_cache.read(folder)
+    if cached is not None:
+        opened = _open_cached(folder, cached, loader)
+        if opened is not None:
+            return opened
+    return _check(folder, loader)
 
+
+def _open_cached(folder: Path, cached: array_cache.Checked, loader: ModelLoader | None
+                 ) -> tuple[ValidationReport, Bundle] | None:
+    """(report, bundle) from the array cache (:mod:`explain.bundle.cache`): bundle.json and the model are
+    read again, the tables not at all. None when the model or bundle.json now has a problem: then
+    everything is checked again, and the report lists every problem."""
+    report = ValidationReport(path=folder)
+    config = read_config(folder, report)
+    model_info = _read_model(folder, report, loader)
+    layout = _model_layout(model_info, config, report)
+    plan = input_plan(config, layout, report)
+    if not report.ok or layout is None or set(cached.arrays) != set(layout.engine_keys):
+        return None
+    plan["features"] = dict(cached.features)
+    report.notes[:] = cached.notes
+    return report, _assemble(folder, config, model_info, layout, plan, cached, report)
+
+
+def _check(folder: Path, loader: ModelLoader | None) -> tuple[ValidationReport, Bundle | None]:
+    """Every check of bundle.json, the tables and the model; the bundle when there is no problem (its arrays
+    then go to the array cache)."""
+    report = ValidationReport(path=folder)
     config = read_config(folder, report)
     static_table = read_table(folder, "static", report)
     model_info = _read_model(folder, report, loader)
@@ -430,9 +457,33 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
                                     temporal_tables[key], report)
         if arrays[key] is None:
             return report, None
+    used = [model_info.path.name, static_table.path.name, *[t.path.name for t in temporal_tables.values()],
+            *([CONFIG_FILE] if config.present else [])]
+    absent = [name for table in (static_table, *temporal_tables.values()) for name in _formats(table.path.name)
+              if name != table.path.name]
+    absent += [MODEL_FILE] if model_info.path.name != MODEL_FILE else []
+    absent += [] if config.present else [CONFIG_FILE]
+    checked = array_cache.Checked(
+        ids=np.asarray(static["ids"], dtype=object), arrays=arrays, labels=static["labels"],
+        periods={key: list(temporal[key]["periods"]) for key in temporal}, features=dict(plan["features"]),
+        notes=list(report.notes), content_hash=array_cache.content_hash(folder, used))
+    bundle = _assemble(folder, config, model_info, layout, plan, checked, report)
+    array_cache.write(folder, array_cache.Sources(used, absent), checked)
+    return report, bundle
 
+
+def _formats(name: str) -> tuple[str, str]:
+    """A table's two accepted file names (CSV and Parquet)."""
+    stem = name.rsplit(".", 1)[0]
+    return f"{stem}.csv", f"{stem}.parquet"
+
+
+def _assemble(folder: Path, config: Config, model_info: _ModelInfo, layout, plan: dict,
+              checked: array_cache.Checked, report: ValidationReport) -> Bundle:
+    """The Bundle from checked arrays (just checked, or memory-mapped from the array cache)."""
+    arrays = checked.arrays
     names = {**config.display_names}
-    labels = static["labels"]
+    labels = checked.labels
     if labels is not None and config.positive_label is not None:
         if not label_values.occurs(labels, config.positive_label):  # as text and as numbers
             report.notes.append(POSITIVE_LABEL_NOTE.format(
@@ -448,22 +499,21 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
     bundle = Bundle(
         path=folder,
         model=model_info.model,
-        ids=np.asarray(static["ids"], dtype=object),
+        ids=checked.ids,
         static=static_x,
-        temporal=temporal_x if temporal_x.dtype.kind != "f" else temporal_x,
+        temporal=temporal_x,
         static_features=[c for key in static_keys for c in features[key]],
         temporal_features=list(features[first]),
         static_labels=[names.get(c, c) for key in static_keys for c in features[key]],
         temporal_labels=[names.get(c, c) for c in features[first]],
         units={c: u for c, u in config.units.items() if c in all_columns},
-        periods=list(temporal[first]["periods"]),
+        periods=list(checked.periods[first]),
         output_names=list(config.output_names or default_output_names(model_info.outputs)),
         labels=labels,
         label_name=config.label_column if labels is not None else None,
         positive_label=config.positive_label,
         risk_bands=config.risk_bands,
-        content_hash=_content_hash(model_info.path, static_table.path,
-                                   *[t.path for t in temporal_tables.values()], config.raw),
+        content_hash=checked.content_hash,
         notes=list(report.notes),
         input_roles=tuple(spec.role for spec in layout.specs),
         input_arrays={} if plain else arrays,
@@ -471,7 +521,7 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
         input_features=features,
         input_labels={key: plan["labels"][key] for key in layout.engine_keys},
         feature_labels={c: names.get(c, c) for c in all_columns},
-        input_periods={key: list(temporal[key]["periods"]) for key in temporal_keys},
+        input_periods={key: list(checked.periods[key]) for key in temporal_keys},
         temporal_padding=config.temporal_padding,
         categories={c: dict(m) for c, m in config.categories.items() if c in all_columns},
         roles={key: spec["role"] for key, spec in (config.inputs or {}).items() if "role" in spec},
@@ -491,7 +541,7 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
         if padded:
             parts.append(f"padded at the {config.temporal_padding}: {', '.join(padded)}")
         report.summary += " (" + "; ".join(parts) + ")"
-    return report, bundle
+    return bundle
 
 
 def _side_by_side(parts: list[np.ndarray]) -> np.ndarray:
@@ -561,20 +611,6 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
     else:
         info.outputs = int(outputs[0][1])
     return info
-
-
-def _content_hash(*parts: Path | bytes) -> str:
-    """sha256 of the bytes of model.keras, the static table, the temporal table(s) and bundle.json, one after
-    the other (files read a piece at a time)."""
-    digest = hashlib.sha256()
-    for part in parts:
-        if isinstance(part, bytes):
-            digest.update(part)
-            continue
-        with open(part, "rb") as handle:
-            while piece := handle.read(HASH_PIECE):
-                digest.update(piece)
-    return digest.hexdigest()
 
 
 def _checked(check, table, *args):

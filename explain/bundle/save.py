@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from explain.bundle import load as bundle_io
+from explain.bundle.cache import CACHE_DIR
 from explain.bundle.objects import (
     ID_COLUMN,
     NOT_A_BUNDLE_FOLDER,
@@ -44,8 +45,8 @@ def save_bundle(path: str | os.PathLike, model, static, temporal, *, tables: str
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         if not overwrite or not path.is_dir():
             raise ExplainError(PATH_IN_USE.format(path=path))
-        foreign = [p.name for p in path.iterdir() if p.name not in (*bundle_io.BUNDLE_FILES, "demo_metrics.json",
-                                                                     "attributions")]
+        kept = (*bundle_io.BUNDLE_FILES, "demo_metrics.json", "attributions", CACHE_DIR)
+        foreign = [p.name for p in path.iterdir() if p.name not in kept]
         if foreign:
             raise ExplainError(NOT_A_BUNDLE_FOLDER.format(path=path, examples=_examples(foreign)))
     path.parent.mkdir(parents=True, exist_ok=True)
