@@ -232,13 +232,15 @@ class _LongKeys:
         self.id_codes, self.ids = table.keys(id_col)              # (rows,), (customers,)
         period_codes, self.period_texts = table.keys(period_col)  # (rows,), (P,)
         rank = period_ranks(self.period_texts)                    # (P,) sort key of each period label
-        key = self.id_codes * len(self.period_texts) + rank[period_codes]  # (rows,)
+        key = self.id_codes.astype(np.int64) * len(self.period_texts) + rank[period_codes]  # (rows,)
         self.order = None if np.all(key[1:] >= key[:-1]) else np.argsort(key, kind="stable")  # None: in order
-        ranked = key if self.order is None else key[self.order]
+        if self.order is not None:
+            key = key[self.order]
+        repeat = key[1:] == key[:-1]                              # a (customer, period) seen on the row before
+        del key  # (rows,) int64: memory for the feature columns
         self.period_sorted = period_codes if self.order is None else period_codes[self.order]
-        self.customer_sorted = ranked // len(self.period_texts)
-        repeat = ranked[1:] == ranked[:-1]                        # a (customer, period) seen on the row before
-        duplicated = np.zeros(len(key), bool)
+        self.customer_sorted = self.id_codes if self.order is None else self.id_codes[self.order]
+        duplicated = np.zeros(len(self.id_codes), bool)
         duplicated[1:] |= repeat
         duplicated[:-1] |= repeat
         self.duplicated = duplicated if self.order is None else _unsort(duplicated, self.order)
@@ -360,24 +362,35 @@ class _LongKeys:
                 labels) -> np.ndarray | None:
         """Every feature column checked and written into (customers, T, F) in period order, a few columns
         at a time; None when a column has a problem (every column is still checked)."""
-        t_len = spec.shape[0]
+        t_len, width = spec.shape[0], len(features)
         slots = self.slots(t_len, side)
         short = bool(np.any(self.counts < t_len))
-        group = COLUMNS_AT_ONCE if spec.embedding is None else len(features)  # texts: one block, one width
+        numeric = spec.embedding is None
+        dtype = np.float64 if spec.dtype == "float64" else np.float32
+        group = COLUMNS_AT_ONCE if numeric else width  # ids or texts: one block, one width for every column
         out, ok = None, True
-        for start in range(0, len(features), group):
-            columns = [_input_column(table, column, spec, report, labels) for column in features[start:start + group]]
-            if any(column is None for column in columns):
-                ok = False
+        for start in range(0, width, group):
+            names = features[start:start + group]
+            if numeric:  # each column converted straight into its row of the block: (g, rows)
+                block = np.empty((len(names), len(self.id_codes)), dtype)
+                for j, column in enumerate(names):
+                    values, good = numeric_column(table, column, report, labels)
+                    ok = ok and good
+                    if ok:
+                        block[j] = values
+            else:
+                columns = [_input_column(table, column, spec, report, labels) for column in names]
+                ok = ok and all(column is not None for column in columns)
+                block = np.stack(columns) if ok else None
+            pa.default_memory_pool().release_unused()  # the Arrow columns just read: not kept for later reads
             if not ok:
                 continue
-            block = np.stack(columns)                              # (g, rows)
             if out is None:
                 pad = spec.mask_value or 0.0
-                if spec.embedding is not None:
+                if not numeric:
                     pad = 0 if spec.lookup is None else getattr(spec.lookup, "mask_token", None)
                     pad = 0 if pad is None else pad               # no mask token: history_array refuses short ones
-                shape = (len(self.ids), t_len, len(features))
+                shape = (len(self.ids), t_len, width)
                 out = np.full(shape, pad, dtype=block.dtype) if short else np.empty(shape, dtype=block.dtype)
             end = start + len(block)
             if slots is None:   # the rows are the grid already: (g, customers * T) -> (customers, T, g)

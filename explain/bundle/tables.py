@@ -79,7 +79,7 @@ class Table:
         return column
 
     def keys(self, name: str, keep: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """(codes (n,) int64, texts (k,) object): row r's cell as text (``cell_text``: stripped, "" when
+        """(codes (n,) int32, texts (k,) object): row r's cell as text (``cell_text``: stripped, "" when
         missing) is ``texts[codes[r]]``; each text once, in order of first appearance. Python sees only the
         distinct values, so an id column of millions of rows costs one pass of pyarrow. Kept for the next
         call unless ``keep`` is false (a feature column read as text once)."""
@@ -92,7 +92,9 @@ class Table:
                                or [np.zeros(0, np.int32)])
         # cells that differ only in spaces around them (or 5 and "5") are one text
         merged, texts = pd.factorize(np.asarray([cell_text(v) for v in distinct.to_pylist()], dtype=object))
-        found = (merged.astype(np.int64)[codes], np.asarray(texts, dtype=object))
+        found = (merged.astype(np.int32 if len(texts) < 2**31 else np.int64)[codes], np.asarray(texts, dtype=object))
+        del column, distinct, codes
+        pa.default_memory_pool().release_unused()  # the pool would keep the column's memory for the next reads
         if keep:
             self._keys[name] = found
         return found
