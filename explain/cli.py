@@ -40,7 +40,9 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: mean)")
     parser.add_argument("--steps", default="64", help="gradient evaluations per customer, or 'auto' (default 64)")
     parser.add_argument("--method", default="gausslegendre", help=f"integration rule: {' | '.join(METHODS)}")
-    parser.add_argument("--target", default="0", help="output column: index or output name (default 0)")
+    parser.add_argument("--target", default=None,
+                        help="output column: index or output name (default: the bundle's target: bundle.json "
+                             "'target', else the positive_label class, else output 0)")
     parser.add_argument("--space", default="output",
                         help="output | logit: explain the output (probability) or its logit / log-odds")
     parser.add_argument("--path", default="joint",

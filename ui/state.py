@@ -160,7 +160,7 @@ def warm_up(bundle) -> None:
     gradient functions."""
     customer = default_customer(bundle)
     if bundle.plain:  # the default view of other layouts is computed by its first visitor
-        _attributions(bundle, bundle.content_hash, (customer,), Settings().resolved(bundle.output_names).key())
+        _attributions(bundle, bundle.content_hash, (customer,), Settings().for_bundle(bundle).key())
 
 
 def _stores_fingerprint(folder: Path) -> tuple:
@@ -227,9 +227,10 @@ def _predictions(_bundle, content_hash: str) -> np.ndarray:
         return cohort.scores(_bundle, should_stop=runtime.should_stop)  # (n, K)
 
 
-def predictions(bundle, target=0) -> np.ndarray:
+def predictions(bundle, target=None) -> np.ndarray:
     """Every customer's predicted output (probability for a sigmoid/softmax model), (n,)."""
-    return _predictions(bundle, bundle.content_hash)[:, resolve_target(target, len(bundle.output_names), bundle.output_names)]
+    return _predictions(bundle, bundle.content_hash)[:, resolve_target(target, len(bundle.output_names),
+                                                                       bundle.output_names, bundle.target)]
 
 
 @st.cache_data(max_entries=32, ttl=TTL, show_spinner="Computing the delta for each rule and step count...")

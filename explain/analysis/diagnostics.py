@@ -16,7 +16,6 @@ from explain.core import ig
 from explain.core.engine import check_stop
 from explain.analysis.explainer import baseline_for, explain_customers
 from explain.core.quadrature import METHODS
-from explain.core.settings import resolve_target
 
 SWEEP_STEPS = (4, 8, 16, 32, 64, 128, 256)
 PATH_POINTS = 33
@@ -52,7 +51,7 @@ def path_profile(bundle, customer: str, settings, points: int = PATH_POINTS) -> 
     (see :func:`explain.core.ig.path_profile`); for sample:K the path to the first sampled baseline."""
     inputs = bundle.inputs_for([customer])
     base = baseline_for(bundle, inputs, settings.baseline, settings.seed)
-    target = resolve_target(settings.target, len(bundle.output_names), bundle.output_names)
+    target = settings.for_bundle(bundle).target
     return ig.path_profile(bundle.model, inputs, base, points=points, target=target, space=settings.space)
 
 

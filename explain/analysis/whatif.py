@@ -361,7 +361,7 @@ def context(bundle, customer: str, settings: Settings = Settings(), *, observed:
     (else the one the Customer page shows: the mean of a sampled baseline)."""
     inputs = bundle.inputs_for([customer])
     original = {role: np.asarray(inputs[role][0], np.float64) for role in ROLES}
-    settings = settings.resolved(bundle.output_names)
+    settings = settings.for_bundle(bundle)
     if baseline is None:
         baseline = shown_baseline(bundle, customer, settings)
     observed = observed or Observed.of(bundle)
@@ -423,7 +423,7 @@ def edited_cells(ctx: Context, inputs: dict) -> dict:
 def explain_inputs(bundle, inputs: dict, settings: Settings, ids=None, should_stop: StopCheck = None) -> Attribution:
     """IG of in-memory inputs (n, S), (n, T, F) under ``settings``; data-wide baselines come from
     the bundle (the same as :func:`explain.analysis.explainer.explain_customers` would use)."""
-    settings = settings.resolved(bundle.output_names)
+    settings = settings.for_bundle(bundle)
     attribution = integrated_gradients(
         bundle.model, inputs, baseline_for(bundle, inputs, settings.baseline, settings.seed),
         steps=settings.steps, method=settings.method, target=settings.target, space=settings.space,

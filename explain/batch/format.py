@@ -92,7 +92,7 @@ def store_settings(settings: Settings, bundle=None) -> dict:
     """The settings a store is identified by: ``Settings.identity()`` with the target resolved
     against the bundle's output names (a name and its index are the same store)."""
     if bundle is not None:
-        settings = settings.resolved(bundle.output_names)
+        settings = settings.for_bundle(bundle)
     return settings.identity()
 
 

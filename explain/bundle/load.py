@@ -50,7 +50,7 @@ from explain.bundle.roles import (  # noqa: F401 (re-exported)
 from explain.bundle.problems import (  # noqa: F401 (re-exported)
     BUNDLE_FILES, CONFIG_FILE, EXAMPLES_SHOWN, LEGACY_MODEL_FILE, MISSING_TOKENS, MODEL_FILE, Problem, ROW_CONVENTION_CSV, ROW_CONVENTION_PARQUET, TABLE_FILES, ValidationReport)
 from explain.bundle.config import (  # noqa: F401 (re-exported)
-    CONFIG_KEYS, Config, DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN, INPUTS_INCOMPLETE, INPUT_KEYS, INVALID_JSON, JSON_BAD_TYPE, JSON_DUPLICATE_FEATURE, JSON_NOT_OBJECT, JSON_UNKNOWN_COLUMN, JSON_UNKNOWN_KEY_NOTE, PADDING_SIDES, input_plan, read_config)
+    CONFIG_KEYS, Config, DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN, INPUTS_INCOMPLETE, INPUT_KEYS, INVALID_JSON, JSON_BAD_TYPE, JSON_DUPLICATE_FEATURE, JSON_NOT_OBJECT, JSON_UNKNOWN_COLUMN, JSON_UNKNOWN_KEY_NOTE, PADDING_SIDES, UNKNOWN_TARGET, default_target, input_plan, read_config)
 from explain.bundle.tables import (  # noqa: F401 (re-exported)
     AMBIGUOUS_FILE, BINARY_CSV, DUPLICATE_COLUMN, EMPTY_FILE, HEADER_SPACES_NOTE, MISSING_FILE, NOT_UTF8, NO_DATA_ROWS, RAGGED_ROWS, UNREADABLE_PARQUET, WRONG_SEPARATOR, read_table)
 from explain.bundle.checks import (  # noqa: F401 (re-exported)
@@ -94,6 +94,8 @@ class Bundle:
     label_name: str | None = None
     positive_label: Any = None
     risk_bands: tuple | None = None      # explain.core.verdict bands from bundle.json, None: the defaults
+    target: int = 0                      # the output explained by default (bundle.json 'target', see default_target)
+    period_unit: str = ""                # day | week | month | ... (bundle.json 'period_unit', else read from periods)
     content_hash: str = ""
     notes: list[str] = field(default_factory=list)
     input_roles: tuple[str, ...] = ("static", "temporal")   # roles in model.inputs order
@@ -345,10 +347,17 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
         if static and checked:
             check_same_customers(static, checked, static_table, temporal_tables[key],
                                   config.id_column, report)
+    target = 0
     if model_info and model_info.outputs is not None and config.output_names is not None:
         if len(config.output_names) != model_info.outputs:
             report.add(CONFIG_FILE, OUTPUT_NAMES_COUNT.format(
                 file=CONFIG_FILE, given=len(config.output_names), expected=model_info.outputs))
+    if model_info and model_info.outputs is not None:
+        names = list(config.output_names or default_output_names(model_info.outputs))
+        if len(names) == model_info.outputs:
+            target, problem = default_target(names, config.target, config.positive_label)
+            if problem:
+                report.add(CONFIG_FILE, problem, column="target")
 
     complete = static and temporal and all(temporal.values()) and model_info and layout is not None
     if not report.ok or not complete:
@@ -395,6 +404,7 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
         label_name=config.label_column if labels is not None else None,
         positive_label=config.positive_label,
         risk_bands=config.risk_bands,
+        target=target,
         content_hash=_content_hash(model_info.raw, static_table.raw,
                                    *[t.raw for t in temporal_tables.values()], config.raw),
         notes=list(report.notes),

@@ -142,13 +142,13 @@ def diagnostics(bundle, customer, settings=None, *, steps=None, points: int | No
     (5 rules x 7 step counts by default). ``settings``: an ``explain.Settings`` (default: mean baseline)."""
     from explain.analysis import diagnostics as diag
     from explain.analysis.report import DELTA_FINE
-    from explain.core.settings import Settings, resolve_target
+    from explain.core.settings import Settings
 
     settings = settings or Settings()
     cid = str(customer)
     sweep = diag.delta_sweep(bundle, cid, settings, steps or diag.SWEEP_STEPS)
     profile = diag.path_profile(bundle, cid, settings, points or diag.PATH_POINTS)
-    target = resolve_target(settings.target, len(bundle.output_names), bundle.output_names)
+    target = settings.for_bundle(bundle).target
     return DiagnosticsFigures(
         delta_by_steps(sweep["steps"], sweep["deltas"], tolerance=DELTA_FINE * max(abs(sweep["gap"]), 0.01),
                        title=f"Does the integral converge? Customer {cid}"),
