@@ -12,7 +12,7 @@ from ui import frame, inputs as more_inputs, jobs, pickers, show, state
 
 def cohort_page():
     bundle, choice = frame.page()
-    more_inputs.one_history_only(bundle, "Cohort", needs="one history")
+    more_inputs.one_history_only(bundle, "Cohort")
     settings = choice.settings
     st.title("Cohort")
     st.caption(show.md(f"Baseline {settings.baseline} · {settings.steps} steps · {settings.method}."))

@@ -81,7 +81,7 @@ def customer_page():
               help="prediction minus baseline prediction: what the attributions below share out")
     if not bundle.plain:  # categorical, padded or several histories: one heatmap per history
         words(attribution, bundle, settings, described, advice)
-        shown = more_inputs.customer_figures(attribution, bundle, cid)
+        shown = more_inputs.customer_figures(attribution, bundle, cid, state.baseline_arrays(bundle, cid, settings))
         st.subheader("Download")
         return downloads(attribution, bundle, cid, settings, shown)
 

@@ -4,7 +4,7 @@ import streamlit as st
 
 from explain.core import baselines
 from explain.plots import figures
-from explain.analysis import report
+from explain.analysis import cohort, report
 from explain.analysis import whatif
 from ui import frame, inputs as more_inputs, show, state
 from ui import whatif as ui
@@ -36,7 +36,8 @@ def results(bundle, cid, settings, outcome) -> list:
     units = show.units(bundle, bundle.temporal_features)
     a = outcome.attribution
     fig_o, fig_e, fig_d = figures.whatif_figures(bundle.periods, bundle.temporal_labels, a.temporal[0], a.temporal[1],
-                                                 changed=outcome.edited["temporal"], values=values, units=units)
+                                                 changed=outcome.edited["temporal"], values=values, units=units,
+                                                 padding=cohort.padding_of(a)[0])
     show.pair_and_difference(fig_o, fig_e, fig_d, keys=("whatif_original", "whatif_edited", "whatif_difference"))
     fig_s = figures.compare_static(bundle.static_labels, outcome.attribution.static[0],
                                    outcome.attribution.static[1], names=("Original", "What-if"))
@@ -72,7 +73,7 @@ def search_section(bundle, cid, settings) -> None:
 
 def whatif_page():
     bundle, choice = frame.page()
-    more_inputs.one_history_only(bundle, "What-if")
+    more_inputs.one_history_only(bundle, "What-if", needs="numbers")
     cid, settings = choice.customer, choice.settings
     st.title(f"What if… customer {show.md(cid)}")
     st.markdown(INTRO)

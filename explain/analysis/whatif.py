@@ -31,6 +31,7 @@ import dataclasses
 import json
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -345,13 +346,19 @@ class Context:
     _medians: dict = field(default_factory=dict, repr=False, compare=False)
 
     def median(self, cohort: str | None) -> dict:
-        """Per feature (and per month) median of all customers, or of the cohort with label ``cohort``."""
+        """Per feature (and per month) median of all customers, or of the cohort with label ``cohort``;
+        a month's median is over the customers with a real month there (padding is no data)."""
         if cohort not in self._medians:
             rows = (np.arange(self.bundle.n_customers) if cohort is None
                     else np.flatnonzero(labels.mask(self.bundle.labels, cohort)))
+            temporal = np.asarray(self.bundle.temporal[rows], np.float64)
+            if self.observed.mask_value is not None:
+                temporal[np.all(temporal == self.observed.mask_value, axis=2)] = np.nan
+            with warnings.catch_warnings():  # a month no customer has: NaN, and never edited (it is padding here too)
+                warnings.simplefilter("ignore", RuntimeWarning)
+                monthly = np.nanmedian(temporal, axis=0)
             self._medians[cohort] = {
-                "static": np.median(np.asarray(self.bundle.static[rows], np.float64), axis=0),
-                "temporal": np.median(np.asarray(self.bundle.temporal[rows], np.float64), axis=0)}
+                "static": np.median(np.asarray(self.bundle.static[rows], np.float64), axis=0), "temporal": monthly}
         return self._medians[cohort]
 
 
@@ -401,6 +408,7 @@ def apply(ctx: Context, scenario: Scenario) -> tuple[dict, list[str]]:
                     period=ctx.bundle.periods[month], customer=ctx.customer)))
             current = temporal[a:b + 1, edit.feature]
         wanted = np.atleast_1d(_target_values(ctx, edit, current)).astype(np.float64)
+        wanted = np.where(np.isnan(wanted), current, wanted)  # a month no other customer has data for: kept
         fitted = ctx.observed.fit(edit.role, edit.feature, wanted)
         if edit.kind != "set" and not np.allclose(fitted, wanted, rtol=0, atol=1e-9):
             low, high = ctx.observed.limits(edit.role, edit.feature)

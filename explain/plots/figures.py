@@ -381,23 +381,28 @@ def history_figure(periods, labels, values, *, baseline=None, units=None, title:
 
 
 def compare_figures(periods, features, first, second, *, names=("A", "B"), values=(None, None),
-                    units=None) -> tuple[go.Figure, go.Figure, go.Figure]:
+                    units=None, padding=(None, None)) -> tuple[go.Figure, go.Figure, go.Figure]:
     """Two heatmaps on ONE shared scale (same zmin/zmax) and their difference (first - second).
 
-    first, second: (T, F) attributions aligned by period. The difference has its own
-    symmetric scale, titled as such.
+    first, second: (T, F) attributions aligned by period; ``padding``: each one's padded periods
+    (T,) bool (or None), grey "no data"; the difference is no data where either has none. The
+    difference has its own symmetric scale, titled as such.
     """
-    first, second = np.asarray(first, np.float64), np.asarray(second, np.float64)
+    pads = [None if p is None else np.asarray(p, bool) for p in padding]
+    first, second = (np.where(p[:, None], np.nan, np.asarray(a, np.float64)) if p is not None
+                     else np.asarray(a, np.float64) for a, p in zip((first, second), pads))
     m = symmetric_limit(first, second)
     figs = [temporal_heatmap(periods, features, a, values=v, units=units, zmax=m, title=str(n), height=360,
-                             colorbar_title="Effect<br>(shared<br>scale)<br>red: raises<br>blue: lowers")
-            for a, v, n in zip((first, second), values, names)]
+                             colorbar_title="Effect<br>(shared<br>scale)<br>red: raises<br>blue: lowers", padding=p)
+            for a, v, n, p in zip((first, second), values, names, pads)]
     figs[0].update_traces(showscale=False)  # the same scale as the second one's colorbar
+    either = None if pads[0] is None and pads[1] is None else np.logical_or(*(
+        p if p is not None else np.zeros(len(periods), bool) for p in pads))
     diff = first - second
     figs.append(temporal_heatmap(
         periods, features, diff, units=units, zmax=symmetric_limit(diff), height=360,
         title=f"Difference: {names[0]} minus {names[1]} (own scale)",
-        colorbar_title="Difference<br>red: first higher<br>blue: second higher"))
+        colorbar_title="Difference<br>red: first higher<br>blue: second higher", padding=either))
     return figs[0], figs[1], figs[2]
 
 
@@ -677,17 +682,18 @@ def cohort(a, bundle, *, bands=None) -> CohortFigures:
 
 
 def whatif_figures(periods, features, original, edited, *, changed=None, values=(None, None), units=None,
-                   names=("Original", "What-if")) -> tuple[go.Figure, go.Figure, go.Figure]:
+                   names=("Original", "What-if"), padding=None) -> tuple[go.Figure, go.Figure, go.Figure]:
     """The original's and the edited customer's heatmaps on ONE shared symmetric scale, and the
     change (edited minus original) on its own; ``changed`` (T, F) bool outlines the edited cells.
 
-    original, edited: (T, F) attributions; values: their raw values (T, F) for the hover text.
+    original, edited: (T, F) attributions; values: their raw values (T, F) for the hover text;
+    ``padding`` (T,) bool: the customer's padded periods (never edited), grey "no data" in all three.
     """
     fig_edited, fig_original, fig_change = compare_figures(
         periods, features, edited, original, names=(names[1], names[0]), values=(values[1], values[0]),
-        units=units)
+        padding=(padding, padding), units=units)
     fig_original.update_traces(showscale=False)
-    fig_edited.update_traces(showscale=True)
+    fig_edited.update_traces(showscale=True, selector=lambda trace: trace.name != "no data")
     fig_change.update_layout(title_text=esc(f"Change: {names[1]} minus {names[0]} (own scale)"))
     fig_change.update_traces(colorbar_title_text="Change<br>red: the edit<br>raised the effect<br>"
                                                  "blue: lowered it", selector=dict(type="heatmap"))
