@@ -308,7 +308,7 @@ def load_bundle_from_uploads(files: Mapping[str, bytes], workdir: str | os.PathL
     for stale in BUNDLE_FILES:
         (folder / stale).unlink(missing_ok=True)
     for target, names in targets.items():
-        write_bytes_atomic(folder / target, bytes(files[names[0]]))
+        write_bytes_atomic(folder / target, bytes(files[names[0]]), readable=False)  # the server's copy: private
     return load_bundle(folder, loader=loader)
 
 

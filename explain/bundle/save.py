@@ -16,6 +16,7 @@ from explain.bundle import load as bundle_io
 from explain.bundle.objects import (ID_COLUMN, NOT_A_BUNDLE_FOLDER, PATH_IN_USE, PERIOD_COLUMN, SAVED_BUT_INVALID,
                                     TABLE_FORMATS, UNKNOWN_TABLE_FORMAT, _examples, gather)
 from explain.core.errors import BundleError, ExplainError
+from explain.core.files import make_readable
 
 
 def save_bundle(path: str | os.PathLike, model, static, temporal, *, tables: str = "parquet",
@@ -40,7 +41,7 @@ def save_bundle(path: str | os.PathLike, model, static, temporal, *, tables: str
         if foreign:
             raise ExplainError(NOT_A_BUNDLE_FOLDER.format(path=path, examples=_examples(foreign)))
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
+    staging = make_readable(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))  # not 0700
     try:
         _write(staging, fields, tables)
         report = bundle_io.validate_bundle(staging)
