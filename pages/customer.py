@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from explain.core import baselines
+from explain.core import baselines, periods
 from explain.plots import figures
 from explain.analysis import report
 from explain.plots import html as html_report
@@ -16,15 +16,16 @@ LEGEND = ("Each bar and cell is a share of the difference between this customer'
           "All shares add up to the difference; the badge says how closely.")
 
 
-def how_to_read(baseline, advice: str) -> None:
+def how_to_read(baseline, advice: str, said) -> None:
     # lazy: the text is made and sent only while the expander is open (a customer switch sends none of it)
     box = st.expander("How to read this", icon=":material/help:", key="how_to_read", on_change="rerun")
     if not box.open:
         return
     with box:
         st.markdown(show.md(report.HOW_TO_READ))
-        st.markdown(f"**The baseline here** ({show.md(baseline)}): {show.md(baselines.describe(baseline))}")
-        st.markdown("**The heatmap**: periods run left to right, one row per monthly feature. Hover a cell for "
+        st.markdown(f"**The baseline here** ({show.md(baseline)}): "
+                    f"{show.md(baselines.describe(baseline, unit=said.unit))}")
+        st.markdown(f"**The heatmap**: {said.units} run left to right, one row per {said.adjective} feature. Hover a cell for "
                     "the customer's value, the baseline's value and the attribution. The bars above sum each "
                     "period over features; the bars on the right sum each feature over periods.")
         st.markdown(f"**The badge**: {show.md(advice)} When it is not 'fine', raise the steps in the sidebar "
@@ -36,7 +37,7 @@ def words(attribution, bundle, settings, described, advice) -> None:
     st.info(show.md(report.summary_text(attribution, bundle, 0)), icon=":material/summarize:")
     st.markdown(LEGEND)
     st.markdown(f"**Compared with** ({show.md(settings.baseline)} baseline): {described}")
-    how_to_read(settings.baseline, advice)
+    how_to_read(settings.baseline, advice, periods.words(bundle))
 
 
 def downloads(attribution, bundle, cid, settings, figs) -> None:
@@ -79,6 +80,8 @@ def customer_page():
     m2.metric(f"Baseline prediction{unit}", f"{fb:.3f}", help=described)
     m3.metric("Difference explained", f"{fx - fb:+.3f}",
               help="prediction minus baseline prediction: what the attributions below share out")
+    if close := report.close_baseline_note(fx, fb):
+        st.warning(show.md(close), icon=":material/compare_arrows:")
     if not bundle.plain:  # categorical, padded or several histories: one heatmap per history
         words(attribution, bundle, settings, described, advice)
         shown = more_inputs.customer_figures(attribution, bundle, cid, state.baseline_arrays(bundle, cid, settings))
@@ -86,16 +89,17 @@ def customer_page():
         return downloads(attribution, bundle, cid, settings, shown)
 
     base = state.baseline_arrays(bundle, cid, settings)
+    said = periods.words(bundle)
     units_s, units_t = show.units(bundle, bundle.static_features), show.units(bundle, bundle.temporal_features)
     (fig_panel, fig_static, fig_history), shown = speed.figures(bundle, "customer", cid, settings, lambda: (
         figures.temporal_panel_spec(bundle.periods, bundle.temporal_labels, attribution.temporal[0],
                                values=inputs["temporal"][0], baseline=base["temporal"], units=units_t,
-                               title="Monthly features: effect of each feature in each period"),
+                               title=f"{said.adjective.capitalize()} features: effect of each feature in each period"),
         figures.static_bars_spec(bundle.static_labels, attribution.static[0], inputs["static"][0],
                             units=units_s, baseline=base["static"], title="Static features (label: the customer's value)"),
         figures.history_spec(bundle.periods, bundle.temporal_labels, inputs["temporal"][0],
                                baseline=base["temporal"], units=units_t, columns=2,
-                               title="The customer's monthly history (dashed: the baseline)")))
+                               title=f"The customer's {said.adjective} history (dashed: the baseline)")))
     show.plot(shown[0], key="temporal_heatmap")
     speed.heatmap_first()
     words(attribution, bundle, settings, described, advice)
@@ -111,7 +115,8 @@ def customer_page():
 
     st.subheader("Download")
     downloads(attribution, bundle, cid, settings,
-              [("Monthly features", fig_panel), ("Static features", fig_static), ("History", fig_history)])
+              [(f"{said.adjective.capitalize()} features", fig_panel), ("Static features", fig_static),
+               ("History", fig_history)])
 
 
 with show.guard():

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from explain.analysis import cohort
-from explain.core import baselines
+from explain.core import baselines, periods
 from explain.plots import figures
 from ui import show
 
@@ -16,7 +16,7 @@ INPUTS_HELP = (
     "**Inputs of this model.** Every 2-D input is static-like, every 3-D input a history. Category ids "
     "that feed an Embedding are explained at the embedding's output and reported per original feature "
     "(the embedding's attribution summed over its dimensions); their baseline is a category, or the mean "
-    "embedding, as the baseline's words say. Padded months of a history (a Masking layer, or id 0 with "
+    "embedding, as the baseline's words say. Padded periods of a history (a Masking layer, or id 0 with "
     "mask_zero) stay padding all along the path: they get no attribution, are drawn grey (\"no data\") in "
     "every heatmap and are empty in the downloads."
 )
@@ -90,7 +90,8 @@ def customer_figures(attribution, bundle, cid, base: dict) -> list[tuple[str, ob
     fig_history = figures.history_figure(
         bundle.periods, bundle.temporal_labels, values, baseline=baseline,
         units=show.units(bundle, bundle.temporal_features), columns=2,
-        title=f"The customer's history (dashed: the baseline{'; gaps: no data' if pad.any() else ''})")
+        title=f"The customer's {periods.words(bundle).adjective} history (dashed: the baseline"
+              f"{'; gaps: no data' if pad.any() else ''})")
     left, right = st.columns(2)
     with left:
         show.plot(fig_static, key="static_bars")
@@ -102,7 +103,8 @@ def customer_figures(attribution, bundle, cid, base: dict) -> list[tuple[str, ob
 def baseline_words(bundle, settings) -> str:
     """What the baseline is, with what categorical and padded inputs are set to."""
     layout = None if bundle.plain else bundle.layout
-    return baselines.describe(settings.baseline, layout=layout, categorical=settings.categorical)
+    return baselines.describe(settings.baseline, layout=layout, categorical=settings.categorical,
+                              unit=periods.words(bundle).unit)
 
 
 def overview(bundle) -> None:

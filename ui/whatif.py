@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from explain.core import labels
+from explain.core import labels, periods
 from explain.analysis import report
 from explain.plots import html as html_report
 from explain.analysis import whatif
@@ -132,9 +132,11 @@ def quick_ui(bundle, cid, settings, scenario) -> None:
                "scale": "its own values multiplied by k"}
     with st.form("wi_quick", border=False):  # callbacks, not return values: they survive the frame's rerun
         c1, c2, c3, c4 = st.columns([2, 3, 3, 1])
-        c1.selectbox("Monthly feature", range(bundle.n_temporal), format_func=bundle.temporal_labels.__getitem__,
-                     key="wi_q_feature")
-        c2.select_slider("Months", bundle.periods, value=(bundle.periods[-3], bundle.periods[-1]), key="wi_q_months")
+        said = periods.words(bundle)
+        recent = bundle.periods[-min(said.recent, bundle.n_periods)]  # the recent window: 30 days, 4 weeks, 3 months
+        c1.selectbox(f"{said.adjective.capitalize()} feature", range(bundle.n_temporal),
+                     format_func=bundle.temporal_labels.__getitem__, key="wi_q_feature")
+        c2.select_slider(said.units.capitalize(), bundle.periods, value=(recent, bundle.periods[-1]), key="wi_q_months")
         c3.selectbox("Set to", list(actions), format_func=actions.get, key="wi_q_action")
         c4.number_input("k", min_value=0.0, max_value=whatif.MAX_SCALE, value=0.5, step=0.1, key="wi_q_k")
         st.form_submit_button("Apply this edit", icon=":material/edit:", on_click=_quick_edit,

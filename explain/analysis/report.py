@@ -13,12 +13,21 @@ import pandas as pd
 from explain.core import verdict
 from explain.core.errors import ExplainError
 from explain.core.files import write_atomic  # noqa: F401  (report.write_atomic: its old home)
+from explain.core.periods import Words, unit_of
+from explain.core.periods import words as periods_words
 from explain.core.text import unit_after
 
 LONG_COLUMNS = ["customer_id", "input", "period", "feature", "value", "attribution"]
 SUMMARY_COLUMNS = ["customer_id", "prediction", "baseline_prediction", "delta", "steps"]
 OUTPUT_SUFFIXES = (".json", ".csv", ".parquet")
 BAD_SUFFIX = "Output file {path!r} must end in one of {suffixes}: the suffix picks the format."
+
+CLOSE_BASELINE = 0.02  # |f(x) - f(b)| below this: the baseline scores (almost) like the customer
+CLOSE_BASELINE_NOTE = (
+    "The baseline's prediction ({fb:.3f}) is within {limit:g} of this customer's ({fx:.3f}): there is almost no "
+    "difference for the attributions to share out, so every effect is small whatever drives the score. Compare "
+    "with a baseline that scores differently (for example a cohort of customers with the other label, or zero)."
+)
 
 # Delta badge: |delta| relative to |f(x) - f(b)| (at least 0.01 of it, so tiny differences do not alarm).
 DELTA_FINE = 0.01
@@ -90,7 +99,8 @@ def input_views(bundle) -> list[InputView]:
     input with its display name, columns and (histories) periods."""
     if getattr(bundle, "plain", True):
         return [InputView("static", "static", "Static features", list(bundle.static_features), None),
-                InputView("temporal", "temporal", "Monthly features", list(bundle.temporal_features),
+                InputView("temporal", "temporal", f"{periods_words(bundle).adjective.capitalize()} features",
+                          list(bundle.temporal_features),
                           list(bundle.periods))]
     return [InputView(spec.key, spec.role, bundle.input_labels.get(spec.key, spec.key),
                       list(bundle.input_features[spec.key]),
@@ -227,6 +237,13 @@ def write_attributions(path, attribution, bundle, ids, request=None) -> Path:
 # ----------------------------------------------------------------------------- words
 
 
+def close_baseline_note(prediction: float, baseline_prediction: float) -> str | None:
+    """The warning when the baseline's prediction is within ``CLOSE_BASELINE`` of the customer's, else None."""
+    if abs(prediction - baseline_prediction) > CLOSE_BASELINE + 1e-12:  # within: 0.02 itself is warned about
+        return None
+    return CLOSE_BASELINE_NOTE.format(fx=prediction, fb=baseline_prediction, limit=CLOSE_BASELINE)
+
+
 def delta_status(delta: float, prediction: float, baseline_prediction: float) -> tuple[str, str]:
     """('fine' | 'check' | 'too few steps', advice) for one customer's completeness gap."""
     scale = max(abs(prediction - baseline_prediction), 0.01)
@@ -242,10 +259,11 @@ def delta_status(delta: float, prediction: float, baseline_prediction: float) ->
     )
 
 
-def contributions(attribution, bundle, i: int, recent: int = 3, static_values=None) -> list[tuple[str, float]]:
+def contributions(attribution, bundle, i: int, recent: int | None = None, static_values=None) -> list[tuple[str, float]]:
     """(phrase, attribution) items for customer ``i``: each static feature (with its value
     when ``static_values`` (S,) is given), and each temporal feature split into its last
-    ``recent`` periods and the periods before; largest first."""
+    ``recent`` periods (default: the bundle's period's recent window, ``explain.core.periods``:
+    30 days, 4 weeks, 3 months) and the periods before; largest first."""
     labels = list(bundle.static_labels)
     if static_values is not None:
         units = [bundle.units.get(c, "") for c in bundle.static_features]
@@ -259,10 +277,13 @@ def contributions(attribution, bundle, i: int, recent: int = 3, static_values=No
         names = (bundle.temporal_labels if getattr(bundle, "plain", True)
                  else [bundle.feature_labels.get(c, c) for c in view.features])
         attr = np.asarray(attribution.inputs[view.key][i], np.float64).reshape(len(view.periods), -1)
-        periods, last_n = view.periods, min(recent, len(view.periods))
+        # the bundle's period words for its first history, else read from this history's labels
+        said = periods_words(bundle) if list(view.periods) == list(bundle.periods) else Words(unit_of(view.periods))
+        periods, last_n = view.periods, min(said.recent if recent is None else recent, len(view.periods))
         for j, label in enumerate(names):
             column = attr[:, j]
-            last = f"in the last {last_n} periods ({periods[-last_n]} to {periods[-1]})"
+            last = (f"in the last {said.count(last_n)} ({periods[-last_n]} to {periods[-1]})" if last_n > 1
+                    else f"in the last {said.unit} ({periods[-1]})")
             items.append((f"{label} {last}", float(column[-last_n:].sum())))
             if len(periods) > last_n:
                 items.append((f"{label} before {periods[-last_n]}", float(column[:-last_n].sum())))

@@ -58,15 +58,15 @@ BAD_SCENARIO = ("The what-if scenario {text!r} was not used: {problem}. A scenar
                 "feature 1 set to the baseline), 't1@9-11=med' (to the median), 't0@0-11*0.5' (scaled by 0.5).")
 BAD_EDIT = "the edit {edit!r} {problem}"
 UNKNOWN_FEATURE = "names {role} feature {index}, but the bundle has {count} ({first} to {last})"
-BAD_PERIODS = "names months {a} to {b}, but the history has months 0 to {last} (first month first)"
+BAD_PERIODS = "names periods {a} to {b}, but the history has periods 0 to {last} (first period first)"
 OUT_OF_RANGE = "sets {feature} to {value:g}, outside the range observed in the data ({low:g} to {high:g})"
 NOT_A_CATEGORY = "sets {feature} to {value:g}, which is not one of the values observed in the data ({values})"
 BAD_SCALE = f"scales by {{k}}; the factor must be a number from 0 to {MAX_SCALE:g}"
 SCALE_CATEGORY = "scales {feature}, a feature with a few observed values ({values}); set one of them instead"
 UNKNOWN_COHORT = "takes the median of the customers whose {label} is {value!r}, but no customer has that label"
 NO_LABELS = "takes the median of a cohort, but this bundle has no label column (use '=med' for all customers)"
-PADDED = ("edits month {period} of customer {customer}, which is padding (no data; the model skips it). Edit "
-          "the customer's real months only")
+PADDED = ("edits period {period} of customer {customer}, which is padding (no data; the model skips it). Edit "
+          "the customer's real periods only")
 TOO_MANY = f"has {{count}} edits; at most {MAX_EDITS} are allowed"
 TOO_LONG = f"is {{count}} characters long; at most {MAX_TEXT} are allowed"
 _EDIT = re.compile(r"^(?P<role>[st])(?P<feature>\d+)(?:@(?P<a>\d+)(?:-(?P<b>\d+))?)?"
@@ -266,14 +266,14 @@ def parse_edit(text: str, bundle, observed: Observed) -> Edit:
     periods = None
     if role == "temporal":
         if match["a"] is None:
-            fail("names a monthly feature without its months (add @first-last, for example @9-11)")
+            fail("names a history feature without its periods (add @first-last, for example @9-11)")
         a = int(match["a"])
         b = int(match["b"]) if match["b"] is not None else a
         if not 0 <= a <= b < bundle.n_periods:
             fail(BAD_PERIODS.format(a=a, b=b, last=bundle.n_periods - 1))
         periods = (a, b)
     elif match["a"] is not None:
-        fail("gives months for a static feature")
+        fail("gives periods for a static feature")
     name = names[j]
     categories = observed.static_categories[j] if role == "static" else None
     if match["k"] is not None:

@@ -41,6 +41,7 @@ import pandas as pd
 from explain.core import labels as label_values
 from explain.core.errors import BundleError, ExplainError, UnsafeModelError
 from explain.core.inputs import input_layout
+from explain.core.periods import unit_of
 from explain.core.text import examples as _examples
 from explain.core.text import one_line
 from explain.core.files import write_bytes_atomic
@@ -125,6 +126,8 @@ class Bundle:
             object.__setattr__(self, "temporal_labels", list(self.temporal_features))
         if not self.periods:
             object.__setattr__(self, "periods", [f"t{i + 1}" for i in range(self.n_periods)])
+        if not self.period_unit:
+            object.__setattr__(self, "period_unit", unit_of(self.periods))
         if not self.output_names:
             object.__setattr__(self, "output_names", default_output_names(output_width(self.model)))
         object.__setattr__(self, "_positions", {str(i): k for k, i in enumerate(self.ids)})
@@ -405,6 +408,7 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
         positive_label=config.positive_label,
         risk_bands=config.risk_bands,
         target=target,
+        period_unit=config.period_unit or "",
         content_hash=_content_hash(model_info.raw, static_table.raw,
                                    *[t.raw for t in temporal_tables.values()], config.raw),
         notes=list(report.notes),

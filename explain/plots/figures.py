@@ -37,6 +37,7 @@ from explain.plots.style import signed_colours as _signed_colours
 from explain.plots.style import styled as _styled
 from explain.plots.style import units_for as _units_for
 from explain.core.text import unit_after
+from explain.core.periods import words as periods_words
 
 NO_DATA = "#d4d4d4"  # padded periods of a history: drawn grey, "no data"
 NO_DATA_TEXT = "no data (padding)"
@@ -567,9 +568,11 @@ def _units(bundle, names) -> list:
     return [bundle.units.get(c) for c in names]
 
 
-def heatmap(a, bundle, customer=0, *, ids=None, baseline=None,
-            title: str | None = "Monthly features: effect of each feature in each period") -> go.Figure:
-    """The Customer page's period x feature heatmap with its totals per period and per feature."""
+def heatmap(a, bundle, customer=0, *, ids=None, baseline=None, title: str | None = "") -> go.Figure:
+    """The Customer page's period x feature heatmap with its totals per period and per feature
+    (``title`` "": "Monthly features: effect of each feature in each period", in the bundle's period)."""
+    if title == "":
+        title = f"{periods_words(bundle).adjective.capitalize()} features: effect of each feature in each period"
     row, cid = customer_row(a, bundle, customer, ids)
     base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
     return temporal_panel(bundle.periods, bundle.temporal_labels, a.temporal[row],
@@ -583,7 +586,7 @@ def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None) -> list[
     ("no data"): one for a plain bundle (``heatmap``), one per history for more inputs."""
     row, cid = customer_row(a, bundle, customer, ids)
     if getattr(bundle, "plain", True):
-        title = "Monthly features: effect of each feature in each period"
+        title = f"{periods_words(bundle).adjective.capitalize()} features: effect of each feature in each period"
         return [(title, heatmap(a, bundle, row, ids=ids, baseline=baseline, title=title))]
     values = bundle.inputs_for([cid])
     out = []
@@ -594,7 +597,10 @@ def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None) -> list[
         attr = np.asarray(a.inputs[spec.key][row], np.float64).reshape(len(bundle.input_periods[spec.key]), -1)
         own = np.asarray(values[spec.key][0])
         own = own.reshape(attr.shape).astype(np.float64) if own.dtype.kind in "fiub" else None
-        title = f"{bundle.input_labels.get(spec.key, spec.key)}: effect of each feature in each period"
+        label = bundle.input_labels.get(spec.key, spec.key)
+        if label == spec.key == "temporal":  # no display name: the history by its period ("Weekly features")
+            label = f"{periods_words(bundle).adjective.capitalize()} features"
+        title = f"{label}: effect of each feature in each period"
         if spec.kind == "categorical":
             title += " (category ids, summed over the embedding)"
         out.append((title, temporal_panel(
@@ -638,8 +644,11 @@ def static(a, bundle, customer=0, *, ids=None, baseline=None,
 
 
 def history(a, bundle, customer=0, *, ids=None, baseline=None, columns: int = 2,
-            title: str | None = "The customer's monthly history (dashed: the baseline)") -> go.Figure:
-    """The Customer page's raw monthly history of the customer, one small chart per feature."""
+            title: str | None = "") -> go.Figure:
+    """The Customer page's raw history of the customer, one small chart per feature (``title`` "":
+    "The customer's monthly history (dashed: the baseline)", in the bundle's period)."""
+    if title == "":
+        title = f"The customer's {periods_words(bundle).adjective} history (dashed: the baseline)"
     row, cid = customer_row(a, bundle, customer, ids)
     base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
     return history_figure(bundle.periods, bundle.temporal_labels, bundle.inputs_for([cid])["temporal"][0],

@@ -10,6 +10,7 @@ from explain.analysis.report import HOW_TO_READ, delta_status, settings_dict, su
 from explain.core import baselines, verdict
 from explain.core.errors import ExplainError
 from explain.core.files import write_atomic
+from explain.core.periods import words as periods_words
 from explain.core.text import unit_after
 from explain.plots import figures
 
@@ -42,7 +43,7 @@ def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), 
                      float(attribution.delta[i]))
     status, advice = delta_status(delta, fx, fb)
     try:
-        baseline_text = baselines.describe(settings.get("baseline", ""))
+        baseline_text = baselines.describe(settings.get("baseline", ""), unit=periods_words(bundle).unit)
     except ExplainError:
         baseline_text = ""
     parts = [
@@ -103,7 +104,8 @@ def html(attribution, bundle, customer=0, path=None, *, ids=None, baseline=None)
     if isinstance(baseline, str):
         settings = settings.replace(baseline=baseline)
     figs = [(heading, build(attribution, bundle, row, ids=ids, baseline=baseline)) for heading, build in (
-        ("Monthly features", figures.heatmap), ("Static features", figures.static), ("History", figures.history))]
+        (f"{periods_words(bundle).adjective.capitalize()} features", figures.heatmap), ("Static features", figures.static),
+        ("History", figures.history))]
     text = html_report(attribution, bundle, figures.attribution_ids(attribution, bundle, ids), row,
                        settings if settings.baseline is not None else None, figs)
     if path is not None:

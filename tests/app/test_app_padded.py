@@ -115,3 +115,28 @@ def test_customer_page_draws_the_history_with_gaps_at_the_padded_weeks(folder, m
     for line in customer + baseline:
         assert np.array_equal(np.isnan(line), gap)
     assert (baseline[0][~gap] > 0.05).all()  # the baseline's real weeks: the mean over real weeks, not 0
+
+
+def test_customer_page_speaks_weeks_and_warns_when_the_baseline_scores_like_the_customer(folder, monkeypatch):
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
+    short = padded.short_customers(folder)[0]
+    at = app({"customer": short, "baseline": f"customer:{short}"})  # the customer against itself: 0 apart
+    assert not errors(at), errors(at)
+    warnings = [plain(w.value) for w in at.warning]
+    assert any("is within 0.02 of this customer's" in w for w in warnings), warnings
+    text = " ".join(plain(m.value) for m in at.markdown) + " ".join(plain(i.value) for i in at.info)
+    assert "month" not in text.lower()  # weekly data: no months, no 'monthly'
+    from explain.analysis.explainer import explain_customers
+    from explain.bundle.load import load_bundle
+    from explain.core.settings import Settings
+
+    shorts = padded.short_customers(folder)
+    a = explain_customers(load_bundle(folder), shorts, Settings())
+    apart = shorts[int(np.argmax(np.abs(a.prediction - a.baseline_prediction)))]
+    assert abs(a.prediction - a.baseline_prediction).max() > 0.05
+    at = app({"customer": apart, "baseline": "mean"})
+    assert not any("within 0.02" in plain(w.value) for w in at.warning)
+    words = next(plain(m.value) for m in at.markdown if m.value.startswith("**Compared with**"))
+    assert "each weekly feature at its mean over all customers and weeks" in words
+    assert "Weeks that are padding" in words and "the baseline is as short" in words
+    assert "weekly history" in charts(at)["history"]["layout"]["title"]["text"]
