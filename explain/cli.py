@@ -7,7 +7,6 @@ says what and how to fix it; never a traceback).
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from explain.core.errors import ExplainError  # noqa: E402
 from explain.core.quadrature import METHODS  # noqa: E402
 from explain.core.settings import DEFAULT_TOLERANCE, PARSERS, Settings  # noqa: E402
 from explain.core.text import one_line  # noqa: E402
+from explain.modelfile.config import TRUST_CODE_HINT, custom_code_refused  # noqa: E402
 
 CUSTOMERS_FILE_MISSING = "The customers file {path} does not exist (--customers-file: one customer id per line)."
 CUSTOMERS_FILE_UNREADABLE = "The customers file {path} cannot be read as UTF-8 text ({why})."
@@ -148,12 +148,12 @@ def model_loader(args):
     badge) and opens the model with FILE's Keras objects; a bundle given on the command line only."""
     if not getattr(args, "trust_code", None):
         return None
-    from explain.modelfile import safe_load
+    from explain.bundle.load import trusted_loader
     from explain.modelfile import trust
 
-    trusted = trust.load_trusted_code(args.trust_code)
-    print(trusted.badge, file=sys.stderr)
-    return functools.partial(safe_load.open_model, trusted=trusted)
+    loader = trusted_loader(args.trust_code)
+    print(trust.load_trusted_code(args.trust_code).badge, file=sys.stderr)  # imported once: the same object
+    return loader
 
 
 def cmd_check(args) -> int:
@@ -166,6 +166,8 @@ def cmd_check(args) -> int:
         for message in model_problems(bundle):
             report.add(model_file, message)
     print(report.format())
+    if not report.ok and not args.trust_code and custom_code_refused(report.format()):
+        print(TRUST_CODE_HINT)
     return 0 if report.ok else 1
 
 
@@ -252,6 +254,8 @@ def main(argv=None) -> int:
                 "faithfulness": cmd_faithfulness, "serve": cmd_serve}[args.command](args)
     except ExplainError as error:
         print(f"error: {error}", file=sys.stderr)
+        if hasattr(args, "trust_code") and not args.trust_code and custom_code_refused(str(error)):
+            print(TRUST_CODE_HINT, file=sys.stderr)  # the command line only: an upload never gets this
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -29,6 +29,7 @@ Where things are: the report and file names in ``explain.bundle.problems``, ``bu
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -45,7 +46,7 @@ from explain.core.periods import unit_of
 from explain.core.text import examples as _examples
 from explain.core.text import one_line
 from explain.core.files import write_bytes_atomic
-from explain.bundle import objects
+from explain.bundle import many, objects
 from explain.bundle.roles import (  # noqa: F401 (re-exported)
     MODEL_INPUTS, MODEL_OUTPUT, OUTPUT_NAMES_COUNT, output_width, default_output_names, input_roles, model_roles)
 from explain.bundle.problems import (  # noqa: F401 (re-exported)
@@ -191,10 +192,20 @@ class Bundle:
             input_roles=roles)
 
     @classmethod
-    def from_objects(cls, model: "keras.Model", static, temporal, **names) -> "Bundle":
+    def from_objects(cls, model: "keras.Model", static, temporal=None, *, trust_code=None, **names) -> "Bundle":
         """An in-memory bundle from a model, a DataFrame or (n, S) array and an (n, T, F) array
-        or long DataFrame, every argument checked (see :mod:`explain.bundle.objects`)."""
-        return cls(path=None, **objects.fields(model, static, temporal, **names))
+        or long DataFrame, every argument checked (see :mod:`explain.bundle.objects`); or from
+        ``(model, inputs)`` for any model (:mod:`explain.bundle.many`: a dict {input name: array
+        or DataFrame} or a list in the model's input order), read back as ``load_bundle`` reads
+        the folder ``save_bundle`` writes (through a temporary folder), holding ``model`` itself."""
+        if temporal is None and many.is_inputs(static):
+            return _from_inputs(model, static, trust_code, names)
+        extra = {key: names.pop(key) for key in ("target", "period_unit") if names.get(key) is not None}
+        fields = objects.fields(model, static, temporal, **names)
+        target, problem = default_target(fields["output_names"], extra.get("target"))
+        if problem:
+            raise BundleError(f"target: {problem}", [])
+        return cls(path=None, target=target, period_unit=extra.get("period_unit", ""), **fields)
 
     # ---- sizes ----
     @property
@@ -251,6 +262,31 @@ class Bundle:
                 unknown=_examples(unknown), n=self.n_customers,
                 examples=_examples(self.ids[:3].tolist(), limit=3, more=False)))
         return [self._positions[key] for key in keys]
+
+
+def _from_inputs(model, inputs, trust_code, names: dict) -> Bundle:
+    """``Bundle.from_objects(model, inputs)``: the folder ``many.write_folder`` writes, loaded, with
+    ``model`` itself (and its input layout) in place of the copy read back; no path, no content hash."""
+    import tempfile
+
+    loader = trusted_loader(trust_code)
+    with tempfile.TemporaryDirectory(prefix="explain-objects-") as folder:
+        many.write_folder(Path(folder), model, inputs, "parquet", **names)
+        bundle = load_bundle(folder, loader=loader)
+    layout = input_layout(model, bundle.roles or None)
+    return dataclasses.replace(bundle, path=None, model=model, layout=layout, content_hash="")
+
+
+def trusted_loader(trust_code) -> ModelLoader | None:
+    """The model loader for the owner's trusted file ``trust_code`` (``--trust-code``; it is imported and
+    runs), or None without one. Never for uploads."""
+    if not trust_code:
+        return None
+    import functools
+
+    from explain.modelfile import safe_load, trust
+
+    return functools.partial(safe_load.open_model, trusted=trust.load_trusted_code(trust_code))
 
 
 def validate_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> ValidationReport:
