@@ -55,7 +55,8 @@ def compare_page():
         st.metric(f"{show.md(cid)}: predicted {show.md(bundle.output_names[a['target']])}", f"{a['prediction']:.3f}")
         show.delta_badge(*a["status"])
     with m2:
-        st.metric(f"{show.md(b['name'])}: predicted{b['mean']}", f"{b['prediction']:.3f}")
+        st.metric(f"{show.md(b['name'])}: predicted {show.md(bundle.output_names[a['target']])}{b['mean']}",
+                  f"{b['prediction']:.3f}")
         if b["status"] is not None:
             show.delta_badge(*b["status"])
         if b.get("note"):
