@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from explain.analysis import faithfulness as fa  # noqa: E402
-from explain.bundle.load import load_bundle  # noqa: E402
 from explain.analysis.explainer import baseline_for  # noqa: E402
+from explain.bundle.load import load_bundle  # noqa: E402
 from explain.core.settings import Settings  # noqa: E402
 
 

@@ -36,10 +36,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from explain import load_bundle
-    from explain.plots import figures
     from explain.analysis.diagnostics import shown_baseline
     from explain.analysis.explainer import explain_customers
     from explain.core.settings import Settings
+    from explain.plots import figures
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     bundle = load_bundle(os.path.join(root, "bundles", "demo"))
@@ -54,7 +54,8 @@ def main(argv=None) -> int:
     def three(panel, bars, history):
         return (
             panel(bundle.periods, bundle.temporal_labels, a.temporal[0], values=inputs["temporal"][0],
-                  baseline=base["temporal"], units=units_t, title="Monthly features: effect of each feature in each period"),
+                  baseline=base["temporal"], units=units_t,
+                  title="Monthly features: effect of each feature in each period"),
             bars(bundle.static_labels, a.static[0], inputs["static"][0], units=units_s, baseline=base["static"],
                  title="Static features (label: the customer's value)"),
             history(bundle.periods, bundle.temporal_labels, inputs["temporal"][0], baseline=base["temporal"],

@@ -28,8 +28,8 @@ import csv
 import os
 import random
 import socket
-import statistics
 import stat
+import statistics
 import subprocess
 import sys
 import tempfile

@@ -31,10 +31,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from explain.batch.local import run_batch_job  # noqa: E402
-from explain.bundle.load import load_bundle  # noqa: E402
 from explain.analysis.explainer import Request, explain_customers  # noqa: E402
+from explain.batch.local import run_batch_job  # noqa: E402
 from explain.batch.store import find_store, open_store  # noqa: E402
+from explain.bundle.load import load_bundle  # noqa: E402
 
 
 def best(fn, repeat: int) -> tuple[float, object]:

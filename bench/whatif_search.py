@@ -27,8 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from explain.analysis import counterfactual
-from explain.analysis import whatif
+from explain.analysis import counterfactual, whatif  # noqa: E402
 from explain.bundle.load import load_bundle  # noqa: E402
 from explain.core.settings import Settings  # noqa: E402
 

@@ -42,8 +42,8 @@ def main(argv=None) -> int:
     import explain
     from explain.bundle import load as bundle_io
     from explain.core import xla
-    from explain.demo.churn import DEFAULT_DEMO_DIR
     from explain.core.engine import engine_for
+    from explain.demo.churn import DEFAULT_DEMO_DIR
 
     bundle = bundle_io.load_bundle(DEFAULT_DEMO_DIR)
     model, engine = bundle.model, engine_for(bundle.model)

@@ -85,12 +85,12 @@ names = dict(periods=periods, temporal_features=variables, labels=churned, outpu
              units={"tenure_months": "months", "data_usage_gb": "GB"})
 bundle = explain.Bundle.from_objects(lstm, churn_static_data, churn_var_data, **names)
 # `a` holds one customer (row 0), the bundle all of them: ids=[...] matches the rows.
-fig = explain.plots.figures.heatmap(a, bundle, customer=0, ids=[bundle.ids[0]],
+fig = explain.figures.heatmap(a, bundle, customer=0, ids=[bundle.ids[0]],
                               baseline={"static": baseline[0], "temporal": baseline[1]})
 # In Jupyter: fig.show()
 fig.write_html("heatmap.html", include_plotlyjs=True)
 fig.write_json("heatmap.json")
-explain.plots.html.html(a, bundle, customer=0, ids=[bundle.ids[0]], path="report.html")
+explain.figures.html(a, bundle, customer=0, ids=[bundle.ids[0]], path="report.html")
 
 # %% [markdown]
 # ## Save the bundle and open it in the dashboard

@@ -15,8 +15,12 @@ _EXPORTS = {
     "AttributionError": "explain.core.errors",
     "Baseline": "explain.core.settings",
     "Bundle": "explain.bundle.load",
+    "drivers": "explain.batch.drivers",
+    "Drivers": "explain.analysis.drivers",
     "BundleError": "explain.core.errors",
+    "explain": "explain.notebook",
     "explain_customers": "explain.analysis.explainer",
+    "Explanation": "explain.notebook",
     "ExplainError": "explain.core.errors",
     "integrated_gradients": "explain.core.ig",
     "load_bundle": "explain.bundle.load",
@@ -29,12 +33,12 @@ _EXPORTS = {
     "validate_bundle": "explain.bundle.load",
 }
 
-# Subpackages, and three modules under short names, reachable as attributes without an import:
-# ``explain.plots.figures.heatmap(...)``, ``explain.figures.heatmap(...)``.
+# Subpackages and two modules under short names, reachable as attributes without an import:
+# ``explain.figures.heatmap(a, bundle)``, ``explain.plots.figures.temporal_heatmap(...)``, ``explain.report``.
 _SUBMODULES = {
     "analysis": "explain.analysis", "batch": "explain.batch", "bundle": "explain.bundle", "core": "explain.core",
     "demo": "explain.demo", "modelfile": "explain.modelfile", "plots": "explain.plots",
-    "baselines": "explain.core.baselines", "figures": "explain.plots.figures", "report": "explain.analysis.report",
+    "baselines": "explain.core.baselines", "figures": "explain.figures", "report": "explain.analysis.report",
 }
 
 __all__ = sorted(_EXPORTS, key=str.lower)

@@ -15,7 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from explain.core.errors import ExplainError  # noqa: E402
 from explain.core.quadrature import METHODS  # noqa: E402
-from explain.core.settings import DEFAULT_TOLERANCE, PARSERS, Settings  # noqa: E402
+from explain.core.settings import DEFAULT_MAX_POINTS, DEFAULT_TOLERANCE, PARSERS, Settings  # noqa: E402
 from explain.core.text import one_line  # noqa: E402
 from explain.modelfile.config import TRUST_CODE_HINT, custom_code_refused  # noqa: E402
 
@@ -23,6 +23,7 @@ CUSTOMERS_FILE_MISSING = "The customers file {path} does not exist (--customers-
 CUSTOMERS_FILE_UNREADABLE = "The customers file {path} cannot be read as UTF-8 text ({why})."
 TRUST_LOCAL_ONLY = ("--trust-code works with --engine local only (Ray workers do not import it). To fix: drop "
                     "--engine ray, or convert the custom layers to built-in Keras layers.")
+DRIVERS_SUFFIX = "--out {path} must end in .json or .html: the suffix picks the format."
 CHECK_CUSTOMERS = 8  # customers the model checks run on (the first ones of the static table)
 TRUST_HELP = ("a Python file defining your own custom Keras layers (it is imported and runs): for your own "
               "model on your own machine only")
@@ -48,7 +49,11 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--path", default="joint",
                         help="joint: both inputs move together (default); per-input: one at a time")
     parser.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE),
-                        help=f"with --steps auto: largest |delta| as a fraction of |f(x) - f(b)| (default {DEFAULT_TOLERANCE})")
+                        help="with --steps auto: largest |delta| as a fraction of |f(x) - f(b)| "
+                             f"(default {DEFAULT_TOLERANCE})")
+    parser.add_argument("--max-points", dest="max_points", default=str(DEFAULT_MAX_POINTS),
+                        help="with --steps auto: the most gradient evaluations per customer and baseline "
+                             f"(default {DEFAULT_MAX_POINTS}); customers still outside the tolerance are counted")
     parser.add_argument("--seed", default="0", help="seed of sample:K baselines")
     parser.add_argument("--categorical", default="mode",
                         help="baseline of categorical inputs (ids into an Embedding): mode | mean-embedding | "
@@ -56,7 +61,8 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m explain", description="Integrated Gradients for static + temporal Keras models.")
+    parser = argparse.ArgumentParser(prog="python -m explain",
+                                     description="Integrated Gradients for static + temporal Keras models.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="write the demo churn bundle (deterministic)")
@@ -86,6 +92,18 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--address", help="with --engine ray: the cluster (auto | ray://HOST:PORT); "
                                          "default: start a local Ray with this machine's cores")
     batch.add_argument("--workers", type=int, help="with --engine ray: actors (default: the cluster's CPUs)")
+
+    drivers = sub.add_parser("drivers", help="what drives the prediction across every customer of a batch store: "
+                                             "ranking, segments, time profile, drift; JSON or HTML")
+    drivers.add_argument("--bundle", required=True)
+    drivers.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
+    drivers.add_argument("--store", help="the batch store (default: the latest finished store of every customer "
+                                         "under BUNDLE/attributions/)")
+    drivers.add_argument("--against", metavar="OLD_STORE", help="an earlier store of the same layout: which "
+                                                                "drivers gained or lost weight since")
+    drivers.add_argument("--window", type=int, help="summarise temporal features over their last N periods "
+                                                    "(default: the whole history)")
+    drivers.add_argument("--out", required=True, help="drivers.json | drivers.html")
 
     faith = sub.add_parser("faithfulness", help="deletion/insertion curves, model randomisation, occlusion; JSON")
     faith.add_argument("--bundle", required=True)
@@ -165,6 +183,9 @@ def cmd_check(args) -> int:
                           if (bundle.path / name).is_file())
         for message in model_problems(bundle):
             report.add(model_file, message)
+        from explain.core import ig
+
+        report.notes += [f"Warning: {note}" for note in ig.model_notes(bundle.model, roles=bundle.roles or None)]
     print(report.format())
     if not report.ok and not args.trust_code and custom_code_refused(report.format()):
         print(TRUST_CODE_HINT)
@@ -174,8 +195,8 @@ def cmd_check(args) -> int:
 def model_problems(bundle) -> list[str]:
     """``ig.model_problems`` on a few customers, with the zero and mean baselines built as
     ``attribute`` builds them (``explainer.baseline_for``)."""
-    from explain.core import ig
     from explain.analysis.explainer import baseline_for
+    from explain.core import ig
 
     data = bundle.data()
     inputs = {key: values[:CHECK_CUSTOMERS] for key, values in data.items()}
@@ -185,14 +206,16 @@ def model_problems(bundle) -> list[str]:
 
 def cmd_attribute(args) -> int:
     from explain.analysis import report
-    from explain.bundle.load import load_bundle
     from explain.analysis.explainer import explain_customers
+    from explain.bundle.load import load_bundle
 
     bundle = load_bundle(args.bundle, loader=model_loader(args))
     settings = settings_from_args(args)
     ids = list(dict.fromkeys(args.customer))
     attribution = explain_customers(bundle, ids, settings, batch_size=args.batch_size)
     path = report.write_attributions(args.out, attribution, bundle, ids, settings)
+    for note in attribution.notes:
+        print(f"note: {note}")
     for i, cid in enumerate(ids):
         print(f"{cid}: {report.summary_text(attribution, bundle, i, customer_id=cid)}")
     print(f"wrote {path}")
@@ -201,8 +224,8 @@ def cmd_attribute(args) -> int:
 
 def cmd_batch(args) -> int:
     from explain.batch.local import check_ids, run_batch_job
-    from explain.bundle.load import load_bundle
     from explain.batch.ray_job import ONLY_WITH_RAY, run_ray_batch_job
+    from explain.bundle.load import load_bundle
 
     if args.engine == "ray":
         if args.trust_code:
@@ -227,14 +250,42 @@ def cmd_batch(args) -> int:
     return 0
 
 
+def cmd_drivers(args) -> int:
+    import json
+
+    from explain.analysis.drivers import profile_sentence
+    from explain.batch.drivers import drivers
+    from explain.bundle.load import load_bundle
+    from explain.core.files import write_atomic
+    from explain.plots.html import drivers_report
+
+    suffix = Path(args.out).suffix.lower()
+    if suffix not in (".json", ".html"):
+        raise ExplainError(DRIVERS_SUFFIX.format(path=args.out))
+    result = drivers(load_bundle(args.bundle, loader=model_loader(args)), args.store, against=args.against,
+                     window=args.window)
+    text = json.dumps(result.to_dict(), indent=1) if suffix == ".json" else drivers_report(result)
+    path = write_atomic(args.out, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"), readable=True)
+    print(result.sentence)
+    for profile in result.time_profiles:
+        print(profile_sentence(profile))
+    print(f"{len(result.segments)} segment(s): " + "; ".join(
+        f"{s.name} ({s.size:,}, mean prediction {s.mean_prediction:.2f})" for s in result.segments))
+    if result.drift is not None:
+        print(result.drift.sentence)
+    print(f"wrote {path}")
+    return 0
+
+
 def cmd_faithfulness(args) -> int:
     from explain.analysis import faithfulness
     from explain.bundle.load import load_bundle
 
     faithfulness.check_out(args.out)
     settings = settings_from_args(args)
-    result = faithfulness.run(load_bundle(args.bundle, loader=model_loader(args)), settings, customers=args.customers, seed=settings.seed,
-                              random_orders=args.random_orders, repeats=args.repeats, batch_size=args.batch_size)
+    result = faithfulness.run(load_bundle(args.bundle, loader=model_loader(args)), settings, customers=args.customers,
+                              seed=settings.seed, random_orders=args.random_orders, repeats=args.repeats,
+                              batch_size=args.batch_size)
     path = faithfulness.write_report(args.out, result)
     print("\n".join(faithfulness.summary_lines(result)))
     print(f"wrote {path}")
@@ -251,7 +302,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"demo": cmd_demo, "check": cmd_check, "attribute": cmd_attribute, "batch": cmd_batch,
-                "faithfulness": cmd_faithfulness, "serve": cmd_serve}[args.command](args)
+                "drivers": cmd_drivers, "faithfulness": cmd_faithfulness, "serve": cmd_serve}[args.command](args)
     except ExplainError as error:
         print(f"error: {error}", file=sys.stderr)
         if hasattr(args, "trust_code") and not args.trust_code and custom_code_refused(str(error)):

@@ -5,9 +5,10 @@ import numpy as np
 import streamlit as st
 
 from explain.analysis import cohort
-from explain.plots import figures
 from explain.core import verdict
-from ui import frame, inputs as more_inputs, jobs, pickers, show, state
+from explain.plots import figures
+from ui import frame, jobs, pickers, show, state
+from ui import inputs as more_inputs
 
 
 def cohort_page():

@@ -6,8 +6,8 @@ import streamlit as st
 from explain.analysis import cohort, report
 from explain.core import labels
 from explain.plots import figures
-from ui import frame, inputs as more_inputs, pickers, show, state
-
+from ui import frame, pickers, show, state
+from ui import inputs as more_inputs
 
 COHORT_NOTE = ("The cohort's mean is over {n:,} of the {total:,} customers with {label} = {value}, drawn at random "
                "with a fixed seed (the same ones every time), which keeps the page fast. A padded period counts "
@@ -36,7 +36,8 @@ def one(bundle, cid, settings) -> dict:
             "values": bundle.inputs_for([cid])[cohort.first_history(bundle)][0],
             "padding": cohort.padding_of(attribution)[0], "prediction": prediction,
             "status": report.delta_status(float(attribution.delta[0]), prediction,
-                                          float(attribution.baseline_prediction[0])), "target": attribution.settings.target}
+                                          float(attribution.baseline_prediction[0])),
+            "target": attribution.settings.target}
 
 
 def compare_page():

@@ -3,12 +3,12 @@
 import pandas as pd
 import streamlit as st
 
-from explain.core import baselines, periods
-from explain.plots import figures
 from explain.analysis import report
+from explain.core import baselines, periods, verdict
+from explain.plots import figures
 from explain.plots import html as html_report
-from explain.core import verdict
-from ui import frame, inputs as more_inputs, show, speed, state
+from ui import frame, show, speed, state
+from ui import inputs as more_inputs
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
 LEGEND = ("Each bar and cell is a share of the difference between this customer's score and the "
@@ -25,7 +25,8 @@ def how_to_read(baseline, advice: str, said) -> None:
         st.markdown(show.md(report.HOW_TO_READ))
         st.markdown(f"**The baseline here** ({show.md(baseline)}): "
                     f"{show.md(baselines.describe(baseline, unit=said.unit))}")
-        st.markdown(f"**The heatmap**: {said.units} run left to right, one row per {said.adjective} feature. Hover a cell for "
+        st.markdown(f"**The heatmap**: {said.units} run left to right, one row per {said.adjective} feature. "
+                    "Hover a cell for "
                     "the customer's value, the baseline's value and the attribution. The bars above sum each "
                     "period over features; the bars on the right sum each feature over periods.")
         st.markdown(f"**The badge**: {show.md(advice)} When it is not 'fine', raise the steps in the sidebar "
@@ -67,6 +68,8 @@ def customer_page():
     st.title(f"Customer {show.md(cid)}")
     st.caption(show.md(f"Explaining {target}{unit} · baseline: {settings.baseline} · {attribution.steps[0]} steps "
                        f"({settings.method}) · {settings.path} path"))
+    for note in attribution.notes:  # an input the model does not use: its attributions are exactly 0
+        st.info(show.md(note), icon=":material/info:")
     score = float(state.predictions(bundle, attribution.settings.target)[bundle.index_of(cid)])
     said = verdict.verdict(score, verdict.bands_of(bundle), target)
     v1, m1, m2, m3 = st.columns([2.2, 1, 1, 1.2])
@@ -96,7 +99,8 @@ def customer_page():
                                values=inputs["temporal"][0], baseline=base["temporal"], units=units_t,
                                title=f"{said.adjective.capitalize()} features: effect of each feature in each period"),
         figures.static_bars_spec(bundle.static_labels, attribution.static[0], inputs["static"][0],
-                            units=units_s, baseline=base["static"], title="Static features (label: the customer's value)"),
+                            units=units_s, baseline=base["static"],
+                            title="Static features (label: the customer's value)"),
         figures.history_spec(bundle.periods, bundle.temporal_labels, inputs["temporal"][0],
                                baseline=base["temporal"], units=units_t, columns=2,
                                title=f"The customer's {said.adjective} history (dashed: the baseline)")))

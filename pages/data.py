@@ -6,7 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from explain.core import periods
-from ui import frame, inputs as more_inputs, show, state, uploads
+from ui import frame, show, state, uploads
+from ui import inputs as more_inputs
 
 
 def demo_note(bundle) -> None:
@@ -18,8 +19,8 @@ def demo_note(bundle) -> None:
     names = dict(zip(bundle.static_features + bundle.temporal_features, bundle.static_labels + bundle.temporal_labels))
     shown = {kind: ", ".join(names.get(c, c) for c in drivers.get(kind, [])) for kind in ("static", "temporal")}
     st.info(show.md(f"Demo model: held-out AUC {data.get('auc_test')} (the rule that generated "
-                    f"the data reaches {data.get('auc_test_of_true_score')}); churn rate {data.get('churn_rate')}. Planted drivers: "
-                    f"{shown['static']} (static); {shown['temporal']} "
+                    f"the data reaches {data.get('auc_test_of_true_score')}); churn rate {data.get('churn_rate')}. "
+                    f"Planted drivers: {shown['static']} (static); {shown['temporal']} "
                     f"({periods.words(bundle).adjective}). A good explanation should rank these first."))
 
 
@@ -27,7 +28,8 @@ def bundle_overview(bundle) -> None:
     st.subheader("Bundle in use")
     source = "this session's upload" if uploads.is_active() else "the startup bundle"
     st.markdown(f"{bundle.n_customers} customers · {bundle.n_static} static features · {bundle.n_periods} periods "
-                f"× {bundle.n_temporal} {periods.words(bundle).adjective} features · outputs {show.md(', '.join(bundle.output_names))} "
+                f"× {bundle.n_temporal} {periods.words(bundle).adjective} features · outputs "
+                f"{show.md(', '.join(bundle.output_names))} "
                 f"· from {source}")
     # the folder name only: the full path on the server is not a visitor's business (it stays in the log)
     folder = bundle.path.name if bundle.path is not None else "(in memory)"

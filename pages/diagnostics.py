@@ -3,10 +3,8 @@
 import numpy as np
 import streamlit as st
 
+from explain.analysis import diagnostics, faithfulness, report
 from explain.plots import diagnostics as diagnostic_figures
-from explain.analysis import diagnostics
-from explain.analysis import faithfulness
-from explain.analysis import report
 from ui import frame, show, state
 
 SAMPLE_NOTE = " For sample:K the path to the first sampled baseline is shown."
@@ -17,7 +15,8 @@ def diagnostics_page():
     cid, settings = choice.customer, choice.settings
     st.title("Diagnostics")
     attribution = state.attributions(bundle, [cid], settings)
-    st.caption(show.md(f"Customer {cid} · baseline {settings.baseline} · target {bundle.output_names[settings.target]} ({settings.space}) · "
+    st.caption(show.md(f"Customer {cid} · baseline {settings.baseline} · "
+                       f"target {bundle.output_names[settings.target]} ({settings.space}) · "
                        f"{settings.path} path · now {attribution.steps[0]} steps ({settings.method}), "
                        f"delta {float(attribution.delta[0]):+.2e}"))
 
@@ -33,7 +32,8 @@ def diagnostics_page():
     with right:
         st.subheader("Along the path from baseline to customer")
         profile = state.path_profile(bundle, cid, settings)
-        show.plot(diagnostic_figures.path_figure(profile, y_title=f"{bundle.output_names[0]} ({settings.space})"),
+        y_title = f"{bundle.output_names[settings.target]} ({settings.space})"
+        show.plot(diagnostic_figures.path_figure(profile, y_title=y_title),
                   key="diag_path")
         st.caption("A flat prediction with tiny gradients means saturation; a jump means most of the effect "
                    "happens in a short stretch (more steps needed)."
@@ -73,10 +73,12 @@ def faithfulness_section(bundle, settings):
                                                          title=f"{kind.capitalize()} curves"), key=f"faith_{kind}")
     left, right = st.columns(2)
     with left:
-        show.plot(diagnostic_figures.randomisation_figure(rnd.layers, rnd.spearman, rnd.spearman_abs, input_only=rnd.input_only_abs,
+        show.plot(diagnostic_figures.randomisation_figure(rnd.layers, rnd.spearman, rnd.spearman_abs,
+                                               input_only=rnd.input_only_abs,
                                                title="Model randomisation (cascading)"), key="faith_random")
     with right:
-        show.plot(diagnostic_figures.occlusion_scatter(occ.ig_total["period"], occ.change["period"], occ.groups["period"],
+        show.plot(diagnostic_figures.occlusion_scatter(occ.ig_total["period"], occ.change["period"],
+                                            occ.groups["period"],
                                             spearman=occ.spearman("period"), title="Occlusion per period against IG"),
                   key="faith_occlusion")
     for line in faithfulness.summary_lines(result):

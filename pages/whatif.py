@@ -2,11 +2,11 @@
 
 import streamlit as st
 
+from explain.analysis import cohort, report, whatif
 from explain.core import baselines, periods
 from explain.plots import figures
-from explain.analysis import cohort, report
-from explain.analysis import whatif
-from ui import frame, inputs as more_inputs, show, state
+from ui import frame, show, state
+from ui import inputs as more_inputs
 from ui import whatif as ui
 
 INTRO = ("Change this customer's values and see what the model would say. Left: the customer as they are; "

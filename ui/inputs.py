@@ -1,15 +1,15 @@
 """The dashboard's views of a bundle with more inputs (categorical ids into embeddings, padded
 histories, several histories): one heatmap per history, every static feature together, and the
-Data & model page's description of the inputs. The figures come from ``explain.plots.figures``."""
+Data & model page's description of the inputs. The figures come from ``explain.figures``."""
 
 from __future__ import annotations
 
 import numpy as np
 import streamlit as st
 
+from explain import figures
 from explain.analysis import cohort
 from explain.core import baselines, periods
-from explain.plots import figures
 from ui import show
 
 INPUTS_HELP = (
@@ -45,7 +45,8 @@ def page_cannot(bundle, page: str, needs: str = "one history") -> str | None:
         return CATEGORIES.format(names=", ".join(bundle.input_labels.get(k, k) for k in categorical))
     statics = bundle.layout.keys_of("static")
     if needs == "numbers" and len(statics) > 1:
-        return SEVERAL_STATIC.format(count=len(statics), names=", ".join(bundle.input_labels.get(k, k) for k in statics))
+        names = ", ".join(bundle.input_labels.get(k, k) for k in statics)
+        return SEVERAL_STATIC.format(count=len(statics), names=names)
     return None
 
 

@@ -18,7 +18,8 @@ import streamlit as st
 
 from explain.core import labels
 from explain.core.settings import DEFAULT_BLUR_WIDTH, DEFAULT_SAMPLES, Baseline, Settings
-from ui import inputs as more_inputs, options, show, speed, state, url
+from ui import inputs as more_inputs
+from ui import options, show, speed, state, url
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,8 @@ def _load(link: url.Link, bundle) -> None:
     ss["baseline_cohort"] = base.argument if base.kind == "cohort" else (values[0] if values else None)
     ss["blur_width"] = base.width if base.kind == "blur" else DEFAULT_BLUR_WIDTH
     ss["sample_k"] = base.argument if base.kind == "sample" else DEFAULT_SAMPLES
-    ss["steps"], ss["method"], ss["space"], ss["path"] = str(settings.steps), settings.method, settings.space, settings.path
+    ss["steps"], ss["method"], ss["space"], ss["path"] = (str(settings.steps), settings.method, settings.space,
+                                                          settings.path)
     ss["target"] = bundle.output_names[settings.target]
     ss["_compare"], ss["_sample"] = url.compare_text(link.compare), link.sample
 

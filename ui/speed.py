@@ -40,8 +40,7 @@ import plotly.io as pio
 import streamlit as st
 from _plotly_utils.utils import plotlyjsShortTypes, to_typed_array_spec
 
-from explain.core import quadrature
-from explain.core import xla
+from explain.core import quadrature, xla
 from explain.core.engine import engine_for
 from explain.core.settings import Settings, resolve_target
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import streamlit as st
 
 from explain.bundle import load as bundle_io
-from explain.core.errors import BundleError
 from explain.core import periods
+from explain.core.errors import BundleError
 from ui import show
 
 UPLOAD_PREFIX = "explain-upload-"

@@ -12,11 +12,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from explain.core import labels, periods
-from explain.analysis import report
-from explain.plots import html as html_report
-from explain.analysis import whatif
+from explain.analysis import report, whatif
 from explain.analysis.whatif import Edit, Scenario, ScenarioError
+from explain.core import labels, periods
+from explain.plots import html as html_report
 from ui import show, state, url
 
 PARAM = "whatif"

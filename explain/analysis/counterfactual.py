@@ -14,11 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explain.analysis.whatif import ROLES, Context, Edit, Scenario, apply, explain_inputs, predict
 from explain.core.engine import StopCheck
 from explain.core.errors import ExplainError
 from explain.core.ig import Attribution
-from explain.analysis.whatif import ROLES, Context, Edit, Scenario, apply, explain_inputs, predict
-
 
 SEARCH_WINDOWS = (1, 2, 3, 6)  # month window lengths tried by the search (and the whole history)
 SEARCH_CANDIDATES = 128  # candidates evaluated per round (the best ranked by attribution)

@@ -12,9 +12,9 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from explain.analysis.explainer import baseline_for, explain_customers
 from explain.core import ig
 from explain.core.engine import check_stop
-from explain.analysis.explainer import baseline_for, explain_customers
 from explain.core.quadrature import METHODS
 
 SWEEP_STEPS = (4, 8, 16, 32, 64, 128, 256)

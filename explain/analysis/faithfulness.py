@@ -50,10 +50,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from explain.analysis.explainer import baseline_for, explain_customers
 from explain.core import ig
 from explain.core.engine import StopCheck, engine_for
 from explain.core.errors import ExplainError
-from explain.analysis.explainer import baseline_for, explain_customers
 from explain.core.files import write_atomic
 from explain.core.settings import Settings
 
@@ -484,7 +484,8 @@ def run(bundle, settings: Settings = Settings(), *, customers: int = DEFAULT_CUS
     def attribute(model):
         return ig.integrated_gradients(
             model, inputs, baselines, steps=settings.steps, method=settings.method, target=target, space=space,
-            path=settings.path, batch_size=batch_size, tolerance=settings.tolerance, ids=ids, should_stop=should_stop)
+            path=settings.path, batch_size=batch_size, tolerance=settings.tolerance, max_points=settings.max_points,
+            ids=ids, should_stop=should_stop)
 
     randomisation = model_randomisation(bundle.model, inputs, baselines, attribute, seed=seed, repeats=repeats,
                                         target=target, space=space, original=attribution)

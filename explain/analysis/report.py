@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from explain.core import verdict
 from explain.core.errors import ExplainError
-from explain.core.files import write_atomic  # noqa: F401  (report.write_atomic: its old home)
+from explain.core.files import write_atomic
 from explain.core.periods import Words, unit_of
 from explain.core.periods import words as periods_words
 from explain.core.text import unit_after
@@ -35,7 +34,7 @@ DELTA_CHECK = 0.05
 
 
 def settings_dict(attribution, request=None) -> dict:
-    """The settings of DESIGN.md's JSON: the attribution's (target as an index), with the
+    """The settings of the CLI's JSON (docs/cli.md): the attribution's (target as an index), with the
     baseline spec of ``request`` when one is given."""
     settings = {**(request.as_dict() if request is not None else {}), **attribution.settings.as_dict()}
     if request is not None:
@@ -44,12 +43,13 @@ def settings_dict(attribution, request=None) -> dict:
 
 
 def to_json_dict(attribution, bundle, ids, request=None) -> dict:
-    """The JSON of shared/DESIGN.md: settings, then one entry per customer.
+    """The JSON of docs/cli.md: settings, then one entry per customer.
 
     A bundle with more inputs (categorical, padded or several histories) also gets
     ``inputs``: every model input by key with its features, periods, attributions and values
     (null at padded periods); ``static`` holds every static-like feature side by side and
-    ``temporal`` the one history (left out when there are several)."""
+    ``temporal`` the one history (left out when there are several). ``notes`` and
+    ``ignored_inputs`` (keys of inputs the model does not use) come when there are any."""
     settings = settings_dict(attribution, request)
     settings["space_used"] = attribution.space_used
     settings["target_name"] = bundle.output_names[attribution.settings.target]
@@ -84,7 +84,11 @@ def to_json_dict(attribution, bundle, ids, request=None) -> dict:
                 for role, v in attribution.per_input.items()
             }
         customers.append(entry)
-    return {"settings": settings, "customers": customers}
+    out = {"settings": settings, "customers": customers}
+    if attribution.notes:  # an input the model does not use: its attributions are exactly 0
+        out["notes"] = list(attribution.notes)
+        out["ignored_inputs"] = list(attribution.ignored_inputs)
+    return out
 
 
 class InputView:
@@ -221,7 +225,7 @@ def summary_frame(attribution, ids) -> pd.DataFrame:
 
 
 def write_attributions(path, attribution, bundle, ids, request=None) -> Path:
-    """Write JSON (DESIGN.md's shape), or CSV / Parquet (the long format), chosen by suffix."""
+    """Write JSON (docs/cli.md's shape), or CSV / Parquet (the long format), chosen by suffix."""
     suffix = Path(path).suffix.lower()
     if suffix not in OUTPUT_SUFFIXES:
         raise ExplainError(BAD_SUFFIX.format(path=str(path), suffixes=", ".join(OUTPUT_SUFFIXES)))
@@ -259,7 +263,8 @@ def delta_status(delta: float, prediction: float, baseline_prediction: float) ->
     )
 
 
-def contributions(attribution, bundle, i: int, recent: int | None = None, static_values=None) -> list[tuple[str, float]]:
+def contributions(attribution, bundle, i: int, recent: int | None = None,
+                  static_values=None) -> list[tuple[str, float]]:
     """(phrase, attribution) items for customer ``i``: each static feature (with its value
     when ``static_values`` (S,) is given), and each temporal feature split into its last
     ``recent`` periods (default: the bundle's period's recent window, ``explain.core.periods``:

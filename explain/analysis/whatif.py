@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from explain.core import labels
 from explain.analysis.diagnostics import shown_baseline
+from explain.analysis.explainer import baseline_for
+from explain.core import labels
 from explain.core.engine import StopCheck, engine_for
 from explain.core.errors import ExplainError
-from explain.analysis.explainer import baseline_for
 from explain.core.ig import Attribution, integrated_gradients
 from explain.core.settings import Settings
 
@@ -435,7 +435,8 @@ def explain_inputs(bundle, inputs: dict, settings: Settings, ids=None, should_st
     attribution = integrated_gradients(
         bundle.model, inputs, baseline_for(bundle, inputs, settings.baseline, settings.seed),
         steps=settings.steps, method=settings.method, target=settings.target, space=settings.space,
-        path=settings.path, tolerance=settings.tolerance, ids=ids, output_names=bundle.output_names,
+        path=settings.path, tolerance=settings.tolerance, max_points=settings.max_points, ids=ids,
+        output_names=bundle.output_names,
         should_stop=should_stop,
     )
     return dataclasses.replace(attribution, settings=settings)

@@ -5,7 +5,7 @@ The output folder (``OUT``; a name ending in ``.parquet`` is a folder too, the u
 Parquet dataset)::
 
     OUT/_manifest.json                 settings, bundle hash, customer list hash, chunk size, ...
-    OUT/part-00000.parquet ...         the long format of DESIGN.md, one file per chunk:
+    OUT/part-00000.parquet ...         the long format of docs/cli.md, one file per chunk:
                                        customer_id, input, period, feature, value, attribution
     OUT/_summary/summary-00000.parquet one row per customer, one file per chunk:
                                        customer_id, prediction, baseline_prediction, delta, steps
@@ -35,9 +35,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from explain.analysis.report import LONG_COLUMNS, SUMMARY_COLUMNS
 from explain.core.errors import ExplainError
 from explain.core.files import write_atomic
-from explain.analysis.report import LONG_COLUMNS, SUMMARY_COLUMNS
 from explain.core.settings import Settings
 from explain.core.text import examples, one_line
 
@@ -67,7 +67,8 @@ SUMMARY_SCHEMA = pa.schema([("customer_id", pa.string()), ("prediction", pa.floa
 # ---- messages (tests match these) ------------------------------------------------------------
 START_OVER = ("Nothing was changed. To keep it, choose a new --out folder; to start over, delete "
               "the folder ({delete}). (There is no --force on purpose.)")
-NOT_A_FOLDER = "--out {path} is a file, not a folder. The batch output is a folder (a Parquet dataset); choose another name."
+NOT_A_FOLDER = ("--out {path} is a file, not a folder. The batch output is a folder (a Parquet dataset); "
+                "choose another name.")
 CORRUPT_MANIFEST = ("Refusing to use {folder}: its manifest {manifest} cannot be read ({why}), so "
                     "the files there cannot be checked against these settings. " + START_OVER)
 FOREIGN_FILES = ("Refusing to write into {folder}: it holds {count} file(s) this tool did not write: "

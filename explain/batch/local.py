@@ -22,22 +22,30 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-import numpy as np
-
-from explain.core.errors import ExplainError
 from explain.analysis.explainer import explain_customers
 from explain.analysis.report import long_frame, summary_frame
+from explain.batch.format import (
+    LOCK,
+    MANIFEST,
+    SUCCESS,
+    SUMMARY_DIR,
+    FolderLock,
+    completed,
+    inspect_folder,
+    new_manifest,
+    output_folder,
+    verify_chunk,
+    write_chunk,
+    write_json,
+    write_success,
+)
+from explain.batch.job import DEFAULT_CHUNK_SIZE, BatchResult, check_chunk_size, follow, result
+from explain.core.errors import ExplainError
 from explain.core.settings import Settings
-from explain.batch.format import (LOCK, MANIFEST, SUCCESS, SUMMARY_DIR, FolderLock, completed, inspect_folder,
-                                  new_manifest, output_folder, verify_chunk, write_chunk, write_json,
-                                  write_success)
 from explain.core.text import examples
-
-DEFAULT_CHUNK_SIZE = 200
 
 # ---- messages (tests match these) ------------------------------------------------------------
 UNKNOWN_IDS = ("{source}: {count} unknown customer id(s): {examples}. Ids are text and case-sensitive; "
@@ -45,7 +53,6 @@ UNKNOWN_IDS = ("{source}: {count} unknown customer id(s): {examples}. Ids are te
 NO_CUSTOMERS = "{source} lists no customer ids: expected one id per line."
 CHUNK_FAILED = ("Chunk {chunk} (customers {first} to {last}) failed: {error} The finished chunks are "
                 "kept in {folder}; fix the cause and rerun the same command to resume.")
-BAD_CHUNK_SIZE = "--batch-size (customers per chunk) must be a positive integer, got {value!r}."
 NO_HASH = ("The batch job needs a bundle loaded from a folder (load_bundle): its content hash "
            "identifies the results, and this bundle has none.")
 
@@ -67,32 +74,6 @@ def compute_chunk(bundle, ids: list[str], request: Settings, engine_batch_size: 
 # ---- the job --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class BatchResult:
-    """What ``run_batch_job`` did."""
-
-    path: Path  # or the URI of a store written by the Ray engine
-    n_customers: int
-    n_chunks: int
-    computed_chunks: int
-    reused_chunks: int
-    removed_temporary_files: int
-    rows: int  # long-format rows of the whole store
-    seconds: float
-    manifest: dict = field(repr=False)
-
-    @property
-    def complete(self) -> bool:
-        return bool(self.manifest.get("complete"))
-
-    def describe(self) -> str:
-        reused = f", reused {self.reused_chunks} finished chunk(s)" if self.reused_chunks else ""
-        return (f"wrote {self.n_customers} customers ({self.rows} rows) in {self.n_chunks} chunk(s) to "
-                f"{self.path}: computed {self.computed_chunks}{reused} in {self.seconds:.1f} s. Read it with "
-                f"pandas.read_parquet('{self.path}') (long format) and "
-                f"pandas.read_parquet('{self.path}/{SUMMARY_DIR}') (one row per customer).")  # path: a Path or a URI
-
-
 def check_ids(bundle, ids: Iterable, source: str = "customers", lines: dict | None = None) -> list[str]:
     """The ids as text, duplicates dropped (first kept); ``ExplainError`` naming unknown ids
     (with their line numbers when ``lines`` maps an id to one)."""
@@ -112,12 +93,14 @@ def check_ids(bundle, ids: Iterable, source: str = "customers", lines: dict | No
 
 def run_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: int = DEFAULT_CHUNK_SIZE,
                   ids: Iterable | None = None, progress: bool = True,
-                  engine_batch_size: int | None = None) -> BatchResult:
+                  engine_batch_size: int | None = None, on_chunk=None) -> BatchResult:
     """Attributions of ``ids`` (default: every customer of ``bundle``) into the folder ``out``,
     ``chunk_size`` customers at a time; resumes an interrupted run of the same job.
 
     ``bundle``: a ``Bundle`` or a bundle folder. ``progress``: a tqdm bar on stderr.
     ``engine_batch_size``: interpolation points per gradient call (never changes a number).
+    ``on_chunk(done, total)``: called with the customers done so far before the first chunk and after
+    each (the dashboard's progress bar).
     Raises ``StoreError`` (an ``ExplainError``) when ``out`` must be refused.
     """
     started = time.perf_counter()
@@ -125,13 +108,10 @@ def run_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: in
         from explain.bundle.load import load_bundle
 
         bundle = load_bundle(bundle)
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-        raise ExplainError(BAD_CHUNK_SIZE.format(value=chunk_size))
-    chunk_size = int(chunk_size)
+    chunk_size = check_chunk_size(chunk_size)
     if not getattr(bundle, "content_hash", ""):
         raise ExplainError(NO_HASH)
-    all_ids = [str(i) for i in bundle.ids]
-    ids = all_ids if ids is None else check_ids(bundle, ids)
+    ids = [str(i) for i in bundle.ids] if ids is None else check_ids(bundle, ids)
     folder = output_folder(out)
     chunks = [list(ids[start:start + chunk_size]) for start in range(0, len(ids), chunk_size)]
     manifest = new_manifest(bundle, ids, request, chunk_size)
@@ -142,64 +122,57 @@ def run_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: in
 
     folder.mkdir(parents=True, exist_ok=True)
     with FolderLock(folder):
-        stored, temps = inspect_folder(folder, manifest)
-        for temp in temps:
-            temp.unlink(missing_ok=True)
-        if stored is None:
-            write_json(folder / MANIFEST, manifest)
-        else:
-            manifest = stored
-        (folder / SUMMARY_DIR).mkdir(exist_ok=True)
+        manifest, todo, temps = _prepare(folder, manifest, chunks, progress)
 
-        todo, reused = [], 0
-        for index, chunk_ids in enumerate(chunks):
-            why = verify_chunk(folder, manifest, index, chunk_ids)
-            if why is None:
-                reused += 1
-            else:
-                if why != "missing" and progress:
-                    print(f"chunk {index}: {why}; recomputing it", file=sys.stderr)
-                todo.append(index)
-        if progress and stored is not None:
-            print(f"resuming {folder}: {reused} of {len(chunks)} chunk(s) already done and verified, "
-                  f"{len(todo)} to compute" + (f"; removed {len(temps)} temporary file(s)" if temps else ""),
-                  file=sys.stderr)
-
-        if todo and (manifest.get("complete") or (folder / SUCCESS).exists()):
-            # a finished store with a damaged chunk: not complete while it is repaired
-            (folder / SUCCESS).unlink(missing_ok=True)
-            manifest = {**manifest, "complete": False}
-            write_json(folder / MANIFEST, manifest)
-
-        from tqdm import tqdm
-
-        done_customers = len(ids) - sum(len(chunks[i]) for i in todo)
-        bar = tqdm(total=len(ids), initial=done_customers, unit=" customers", desc="batch",
-                   file=sys.stderr, disable=not progress, dynamic_ncols=True, smoothing=0.1)
-        try:
+        def computed_chunks():
             for index in todo:
-                long, summary = compute_chunk(bundle, chunks[index], request, engine_batch_size)
+                try:
+                    long, summary = compute_chunk(bundle, chunks[index], request, engine_batch_size)
+                except ExplainError as error:
+                    raise ExplainError(CHUNK_FAILED.format(chunk=index, first=chunks[index][0],
+                                                           last=chunks[index][-1], error=error,
+                                                           folder=folder)) from error
                 write_chunk(folder, manifest, index, long, summary)
                 del long, summary
-                bar.update(len(chunks[index]))
-        except KeyboardInterrupt:
-            bar.close()
-            print(f"interrupted: the finished chunks are kept in {folder}; rerun the same command to "
-                  "resume.", file=sys.stderr)
-            raise
-        except ExplainError as error:
-            bar.close()
-            ids_of = chunks[index]
-            raise ExplainError(CHUNK_FAILED.format(chunk=index, first=ids_of[0], last=ids_of[-1],
-                                                   error=error, folder=folder)) from error
-        bar.close()
+                yield len(chunks[index]), True
 
+        done = len(ids) - sum(len(chunks[i]) for i in todo)
+        follow(computed_chunks(), total=len(ids), initial=done, progress=progress, where=folder, on_chunk=on_chunk)
         if not manifest.get("complete") or not (folder / SUCCESS).exists():
             manifest = completed(manifest)
             write_json(folder / MANIFEST, manifest)
             write_success(folder)
     (folder / LOCK).unlink(missing_ok=True)
-    return BatchResult(path=folder, n_customers=len(ids), n_chunks=len(chunks), computed_chunks=len(todo),
-                       reused_chunks=reused, removed_temporary_files=len(temps),
-                       rows=manifest["rows_per_customer"] * len(ids),
-                       seconds=time.perf_counter() - started, manifest=manifest)
+    return result(folder, manifest, n_chunks=len(chunks), computed=len(todo), reused=len(chunks) - len(todo),
+                  temporary_files=len(temps), started=started)
+
+
+def _prepare(folder: Path, manifest: dict, chunks: list[list[str]], progress: bool):
+    """(the manifest in force, the chunks to compute, the temporary files removed) of a locked ``folder``: a new
+    store gets its manifest; a resumed one keeps its own, reuses every chunk that reads back right and is marked
+    incomplete while a damaged chunk is recomputed."""
+    stored, temps = inspect_folder(folder, manifest)
+    for temp in temps:
+        temp.unlink(missing_ok=True)
+    if stored is None:
+        write_json(folder / MANIFEST, manifest)
+    else:
+        manifest = stored
+    (folder / SUMMARY_DIR).mkdir(exist_ok=True)
+    todo = []
+    for index, chunk_ids in enumerate(chunks):
+        why = verify_chunk(folder, manifest, index, chunk_ids)
+        if why is not None:
+            if why != "missing" and progress:
+                print(f"chunk {index}: {why}; recomputing it", file=sys.stderr)
+            todo.append(index)
+    if progress and stored is not None:
+        print(f"resuming {folder}: {len(chunks) - len(todo)} of {len(chunks)} chunk(s) already done and verified, "
+              f"{len(todo)} to compute" + (f"; removed {len(temps)} temporary file(s)" if temps else ""),
+              file=sys.stderr)
+    if todo and (manifest.get("complete") or (folder / SUCCESS).exists()):
+        # a finished store with a damaged chunk: not complete while it is repaired
+        (folder / SUCCESS).unlink(missing_ok=True)
+        manifest = {**manifest, "complete": False}
+        write_json(folder / MANIFEST, manifest)
+    return manifest, todo, temps

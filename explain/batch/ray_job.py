@@ -41,8 +41,9 @@ import sys
 import time
 from pathlib import Path
 
-from explain.batch import local as batch
 from explain.batch import format as fmt
+from explain.batch import job
+from explain.batch import local as batch
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings
 from explain.core.text import one_line
@@ -84,9 +85,9 @@ def _plan(bundle_path: str, ids: list[str] | None, request: Settings, chunk_size
     import numpy as np
     import pyarrow as pa
 
-    from explain.bundle.load import LEGACY_MODEL_FILE, MODEL_FILE, load_bundle
     from explain.analysis.explainer import baseline_for, explain_customers
     from explain.batch.ray_tables import table_layout
+    from explain.bundle.load import LEGACY_MODEL_FILE, MODEL_FILE, load_bundle
 
     bundle = load_bundle(bundle_path)
     if not bundle.content_hash:
@@ -101,7 +102,8 @@ def _plan(bundle_path: str, ids: list[str] | None, request: Settings, chunk_size
     # the file load_bundle opened: model.keras, else a legacy model.h5
     model_file = MODEL_FILE if (Path(bundle_path) / MODEL_FILE).is_file() else LEGACY_MODEL_FILE
     plan = {"manifest": fmt.new_manifest(bundle, ids, request, chunk_size), "bundle_path": bundle_path,
-            "model_file": model_file, "model_sha256": _sha256(Path(bundle_path) / model_file), "layout": table_layout(bundle_path, bundle),
+            "model_file": model_file, "model_sha256": _sha256(Path(bundle_path) / model_file),
+            "layout": table_layout(bundle_path, bundle),
             "periods": list(bundle.periods), "output_names": list(bundle.output_names),
             "input_roles": tuple(bundle.input_roles), "baseline": baseline}
     position = np.arange(len(ids))
@@ -212,21 +214,19 @@ def _cause(error: BaseException) -> BaseException:
     return None
 
 
-def run_ray_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: int = batch.DEFAULT_CHUNK_SIZE,
+def run_ray_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: int = job.DEFAULT_CHUNK_SIZE,
                       ids=None, workers: int | None = None, address: str | None = None,
-                      progress: bool = True, engine_batch_size: int | None = None) -> batch.BatchResult:
+                      progress: bool = True, engine_batch_size: int | None = None) -> job.BatchResult:
     """``batch.run_batch_job`` on Ray: the same store in ``out`` (a folder or a pyarrow URI).
 
     ``bundle``: a bundle folder, seen at the same path by every node. ``workers``: actors in the
     pool (default: the cluster's CPUs). ``address``: an existing cluster (``auto``,
     ``ray://HOST:PORT``); default: the running Ray of this process, else a new local one.
     """
-    from explain.batch import ray_store
-    from explain.batch import ray_tables
+    from explain.batch import ray_store, ray_tables
 
     started = time.perf_counter()
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ExplainError(batch.BAD_CHUNK_SIZE.format(value=chunk_size))
+    chunk_size = job.check_chunk_size(chunk_size)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ExplainError(BAD_WORKERS.format(value=workers))
     bundle_path = str(Path(getattr(bundle, "path", None) or bundle).expanduser().resolve())
@@ -257,8 +257,8 @@ def run_ray_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size
             if progress:
                 print(f"reading the bundle's tables with Ray Data into {n_chunks} chunk(s)...", file=sys.stderr)
             try:
-                chunks = ray_tables.chunks(ray, plan["layout"], keys_ref, manifest["customers"]["count"], n_chunks, cpus,
-                                           workers)
+                chunks = ray_tables.chunks(ray, plan["layout"], keys_ref, manifest["customers"]["count"], n_chunks,
+                                           cpus, workers)
             except Exception as error:
                 cause = _cause(error)
                 if cause is None:
@@ -268,37 +268,30 @@ def run_ray_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size
                 ChunkWriter, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
                 fn_constructor_kwargs={"plan": plan, "request": request, "target": target.spec,
                                        "engine_batch_size": engine_batch_size},
-                num_cpus=1)  # Ray Data's defaults restart a dead actor and retry its chunk (max_restarts=-1, max_task_retries=-1)
-            computed = reused = 0
-            from tqdm import tqdm
-
-            bar = tqdm(total=manifest["customers"]["count"], unit=" customers", desc=f"batch (ray, {workers} workers)",
-                       file=sys.stderr, disable=not progress, dynamic_ncols=True, smoothing=0.1)
-            try:
-                for rows in dataset.iter_batches(batch_size=None, batch_format="numpy"):
-                    computed += int(rows["computed"].sum())
-                    reused += int((~rows["computed"]).sum())
-                    bar.update(int(rows["customers"].sum()))
-            except KeyboardInterrupt:
-                bar.close()
-                print(f"interrupted: the finished chunks are kept in {out}; rerun the same command to resume.",
-                      file=sys.stderr)
-                raise
-            except Exception as error:
-                bar.close()
-                cause = _cause(error)
-                if cause is None:
-                    raise
-                raise ExplainError(f"{cause} The finished chunks are kept in {out}; fix the cause and rerun "
-                                   "the same command to resume.") from None
-            bar.close()
+                # Ray Data's defaults restart a dead actor and retry its chunk (max_restarts=-1, max_task_retries=-1)
+                num_cpus=1)
+            desc = f"batch (ray, {workers} workers)"
+            computed, reused = job.follow(_finished(dataset, out), total=manifest["customers"]["count"], desc=desc,
+                                          progress=progress, where=out)
             if computed + reused != n_chunks:
                 raise ExplainError(MISSING_CHUNKS.format(done=computed + reused, total=n_chunks, out=out))
             manifest = target.finish(manifest)
     finally:
         if started_here:
             ray.shutdown()
-    return batch.BatchResult(path=target.display_path, n_customers=manifest["customers"]["count"],
-                             n_chunks=n_chunks, computed_chunks=computed, reused_chunks=reused,
-                             removed_temporary_files=temps, rows=manifest["rows_per_customer"] * manifest["customers"]["count"],
-                             seconds=time.perf_counter() - started, manifest=manifest)
+    return job.result(target.display_path, manifest, n_chunks=n_chunks, computed=computed, reused=reused,
+                      temporary_files=temps, started=started)
+
+
+def _finished(dataset, out):
+    """``(customers, computed)`` per chunk as the actors finish them; an error from inside Ray as its own words."""
+    try:
+        for rows in dataset.iter_batches(batch_size=None, batch_format="numpy"):
+            for customers, computed in zip(rows["customers"], rows["computed"]):
+                yield int(customers), bool(computed)
+    except Exception as error:
+        cause = _cause(error)
+        if cause is None:
+            raise
+        raise ExplainError(f"{cause} The finished chunks are kept in {out}; fix the cause and rerun "
+                           "the same command to resume.") from None

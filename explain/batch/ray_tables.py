@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from explain.bundle.load import CONFIG_FILE, DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN, TABLE_FILES
 from explain.bundle.checks import period_ranks
+from explain.bundle.load import CONFIG_FILE, DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN, TABLE_FILES
 from explain.bundle.problems import cell_text
 from explain.core.errors import ExplainError
 
@@ -202,7 +202,8 @@ def customers_of_bucket(table: pa.Table, *, layout: dict) -> pa.Table:
     order = np.lexsort((rank.to_numpy(np.int64), at[mine]))  # the loader's order: customer, then period rank
     temporal = values[order].reshape(len(index), t * f)
     keys = table.filter(pa.array(keyed))
-    return pa.table({"chunk": keys.column("chunk"), "slot": keys.column("slot"), "customer_id": keys.column("customer_id"),
+    return pa.table({"chunk": keys.column("chunk"), "slot": keys.column("slot"),
+                     "customer_id": keys.column("customer_id"),
                      "static": pa.array(list(static), pa.list_(pa.float64())),
                      "temporal": pa.array(list(temporal), pa.list_(pa.float64()))}, schema=CUSTOMERS)
 

@@ -10,10 +10,18 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from explain.bundle.config import Config, JSON_UNKNOWN_COLUMN
-from explain.bundle.problems import CONFIG_FILE, EXAMPLES_SHOWN, MISSING_TOKENS, Table, ValidationReport, cell_text, column_texts, rows_text
+from explain.bundle.config import JSON_UNKNOWN_COLUMN, Config
+from explain.bundle.problems import (
+    CONFIG_FILE,
+    EXAMPLES_SHOWN,
+    MISSING_TOKENS,
+    Table,
+    ValidationReport,
+    cell_text,
+    column_texts,
+    rows_text,
+)
 from explain.core.text import examples as _examples
-
 
 NO_FEATURE_COLUMNS = ("{file} has no feature columns (only {columns}). Expected the {role} "
                       "features next to the id column.")
@@ -175,7 +183,8 @@ def _input_block(table: Table, features: list[str], spec, report: ValidationRepo
     for column in features:
         if spec.dtype == "string":
             text = column_texts(table, column).astype(str)
-            missing = text.str.lower().isin(MISSING_TOKENS).to_numpy() if spec.mask_zero is False else np.zeros(len(text), bool)
+            missing = (text.str.lower().isin(MISSING_TOKENS).to_numpy() if spec.mask_zero is False
+                       else np.zeros(len(text), bool))
             if missing.any():
                 idx = np.flatnonzero(missing)
                 report.add(table.file, MISSING_VALUES.format(

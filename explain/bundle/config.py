@@ -13,7 +13,6 @@ from explain.bundle.problems import CONFIG_FILE, TABLE_FILES, ValidationReport
 from explain.core import verdict
 from explain.core.text import examples as _examples
 
-
 DEFAULT_ID_COLUMN = "customer_id"
 DEFAULT_PERIOD_COLUMN = "period"
 CONFIG_KEYS = ("id_column", "period_column", "static_features", "temporal_features",

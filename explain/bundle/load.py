@@ -1,6 +1,6 @@
 """Open, validate and hold a bundle: a Keras model and the customers' tables.
 
-A bundle is a folder (see DESIGN.md)::
+A bundle is a folder (docs/bundles.md)::
 
     model.keras                      one 2-D input (None, S) and one 3-D input (None, T, F)
     static.csv | static.parquet      one row per customer: id column + S features
@@ -34,31 +34,99 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from explain.bundle import many, objects
+from explain.bundle.checks import (  # noqa: F401 (re-exported)
+    CATEGORY_IDS_FIX,
+    DECIMAL_COMMA_FIX,
+    DUPLICATE_IDS,
+    DUPLICATE_PERIODS,
+    EMPTY_KEYS,
+    EXTRA_COLUMNS_NOTE,
+    FEATURE_COUNT_MISMATCH,
+    IDS_MISSING_FROM,
+    INFINITE_VALUES,
+    INPUT_WIDTH,
+    MISSING_COLUMN,
+    MISSING_VALUES,
+    MIXED_PERIODS_NOTE,
+    NO_FEATURE_COLUMNS,
+    NO_PAD_TOKEN,
+    NON_NUMERIC,
+    NON_NUMERIC_FIX,
+    NOT_CATEGORY_IDS,
+    PERIODS_PADDED_NOTE,
+    PERIODS_SORTED_NOTE,
+    WRONG_PERIOD_COUNT,
+    check_config_columns,
+    check_same_customers,
+    check_static,
+    check_temporal,
+    history_array,
+)
+from explain.bundle.config import (  # noqa: F401 (re-exported)
+    CONFIG_KEYS,
+    DEFAULT_ID_COLUMN,
+    DEFAULT_PERIOD_COLUMN,
+    INPUT_KEYS,
+    INPUTS_INCOMPLETE,
+    INVALID_JSON,
+    JSON_BAD_TYPE,
+    JSON_DUPLICATE_FEATURE,
+    JSON_NOT_OBJECT,
+    JSON_UNKNOWN_COLUMN,
+    JSON_UNKNOWN_KEY_NOTE,
+    PADDING_SIDES,
+    UNKNOWN_TARGET,
+    Config,
+    default_target,
+    input_plan,
+    read_config,
+)
+from explain.bundle.problems import (  # noqa: F401 (re-exported)
+    BUNDLE_FILES,
+    CONFIG_FILE,
+    EXAMPLES_SHOWN,
+    LEGACY_MODEL_FILE,
+    MISSING_TOKENS,
+    MODEL_FILE,
+    ROW_CONVENTION_CSV,
+    ROW_CONVENTION_PARQUET,
+    TABLE_FILES,
+    Problem,
+    ValidationReport,
+)
+from explain.bundle.roles import (  # noqa: F401 (re-exported)
+    MODEL_INPUTS,
+    MODEL_OUTPUT,
+    OUTPUT_NAMES_COUNT,
+    default_output_names,
+    input_roles,
+    model_roles,
+    output_width,
+)
+from explain.bundle.tables import (  # noqa: F401 (re-exported)
+    AMBIGUOUS_FILE,
+    MISSING_FILE,
+    read_table,
+)
 from explain.core import labels as label_values
 from explain.core.errors import BundleError, ExplainError, UnsafeModelError
+from explain.core.files import write_bytes_atomic
 from explain.core.inputs import input_layout
 from explain.core.periods import unit_of
 from explain.core.text import examples as _examples
-from explain.core.text import one_line
-from explain.core.files import write_bytes_atomic
-from explain.bundle import many, objects
-from explain.bundle.roles import (  # noqa: F401 (re-exported)
-    MODEL_INPUTS, MODEL_OUTPUT, OUTPUT_NAMES_COUNT, output_width, default_output_names, input_roles, model_roles)
-from explain.bundle.problems import (  # noqa: F401 (re-exported)
-    BUNDLE_FILES, CONFIG_FILE, EXAMPLES_SHOWN, LEGACY_MODEL_FILE, MISSING_TOKENS, MODEL_FILE, Problem, ROW_CONVENTION_CSV, ROW_CONVENTION_PARQUET, TABLE_FILES, ValidationReport)
-from explain.bundle.config import (  # noqa: F401 (re-exported)
-    CONFIG_KEYS, Config, DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN, INPUTS_INCOMPLETE, INPUT_KEYS, INVALID_JSON, JSON_BAD_TYPE, JSON_DUPLICATE_FEATURE, JSON_NOT_OBJECT, JSON_UNKNOWN_COLUMN, JSON_UNKNOWN_KEY_NOTE, PADDING_SIDES, UNKNOWN_TARGET, default_target, input_plan, read_config)
-from explain.bundle.tables import (  # noqa: F401 (re-exported)
-    AMBIGUOUS_FILE, BINARY_CSV, DUPLICATE_COLUMN, EMPTY_FILE, HEADER_SPACES_NOTE, MISSING_FILE, NOT_UTF8, NO_DATA_ROWS, RAGGED_ROWS, UNREADABLE_PARQUET, WRONG_SEPARATOR, read_table)
-from explain.bundle.checks import (  # noqa: F401 (re-exported)
-    CATEGORY_IDS_FIX, DECIMAL_COMMA_FIX, DUPLICATE_IDS, DUPLICATE_PERIODS, EMPTY_KEYS, EXTRA_COLUMNS_NOTE, FEATURE_COUNT_MISMATCH, IDS_MISSING_FROM, INFINITE_VALUES, INPUT_WIDTH, MISSING_COLUMN, MISSING_VALUES, MIXED_PERIODS_NOTE, NON_NUMERIC, NON_NUMERIC_FIX, NOT_CATEGORY_IDS, NO_FEATURE_COLUMNS, NO_PAD_TOKEN, PERIODS_PADDED_NOTE, PERIODS_SORTED_NOTE, WRONG_PERIOD_COUNT, check_config_columns, check_same_customers, check_static, check_temporal, history_array)
+from explain.core.text import first_line
 
-ModelLoader = Callable[[Path], "keras.Model"]  # opens model.keras / model.h5: safe_load.open_model or load_model_isolated
+if TYPE_CHECKING:  # annotations only: the module is imported before TensorFlow is needed
+    import keras
+
+# opens model.keras / model.h5: safe_load.open_model or load_model_isolated
+ModelLoader = Callable[[Path], "keras.Model"]
 
 NOT_A_FOLDER = "{folder} is not a folder. A bundle is a folder holding {files}."
 MODEL_UNREADABLE = ("{file} could not be opened: {reason}. Save the model from Keras 3 with "
@@ -304,8 +372,8 @@ def inspect_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None
 def load_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> Bundle:
     """Open a bundle folder; ``BundleError`` (text = the full report) if it has any problem.
 
-    ``loader(path) -> keras.Model`` opens model.keras or model.h5 (default ``safe_load.load_model`` / ``open_model``; the
-    dashboard passes ``safe_load.load_model_isolated`` for uploads).
+    ``loader(path) -> keras.Model`` opens model.keras or model.h5 (default ``safe_load.load_model`` / ``open_model``;
+    the dashboard passes ``safe_load.load_model_isolated`` for uploads).
     """
     report, parts = _inspect(Path(path), loader)
     if not report.ok or parts is None:
@@ -527,7 +595,7 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
         report.add(MODEL_FILE, MODEL_REFUSED.format(file=MODEL_FILE, reason=str(error).strip()))
         return None
     except Exception as error:  # UnsafeModelError, a damaged zip, unknown layers, ...
-        report.add(MODEL_FILE, MODEL_UNREADABLE.format(file=MODEL_FILE, reason=one_line(error)))
+        report.add(MODEL_FILE, MODEL_UNREADABLE.format(file=MODEL_FILE, reason=first_line(error)))
         return None
     info = _ModelInfo(model=model, raw=raw)
     roles, shapes, problem = input_roles(model)

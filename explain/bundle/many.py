@@ -18,7 +18,7 @@ does. The two-input form (``static``, ``temporal``) stays in ``explain.bundle.ob
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,7 @@ import pandas as pd
 
 from explain.bundle import checks as bundle_checks
 from explain.bundle.config import DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN, PADDING_SIDES
-from explain.bundle.objects import LABEL_COLUMN, _labels, _Problems, _examples, _kind
+from explain.bundle.objects import LABEL_COLUMN, _examples, _kind, _labels, _Problems
 from explain.core.inputs import input_layout
 
 ID_COLUMN, PERIOD_COLUMN = DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN
@@ -51,10 +51,12 @@ PADDING_INSIDE = ("inputs[{name!r}]: {count} customer(s) have padding ({padded_b
                   "'temporal_padding': {side!r}), or give temporal_padding={other!r}.")
 FEATURE_NAMES = ("features[{name!r}] has {given} name(s), but inputs[{name!r}] has {expected} feature(s). Give one "
                  "name per feature, in order.")
-NAMES_TWICE = "the feature name(s) {names} are used by more than one input (or by the ids, periods or labels); rename them."
+NAMES_TWICE = ("the feature name(s) {names} are used by more than one input (or by the ids, periods or labels); "
+               "rename them.")
 FEATURES_TYPE = "features must be a dict {{input name: [feature names]}}; it is {found}."
 BAD_PADDING_SIDE = "temporal_padding must be 'start' or 'end'; it is {value!r}."
 LONG_COLUMNS = ("inputs[{name!r}] is a long DataFrame, so it needs the columns {needed}; it has {found}.")
+IDS_COUNT = "ids has {given} value(s), but the inputs have {n} customers. Give one id per customer."
 PERIODS_COUNT = ("periods has {given} label(s), but the history inputs[{name!r}] has T={expected} periods. Give one "
                  "label per period, oldest first (a dict {{input name: labels}} for several histories).")
 
@@ -251,7 +253,7 @@ def write_folder(folder: Path, model, inputs, tables: str, **names) -> None:
         else:
             ids = [str(i) for i in range(n)]
     if n is not None and len(ids) != n:
-        problems.add("ids", f"ids has {len(ids)} value(s), but the inputs have {n} customers. Give one id per customer.")
+        problems.add("ids", IDS_COUNT.format(given=len(ids), n=n))
     for key, values in arrays.items():
         finite = np.isfinite(values.reshape(len(values), -1)) if values.dtype.kind == "f" else None
         if finite is not None and not finite.all():
@@ -282,7 +284,8 @@ def write_folder(folder: Path, model, inputs, tables: str, **names) -> None:
             from explain.bundle.objects import UNORDERED_PERIODS
 
             problems.add("periods", UNORDERED_PERIODS.format(
-                given=_examples(labels, 12), order=_examples([labels[j] for j in np.argsort(ranks, kind="stable")], 12)))
+                given=_examples(labels, 12),
+                order=_examples([labels[j] for j in np.argsort(ranks, kind="stable")], 12)))
             continue
         rows, cols = np.nonzero(~pad)  # (customer, period) of every real period, customer by customer
         cells = values[rows, cols]

@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from explain.bundle import checks as bundle_checks
 from explain.bundle.config import DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN
 from explain.bundle.problems import MISSING_TOKENS, ValidationReport
 from explain.bundle.roles import MODEL_OUTPUT, OUTPUT_NAMES_COUNT, default_output_names, input_roles
-from explain.bundle import checks as bundle_checks
 from explain.core.errors import BundleError
 
 ID_COLUMN = DEFAULT_ID_COLUMN

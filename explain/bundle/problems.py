@@ -14,7 +14,6 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-
 MODEL_FILE = "model.keras"
 LEGACY_MODEL_FILE = "model.h5"  # used when there is no model.keras
 

@@ -15,8 +15,17 @@ import pandas as pd
 
 from explain.bundle import load as bundle_io
 from explain.bundle import many
-from explain.bundle.objects import (ID_COLUMN, NOT_A_BUNDLE_FOLDER, PATH_IN_USE, PERIOD_COLUMN, SAVED_BUT_INVALID,
-                                    TABLE_FORMATS, UNKNOWN_TABLE_FORMAT, _examples, gather)
+from explain.bundle.objects import (
+    ID_COLUMN,
+    NOT_A_BUNDLE_FOLDER,
+    PATH_IN_USE,
+    PERIOD_COLUMN,
+    SAVED_BUT_INVALID,
+    TABLE_FORMATS,
+    UNKNOWN_TABLE_FORMAT,
+    _examples,
+    gather,
+)
 from explain.core.errors import BundleError, ExplainError
 from explain.core.files import make_readable
 

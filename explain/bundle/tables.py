@@ -15,7 +15,6 @@ from explain.bundle.problems import TABLE_FILES, Table, ValidationReport, rows_t
 from explain.core.text import examples as _examples
 from explain.core.text import one_line
 
-
 MISSING_FILE = "{file} is missing from {folder}: expected {accepted}. Add the file (names are case-sensitive)."
 AMBIGUOUS_FILE = "both {first} and {second} are in {folder}; keep only one of them."
 EMPTY_FILE = "{file} is empty. Expected a header row and {what}."

@@ -29,11 +29,18 @@ import numpy as np
 
 from explain.core.errors import AttributionError
 from explain.core.inputs import MeanEmbedding
-from explain.core.labels import mask as cohort_mask  # noqa: F401  (baselines.cohort_mask: its old home)
+from explain.core.labels import mask as cohort_mask
 from explain.core.labels import text as labels_text
 from explain.core.periods import Words
-from explain.core.settings import (BAD_CATEGORICAL, BAD_SAMPLES, BAD_SPEC, BAD_WIDTH, CATEGORICAL_RULES,  # noqa: F401
-                              DEFAULT_BLUR_WIDTH, DEFAULT_SAMPLES, KINDS, MAX_SAMPLES, Baseline)
+from explain.core.settings import (  # noqa: F401
+    BAD_CATEGORICAL,
+    BAD_SAMPLES,
+    BAD_WIDTH,
+    DEFAULT_BLUR_WIDTH,
+    DEFAULT_SAMPLES,
+    MAX_SAMPLES,
+    Baseline,
+)
 from explain.core.settings import parse_categorical as parse_rule
 
 MASK_OFFSET = 1e-6
@@ -233,7 +240,8 @@ def parse_categorical(rule: str, layout=None) -> tuple[str, dict]:
         names = [s.key for s in layout.specs if s.kind == "categorical"]
         for feature in chosen:
             if feature not in names:
-                raise AttributionError(UNKNOWN_CATEGORY_FEATURE.format(feature=feature, names=", ".join(names) or "none"))
+                raise AttributionError(UNKNOWN_CATEGORY_FEATURE.format(feature=feature,
+                                                                       names=", ".join(names) or "none"))
     return kind, chosen
 
 
@@ -280,7 +288,8 @@ def _numeric(kind, spec, values, own, rows, width):
         b = np.broadcast_to(_own_mean(own, _real_months(spec, own))[:, None], own.shape).copy()
     elif kind == "blur":
         own = np.asarray(own, np.float64)
-        b = blur({"static": np.zeros((len(own), 0)), "temporal": _fill_padded(own, _real_months(spec, own))}, width)["temporal"]
+        b = blur({"static": np.zeros((len(own), 0)), "temporal": _fill_padded(own, _real_months(spec, own))},
+                 width)["temporal"]
     elif kind == "cohort":
         chosen, ok = values[rows], real[rows]
         count = ok.sum(axis=0)[:, None]  # (T, 1): cohort customers with data in each period

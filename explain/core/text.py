@@ -19,6 +19,14 @@ def one_line(error: BaseException, limit: int = 300) -> str:
     return summary if len(summary) <= limit else summary[: limit - 3] + "..."
 
 
+def first_line(error: BaseException, limit: int = 300) -> str:
+    """``Type: first line of the message``, cut to ``limit`` characters: for errors whose later lines are a
+    traceback or a dump (a model that fails to load)."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def examples(values: Iterable, limit: int = EXAMPLES_SHOWN, total: int | None = None,
              quote: bool = True, more: bool = True) -> str:
     """The first ``limit`` values, quoted (``'a', 'b'``), and `` and N more`` when ``total``

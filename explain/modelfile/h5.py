@@ -21,15 +21,22 @@ import copy
 import inspect
 import json
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from explain.core.errors import refusal
-from explain.modelfile.limits import DEFAULT_LIMITS, MAX_CONFIG_BYTES, Limits
-from explain.modelfile.config import as_int, check_config, last_dim
-from explain.modelfile.common import (ZIP_MAGIC, ModelFileReport, check_path, hdf5_datasets, is_hdf5,
-                                keras_load, sniff_kind, trusted_names)
 from explain.core.text import one_line
+from explain.modelfile.common import (
+    ZIP_MAGIC,
+    ModelFileReport,
+    check_path,
+    hdf5_datasets,
+    is_hdf5,
+    keras_load,
+    sniff_kind,
+    trusted_names,
+)
+from explain.modelfile.config import as_int, check_config, last_dim
+from explain.modelfile.limits import DEFAULT_LIMITS, MAX_CONFIG_BYTES, Limits
 
 if TYPE_CHECKING:
     from explain.modelfile.trust import TrustedCode

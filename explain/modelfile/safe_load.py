@@ -42,21 +42,55 @@ import zipfile
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from explain.modelfile import h5
 from explain.core.errors import UnsafeModelError, refusal
-from explain.modelfile.limits import (DEFAULT_LIMITS, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_MEMBERS,  # noqa: F401
-                            DEFAULT_MAX_PARAMS, DEFAULT_MAX_UNCOMPRESSED_BYTES, DEFAULT_MEMORY_LIMIT_BYTES,
-                            DEFAULT_TIMEOUT_S, MAX_CONFIG_BYTES, Limits)
-from explain.modelfile.config import (REASON_DENIED_CLASS, REASON_FUNCTION, REASON_LAMBDA,  # noqa: F401
-                                  REASON_MALFORMED, REASON_MODULE, REASON_NO_MODULE, REASON_NOT_MODELING,
-                                  REASON_PY_LAMBDA, REASON_REGISTERED, REASON_VOCAB_FILE, TOO_MANY_PARAMS,
-                                  UNSAFE_CONFIG, UNSAFE_ITEM, check_config)
-from explain.modelfile.common import (EMPTY_FILE, EMPTY_ZIP_MAGIC, FILE_TOO_LARGE, IS_DIRECTORY,  # noqa: F401
-                                LOAD_FAILED, LOAD_OUT_OF_MEMORY, NOT_FOUND, SAVE_HINT, SAVEDMODEL,
-                                SAVEDMODEL_NAMES, ZIP_MAGIC, ModelFileReport, check_path, hdf5_datasets,
-                                is_hdf5, keras_load, sniff_kind, trusted_names)
 from explain.core.text import one_line
-from explain.modelfile.trial import ISOLATED_FAILED, ISOLATED_TIMEOUT, ISOLATED_TOO_LARGE, run_trial  # noqa: F401
+from explain.modelfile import h5
+from explain.modelfile.common import (  # noqa: F401
+    EMPTY_ZIP_MAGIC,
+    IS_DIRECTORY,
+    LOAD_FAILED,
+    LOAD_OUT_OF_MEMORY,
+    NOT_FOUND,
+    SAVE_HINT,
+    SAVEDMODEL,
+    SAVEDMODEL_NAMES,
+    ZIP_MAGIC,
+    ModelFileReport,
+    check_path,
+    hdf5_datasets,
+    is_hdf5,
+    keras_load,
+    sniff_kind,
+    trusted_names,
+)
+from explain.modelfile.config import (  # noqa: F401
+    REASON_DENIED_CLASS,
+    REASON_FUNCTION,
+    REASON_LAMBDA,
+    REASON_MALFORMED,
+    REASON_MODULE,
+    REASON_NO_MODULE,
+    REASON_NOT_MODELING,
+    REASON_PY_LAMBDA,
+    REASON_REGISTERED,
+    REASON_VOCAB_FILE,
+    TOO_MANY_PARAMS,
+    UNSAFE_CONFIG,
+    UNSAFE_ITEM,
+    check_config,
+)
+from explain.modelfile.limits import (  # noqa: F401
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_MEMBERS,
+    DEFAULT_MAX_PARAMS,
+    DEFAULT_MAX_UNCOMPRESSED_BYTES,
+    DEFAULT_MEMORY_LIMIT_BYTES,
+    DEFAULT_TIMEOUT_S,
+    MAX_CONFIG_BYTES,
+    Limits,
+)
+from explain.modelfile.trial import run_trial
 
 if TYPE_CHECKING:
     from explain.modelfile.trust import TrustedCode
@@ -229,84 +263,92 @@ def check_model_file(
     path = Path(path)
     shown = display_name or str(path)
     size = check_path(path, shown, limits.max_file_bytes)
-    max_members, max_uncompressed_bytes = limits.max_members, limits.max_uncompressed_bytes
-
     with open(path, "rb") as handle:
-        head = handle.read(16)
-        if not head.startswith(ZIP_MAGIC):
-            if is_hdf5(handle, size):
-                raise refusal(HDF5, path=shown)
-            raise refusal(NOT_A_ZIP, path=shown, head=repr(head[:8]), kind=sniff_kind(head))
-        try:
-            count = _declared_member_count(handle, size)
-        except zipfile.BadZipFile as exc:
-            raise refusal(CORRUPT_ZIP, path=shown, reason=str(exc)) from None
-        if count > max_members:
-            raise refusal(TOO_MANY_MEMBERS, path=shown, count=count, limit=max_members)
-        handle.seek(0)
-        try:
-            zf = zipfile.ZipFile(handle)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-            raise refusal(CORRUPT_ZIP, path=shown, reason=one_line(exc)) from None
+        zf = _open_zip(handle, shown, size, limits.max_members)
         with zf:
             infos = zf.infolist()
-            if len(infos) > max_members:
-                raise refusal(TOO_MANY_MEMBERS, path=shown, count=len(infos), limit=max_members)
-            names = [info.filename for info in infos]
-            seen: set[str] = set()
-            for name in names:
-                why = _member_problem(name)
-                if why is None and name in seen:
-                    why = "appears twice"
-                if why:
-                    raise refusal(UNSAFE_MEMBER, path=shown, name=name, why=why)
-                seen.add(name)
-            total = sum(info.file_size for info in infos)
-            if total > max_uncompressed_bytes:
-                raise refusal(
-                    UNCOMPRESSED_TOO_LARGE, path=shown, size=total, limit=max_uncompressed_bytes
-                )
-            savedmodel = [n for n in names if PurePosixPath(n).name in SAVEDMODEL_NAMES]
-            if savedmodel:
-                raise refusal(SAVEDMODEL, path=shown, where=f"a zip archive with {savedmodel[0]}")
-            if "config.json" not in seen:
-                listed = ", ".join(repr(n) for n in names[:5]) + (", ..." if len(names) > 5 else "")
-                raise refusal(MISSING_CONFIG, path=shown, names=listed or "nothing")
-            unexpected = [
-                n for n in names if n not in _EXPECTED_MEMBERS and not n.startswith("assets/")
-            ]
-            if unexpected:
-                listed = ", ".join(repr(n) for n in unexpected[:5])
-                if len(unexpected) > 5:
-                    listed += f" and {len(unexpected) - 5} more"
-                raise refusal(UNEXPECTED_MEMBERS, path=shown, names=listed)
-
-            config_info = zf.getinfo("config.json")
-            if config_info.file_size > MAX_CONFIG_BYTES:
-                raise refusal(
-                    BAD_CONFIG, path=shown,
-                    reason=f"it is {config_info.file_size:,} bytes, over {MAX_CONFIG_BYTES:,}",
-                )
-            try:
-                config = json.loads(zf.read("config.json").decode("utf-8"))
-            except RecursionError:
-                raise refusal(BAD_CONFIG, path=shown, reason="it is nested too deeply") from None
-            except Exception as exc:  # noqa: BLE001 - bad zip data, bad UTF-8, bad JSON
-                raise refusal(BAD_CONFIG, path=shown, reason=one_line(exc)) from None
-            if not (isinstance(config, dict) and isinstance(config.get("class_name"), str)):
-                raise refusal(BAD_CONFIG, path=shown, reason="it does not describe a Keras object")
-
+            names, total = _check_members(infos, shown, limits)
+            config = _read_config(zf, shown)
             try:
                 params = check_config(config, shown, limits.max_params, trusted_names(trusted))
             except RecursionError:
                 raise refusal(BAD_CONFIG, path=shown, reason="it is nested too deeply") from None
             weights_bytes = 0
-            if _WEIGHTS_MEMBER in seen:
-                weights_bytes = _check_weights(zf, shown, max_uncompressed_bytes)
+            if _WEIGHTS_MEMBER in names:
+                weights_bytes = _check_weights(zf, shown, limits.max_uncompressed_bytes)
     return ModelFileReport(
         path=path, size_bytes=size, uncompressed_bytes=total, members=tuple(names),
         estimated_params=params, weights_bytes=weights_bytes,
     )
+
+
+def _open_zip(handle, shown: str, size: int, max_members: int) -> zipfile.ZipFile:
+    """The archive of an open file, once its magic bytes and its declared member count pass."""
+    head = handle.read(16)
+    if not head.startswith(ZIP_MAGIC):
+        if is_hdf5(handle, size):
+            raise refusal(HDF5, path=shown)
+        raise refusal(NOT_A_ZIP, path=shown, head=repr(head[:8]), kind=sniff_kind(head))
+    try:
+        count = _declared_member_count(handle, size)
+    except zipfile.BadZipFile as exc:
+        raise refusal(CORRUPT_ZIP, path=shown, reason=str(exc)) from None
+    if count > max_members:
+        raise refusal(TOO_MANY_MEMBERS, path=shown, count=count, limit=max_members)
+    handle.seek(0)
+    try:
+        return zipfile.ZipFile(handle)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise refusal(CORRUPT_ZIP, path=shown, reason=one_line(exc)) from None
+
+
+def _check_members(infos, shown: str, limits: Limits) -> tuple[list[str], int]:
+    """(member names, their uncompressed size): count, names, total size, no SavedModel, the members a .keras
+    file has and no others."""
+    if len(infos) > limits.max_members:
+        raise refusal(TOO_MANY_MEMBERS, path=shown, count=len(infos), limit=limits.max_members)
+    names = [info.filename for info in infos]
+    seen: set[str] = set()
+    for name in names:
+        why = _member_problem(name)
+        if why is None and name in seen:
+            why = "appears twice"
+        if why:
+            raise refusal(UNSAFE_MEMBER, path=shown, name=name, why=why)
+        seen.add(name)
+    total = sum(info.file_size for info in infos)
+    if total > limits.max_uncompressed_bytes:
+        raise refusal(UNCOMPRESSED_TOO_LARGE, path=shown, size=total, limit=limits.max_uncompressed_bytes)
+    savedmodel = [n for n in names if PurePosixPath(n).name in SAVEDMODEL_NAMES]
+    if savedmodel:
+        raise refusal(SAVEDMODEL, path=shown, where=f"a zip archive with {savedmodel[0]}")
+    if "config.json" not in seen:
+        listed = ", ".join(repr(n) for n in names[:5]) + (", ..." if len(names) > 5 else "")
+        raise refusal(MISSING_CONFIG, path=shown, names=listed or "nothing")
+    unexpected = [n for n in names if n not in _EXPECTED_MEMBERS and not n.startswith("assets/")]
+    if unexpected:
+        listed = ", ".join(repr(n) for n in unexpected[:5])
+        if len(unexpected) > 5:
+            listed += f" and {len(unexpected) - 5} more"
+        raise refusal(UNEXPECTED_MEMBERS, path=shown, names=listed)
+    return names, total
+
+
+def _read_config(zf: zipfile.ZipFile, shown: str) -> dict:
+    """``config.json`` parsed, within its size limit, and describing a Keras object."""
+    config_info = zf.getinfo("config.json")
+    if config_info.file_size > MAX_CONFIG_BYTES:
+        too_big = f"it is {config_info.file_size:,} bytes, over {MAX_CONFIG_BYTES:,}"
+        raise refusal(BAD_CONFIG, path=shown, reason=too_big)
+    try:
+        config = json.loads(zf.read("config.json").decode("utf-8"))
+    except RecursionError:
+        raise refusal(BAD_CONFIG, path=shown, reason="it is nested too deeply") from None
+    except Exception as exc:  # noqa: BLE001 - bad zip data, bad UTF-8, bad JSON
+        raise refusal(BAD_CONFIG, path=shown, reason=one_line(exc)) from None
+    if not (isinstance(config, dict) and isinstance(config.get("class_name"), str)):
+        raise refusal(BAD_CONFIG, path=shown, reason="it does not describe a Keras object")
+    return config
 
 
 # --------------------------------------------------------------------------- loading

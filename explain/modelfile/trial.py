@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 
 from explain.core.errors import refusal
-from explain.modelfile.common import LOAD_FAILED, KerasPath, is_memory_error
 from explain.core.text import one_line
+from explain.modelfile.common import LOAD_FAILED, KerasPath, is_memory_error
 
 ISOLATED_TOO_LARGE = (
     "{path}: the model is too large to load: loading it needed more than {limit} of "

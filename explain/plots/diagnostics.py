@@ -5,8 +5,6 @@ No streamlit."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -55,7 +53,8 @@ def path_figure(profile: dict, *, title: str | None = None, y_title: str = "pred
 
 # ----------------------------------------------------------------------------- faithfulness
 
-RANKING_STYLES = {"ig": ("Integrated Gradients", "#1b9e77"), "gradient_x_input": ("gradient x (input - baseline)", "#7570b3"),
+RANKING_STYLES = {"ig": ("Integrated Gradients", "#1b9e77"),
+                  "gradient_x_input": ("gradient x (input - baseline)", "#7570b3"),
                   "random": ("random orders", GREY)}
 
 
@@ -92,7 +91,8 @@ def randomisation_figure(layers, spearman, spearman_abs, *, threshold: float = 0
     """Rank correlation with the original attributions as the layers are re-initialised from the top."""
     steps = ["none (trained)"] + [f"+ {esc(name)}" for name in layers]
     fig = go.Figure()
-    for values, name, colour in ((spearman, "signed attributions", "#1b9e77"), (spearman_abs, "|attributions|", "#d95f02")):
+    for values, name, colour in ((spearman, "signed attributions", "#1b9e77"),
+                                 (spearman_abs, "|attributions|", "#d95f02")):
         y = [1.0, *np.asarray(values, np.float64).tolist()]
         fig.add_trace(go.Scatter(x=steps, y=y, mode="lines+markers", name=name, line=dict(color=colour, width=2.5),
                                  hovertemplate="re-initialised down to %{x}: %{y:.3f}<extra>" + name + "</extra>"))
@@ -128,30 +128,3 @@ def occlusion_scatter(ig_totals, changes, groups, *, by: str = "period", spearma
     fig.update_yaxes(title=f"f(x) - f(x with the {by} at the baseline){label}", gridcolor="#eee",
                      zeroline=True, zerolinecolor="#bbb")
     return layout(fig, title, height=420, showlegend=False)
-
-class DiagnosticsFigures(NamedTuple):
-    """The Diagnostics page's two figures."""
-
-    convergence: go.Figure
-    path: go.Figure
-
-
-def diagnostics(bundle, customer, settings=None, *, steps=None, points: int | None = None) -> DiagnosticsFigures:
-    """The Diagnostics page for one customer id: |delta| against steps for every rule, and the
-    prediction and gradient size along the path from the baseline. Computes attributions
-    (5 rules x 7 step counts by default). ``settings``: an ``explain.Settings`` (default: mean baseline)."""
-    from explain.analysis import diagnostics as diag
-    from explain.analysis.report import DELTA_FINE
-    from explain.core.settings import Settings
-
-    settings = settings or Settings()
-    cid = str(customer)
-    sweep = diag.delta_sweep(bundle, cid, settings, steps or diag.SWEEP_STEPS)
-    profile = diag.path_profile(bundle, cid, settings, points or diag.PATH_POINTS)
-    target = settings.for_bundle(bundle).target
-    return DiagnosticsFigures(
-        delta_by_steps(sweep["steps"], sweep["deltas"], tolerance=DELTA_FINE * max(abs(sweep["gap"]), 0.01),
-                       title=f"Does the integral converge? Customer {cid}"),
-        path_figure(profile, y_title=f"{bundle.output_names[target]} ({settings.space})",
-                    title="Along the path from baseline to customer"),
-    )

@@ -26,18 +26,29 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from explain.core.text import unit_after
+
 # The style every figure shares (colours, escaping, number format, layout) lives in
 # explain.plots.style; the Diagnostics page's figures in explain.plots.diagnostics.
 from explain.plots.style import (  # noqa: F401 (RED, BLUE, ... re-exported: the figures' colours)
-    ATTRIBUTION_TITLE, BLUE, DIVERGING, GREY, MAGNITUDE_TITLE, RED, SEQUENTIAL, esc, esc_all, fmt, symmetric_limit)
-from explain.plots.diagnostics import DiagnosticsFigures, diagnostics  # noqa: F401 (part of the Python API)
-from explain.plots.style import AXIS, merge
+    ATTRIBUTION_TITLE,
+    AXIS,
+    BLUE,
+    DIVERGING,
+    GREY,
+    MAGNITUDE_TITLE,
+    RED,
+    SEQUENTIAL,
+    esc,
+    esc_all,
+    fmt,
+    merge,
+    symmetric_limit,
+)
 from explain.plots.style import layout as _layout
 from explain.plots.style import signed_colours as _signed_colours
 from explain.plots.style import styled as _styled
 from explain.plots.style import units_for as _units_for
-from explain.core.text import unit_after
-from explain.core.periods import words as periods_words
 
 NO_DATA = "#d4d4d4"  # padded periods of a history: drawn grey, "no data"
 NO_DATA_TEXT = "no data (padding)"
@@ -484,210 +495,6 @@ def risk_histogram(predictions, bands=None, *, title: str | None = None, x_title
     fig.update_xaxes(title=x_title)
     fig.update_yaxes(title="customers", gridcolor="#eee")
     return _layout(fig, title, height=240)
-
-
-# ----------------------------------------------------------------------------- from Python
-# The dashboard's views for a notebook: an ``Attribution`` and its bundle in, Plotly figures
-# out, e.g. ``explain.plots.figures.heatmap(a, bundle, customer=0).show()``. Thin adapters over the
-# builders above (the same figures the pages draw).
-#
-# ``customer``: a row of ``a`` (0, 1, ...) or a customer id. ``ids``: the ids of ``a``'s rows,
-# in order (default: the bundle's, when ``a`` holds every customer of the bundle).
-# ``baseline``: a baseline spec ("mean", "cohort:0", ...; computed as the dashboard does) or
-# arrays {"static": (S,), "temporal": (T, F)}, shown in hover text and as the dashed history;
-# by default the attribution's own (``explain_customers`` records it; ``integrated_gradients`` does not).
-
-NEEDS_IDS = ("The attribution holds {n} customer(s) and the bundle {m}: pass ids=[...] (the ids the "
-             "attribution was computed for, in order) so that each row is matched with its customer's values.")
-IDS_COUNT = "ids has {given} id(s) but the attribution holds {n} customer(s); give one id per row, in order."
-UNKNOWN_CUSTOMER = ("customer={customer!r} is not one of the attribution's {n} customer(s) (for example "
-                    "{examples}): pass a row number from 0 to {last} or one of their ids.")
-
-
-class CompareFigures(NamedTuple):
-    """The Compare page's four figures."""
-
-    first: go.Figure
-    second: go.Figure
-    difference: go.Figure
-    static: go.Figure
-
-
-class CohortFigures(NamedTuple):
-    """The Cohort page's five figures."""
-
-    risk: go.Figure
-    magnitude: go.Figure
-    signed: go.Figure
-    ranking: go.Figure
-    periods: go.Figure
-
-
-def attribution_ids(a, bundle, ids=None) -> list[str]:
-    """The customer ids of ``a``'s rows: ``ids``, or the bundle's when ``a`` holds all of them."""
-    from explain.core.errors import ExplainError
-
-    if ids is None:
-        if a.n_customers != bundle.n_customers:
-            raise ExplainError(NEEDS_IDS.format(n=a.n_customers, m=bundle.n_customers))
-        return [str(i) for i in bundle.ids]
-    ids = [str(i) for i in ([ids] if isinstance(ids, str) else ids)]
-    if len(ids) != a.n_customers:
-        raise ExplainError(IDS_COUNT.format(given=len(ids), n=a.n_customers))
-    return ids
-
-
-def customer_row(a, bundle, customer, ids) -> tuple[int, str]:
-    from explain.core.errors import ExplainError
-
-    ids = attribution_ids(a, bundle, ids)
-    if isinstance(customer, (int, np.integer)) and not isinstance(customer, bool) and 0 <= customer < len(ids):
-        return int(customer), ids[int(customer)]
-    if str(customer) in ids and not isinstance(customer, (int, np.integer)):
-        return ids.index(str(customer)), str(customer)
-    raise ExplainError(UNKNOWN_CUSTOMER.format(customer=customer, n=len(ids), last=len(ids) - 1,
-                                               examples=", ".join(repr(i) for i in ids[:3])))
-
-
-def _baseline_of(bundle, cid: str, baseline) -> dict | None:
-    """{"static": (S,), "temporal": (T, F)} to show, or None; a spec as the dashboard shows it."""
-    if baseline is None:  # the attribution's own baseline, when it says (explain_customers)
-        return None
-    if not isinstance(baseline, dict):
-        from explain.analysis.diagnostics import shown_baseline
-        from explain.core.settings import Settings
-
-        return shown_baseline(bundle, cid, Settings(baseline=baseline))  # a spec or a Baseline
-    static = np.asarray(baseline["static"], np.float64)
-    temporal = np.asarray(baseline["temporal"], np.float64)
-    return {"static": static.reshape(-1, bundle.n_static)[0],
-            "temporal": temporal.reshape(-1, bundle.n_periods, bundle.n_temporal)[0]}
-
-
-def _units(bundle, names) -> list:
-    return [bundle.units.get(c) for c in names]
-
-
-def heatmap(a, bundle, customer=0, *, ids=None, baseline=None, title: str | None = "") -> go.Figure:
-    """The Customer page's period x feature heatmap with its totals per period and per feature
-    (``title`` "": "Monthly features: effect of each feature in each period", in the bundle's period)."""
-    if title == "":
-        title = f"{periods_words(bundle).adjective.capitalize()} features: effect of each feature in each period"
-    row, cid = customer_row(a, bundle, customer, ids)
-    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
-    return temporal_panel(bundle.periods, bundle.temporal_labels, a.temporal[row],
-                          values=bundle.inputs_for([cid])["temporal"][0],
-                          baseline=None if base is None else base["temporal"],
-                          units=_units(bundle, bundle.temporal_features), title=title)
-
-
-def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None) -> list[tuple[str, go.Figure]]:
-    """(title, heatmap panel) of every temporal input of the customer, padded periods grey
-    ("no data"): one for a plain bundle (``heatmap``), one per history for more inputs."""
-    row, cid = customer_row(a, bundle, customer, ids)
-    if getattr(bundle, "plain", True):
-        title = f"{periods_words(bundle).adjective.capitalize()} features: effect of each feature in each period"
-        return [(title, heatmap(a, bundle, row, ids=ids, baseline=baseline, title=title))]
-    values = bundle.inputs_for([cid])
-    out = []
-    for spec in bundle.layout.specs:
-        if spec.role != "temporal":
-            continue
-        columns = bundle.input_features[spec.key]
-        attr = np.asarray(a.inputs[spec.key][row], np.float64).reshape(len(bundle.input_periods[spec.key]), -1)
-        own = np.asarray(values[spec.key][0])
-        own = own.reshape(attr.shape).astype(np.float64) if own.dtype.kind in "fiub" else None
-        label = bundle.input_labels.get(spec.key, spec.key)
-        if label == spec.key == "temporal":  # no display name: the history by its period ("Weekly features")
-            label = f"{periods_words(bundle).adjective.capitalize()} features"
-        title = f"{label}: effect of each feature in each period"
-        if spec.kind == "categorical":
-            title += " (category ids, summed over the embedding)"
-        out.append((title, temporal_panel(
-            bundle.input_periods[spec.key], [bundle.feature_labels.get(c, c) for c in columns], attr, values=own,
-            units=_units(bundle, columns), title=title,
-            padding=a.padding[spec.key][row] if spec.key in a.padding else None)))
-    return out
-
-
-def static_all(a, bundle, customer=0, *, ids=None, baseline=None,
-               title: str | None = "Static features (label: the customer's value)") -> go.Figure:
-    """Every static feature together (numeric and categorical inputs side by side), categories
-    by their display text."""
-    if getattr(bundle, "plain", True):
-        return static(a, bundle, customer, ids=ids, baseline=baseline, title=title)
-    row, cid = customer_row(a, bundle, customer, ids)
-    values = bundle.inputs_for([cid])
-    shown = []
-    for spec in bundle.layout.specs:
-        if spec.role != "static":
-            continue
-        for column, value in zip(bundle.input_features[spec.key], np.ravel(values[spec.key][0])):
-            names = bundle.categories.get(column, {})
-            if spec.kind == "categorical":
-                key = str(int(value)) if not isinstance(value, str) else value
-                shown.append(str(names.get(key, key)))
-            else:
-                shown.append(float(value))
-    return static_bars(bundle.static_labels, a.static[row], shown, units=_units(bundle, bundle.static_features),
-                       title=title)
-
-
-def static(a, bundle, customer=0, *, ids=None, baseline=None,
-           title: str | None = "Static features (label: the customer's value)") -> go.Figure:
-    """The Customer page's signed, sorted bars of the static attributions."""
-    row, cid = customer_row(a, bundle, customer, ids)
-    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
-    return static_bars(bundle.static_labels, a.static[row], bundle.inputs_for([cid])["static"][0],
-                       units=_units(bundle, bundle.static_features),
-                       baseline=None if base is None else base["static"], title=title)
-
-
-def history(a, bundle, customer=0, *, ids=None, baseline=None, columns: int = 2,
-            title: str | None = "") -> go.Figure:
-    """The Customer page's raw history of the customer, one small chart per feature (``title`` "":
-    "The customer's monthly history (dashed: the baseline)", in the bundle's period)."""
-    if title == "":
-        title = f"The customer's {periods_words(bundle).adjective} history (dashed: the baseline)"
-    row, cid = customer_row(a, bundle, customer, ids)
-    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
-    return history_figure(bundle.periods, bundle.temporal_labels, bundle.inputs_for([cid])["temporal"][0],
-                          baseline=None if base is None else base["temporal"],
-                          units=_units(bundle, bundle.temporal_features), columns=columns, title=title)
-
-
-def compare(a, bundle, first=0, second=1, *, ids=None) -> CompareFigures:
-    """The Compare page for two customers of ``a``: their heatmaps on one shared scale, the
-    difference (first minus second, own scale) and their static attributions side by side."""
-    i, id_a = customer_row(a, bundle, first, ids)
-    j, id_b = customer_row(a, bundle, second, ids)
-    values = bundle.inputs_for([id_a, id_b])["temporal"]
-    figs = compare_figures(bundle.periods, bundle.temporal_labels, a.temporal[i], a.temporal[j],
-                           names=(id_a, id_b), values=(values[0], values[1]),
-                           units=_units(bundle, bundle.temporal_features))
-    return CompareFigures(*figs, compare_static(bundle.static_labels, a.static[i], a.static[j], names=(id_a, id_b)))
-
-
-def cohort(a, bundle, *, bands=None) -> CohortFigures:
-    """The Cohort page over every customer of ``a``: predicted scores, mean |attribution| and
-    signed mean heatmaps, the feature ranking and the per-period profile."""
-    from explain.analysis import cohort as cohorts
-
-    agg = cohorts.aggregate(np.asarray(a.static, np.float64), np.asarray(a.temporal, np.float64),
-                            bundle.static_labels, bundle.temporal_labels, cohorts.padding_of(a))
-    cuts = list(cohorts.RISK_CUTS if bands is None else bands)
-    return CohortFigures(
-        risk_histogram(a.prediction, cuts, title="Predicted scores of the customers shown"),
-        magnitude_heatmap(bundle.periods, bundle.temporal_labels, agg.mean_abs,
-                          title="How much each cell matters: mean |attribution|"),
-        temporal_heatmap(bundle.periods, bundle.temporal_labels, agg.signed_mean,
-                         title="Which way on average: signed mean"),
-        feature_ranking(agg.feature_names, agg.feature_abs, agg.feature_signed, title="Feature ranking"),
-        period_profile(bundle.periods, agg.period_abs, agg.period_signed, title="Per-period profile"),
-    )
-
-
-# ----------------------------------------------------------------------------- what-if
 
 
 def whatif_figures(periods, features, original, edited, *, changed=None, values=(None, None), units=None,

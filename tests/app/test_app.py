@@ -14,7 +14,18 @@ import pandas as pd
 import pytest
 
 from explain.analysis import report
-from tests.support.apptest import DEMO, app, array, bundle_files, charts, choose_customer, errors, heatmap, plain, upload
+from tests.support.apptest import (
+    DEMO,
+    app,
+    array,
+    bundle_files,
+    charts,
+    choose_customer,
+    errors,
+    heatmap,
+    plain,
+    upload,
+)
 from tests.unit.batch.test_batch import CHUNK_ATOL
 
 PAGES = ["pages/customer.py", "pages/compare.py", "pages/cohort.py", "pages/diagnostics.py", "pages/data.py"]
@@ -193,9 +204,9 @@ def test_cohort_job_stopped_halfway_keeps_partial_results_and_continues():
 
 
 def test_cohort_page_reads_a_matching_batch_store_instead_of_computing(tmp_path, monkeypatch):
+    from explain.analysis.explainer import Request
     from explain.batch.local import run_batch_job
     from explain.bundle.load import load_bundle
-    from explain.analysis.explainer import Request
 
     folder = tmp_path / "demo"
     shutil.copytree(DEMO, folder, ignore=shutil.ignore_patterns("attributions"))
@@ -404,7 +415,8 @@ def test_customer_page_says_the_verdict_in_words_and_the_delta_as_a_quiet_badge(
     scores = _scores(DEMO)
     ranked = sorted(scores, key=scores.get)
     middle = next(c for c in ranked if 0.3 <= scores[c] < 0.6)
-    for cid, words, colour in ((ranked[-1], "High risk: likely to churn", "red"), (middle, "Medium risk: may churn", "orange"),
+    for cid, words, colour in ((ranked[-1], "High risk: likely to churn", "red"),
+                               (middle, "Medium risk: may churn", "orange"),
                                (ranked[0], "Low risk: unlikely to churn", "green")):
         at = app({"customer": cid})
         assert _headline(at) == f"### :{colour}[{words}]", cid

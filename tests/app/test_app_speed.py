@@ -7,10 +7,10 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from explain.bundle import load as bundle_io
-from explain.plots import figures
 from explain.analysis.explainer import explain_customers
+from explain.bundle import load as bundle_io
 from explain.core.settings import Baseline, Settings
+from explain.plots import figures
 from tests.support.apptest import DEMO, app, array, charts, choose_customer, heatmap
 from ui import speed
 

@@ -8,9 +8,9 @@ import keras
 import numpy as np
 import pytest
 
+from explain.bundle.load import Bundle
 from explain.core import engine as engine_module
 from explain.core import ig
-from explain.bundle.load import Bundle
 from explain.core.errors import ExplainError, Stopped
 
 S, T, F = 3, 4, 2
@@ -27,7 +27,8 @@ def model():
 
 def _data(n, seed=0):
     rng = np.random.default_rng(seed)
-    return {"static": rng.normal(size=(n, S)).astype("float32"), "temporal": rng.normal(size=(n, T, F)).astype("float32")}
+    return {"static": rng.normal(size=(n, S)).astype("float32"),
+            "temporal": rng.normal(size=(n, T, F)).astype("float32")}
 
 
 def _counter(stop_after=None):

@@ -21,7 +21,7 @@ HEATMAPS = """() => {
 }"""
 
 
-def metric(page, label: str) -> str:
+def metric(page, label: str) -> str:  # noqa: F811 (the fixture's name, as a plain argument)
     box = page.locator("[data-testid=stMetric]").filter(has_text=label).first
     return box.locator("[data-testid=stMetricValue]").inner_text().strip()
 

@@ -3,14 +3,17 @@ does), install the wheel into a fresh virtual environment, and use it from outsi
 repository: `explain check` on a bundle written by `save_bundle`, then `explain serve` until
 /_stcore/health answers ok and (with Debian's Chromium) the Customer page draws its heatmap.
 
-The venv sees the system's packages (TensorFlow is not reinstalled) and the wheel is
-installed with --no-deps, so nothing is downloaded.
+The venv sees the packages of the interpreter running the tests (TensorFlow is not reinstalled) and
+the wheel is installed with --no-deps, so nothing is downloaded. When the tests themselves run inside
+a virtual environment, ``--system-site-packages`` would see the base interpreter's packages only, so
+the new venv also gets a ``.pth`` file naming the running interpreter's site-packages.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import site
 import socket
 import subprocess
 import sys
@@ -67,6 +70,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _see_running_packages(venv_python: Path, *, cwd, env) -> None:
+    """Make the packages of the interpreter running the tests visible in the new venv (after its own)."""
+    if sys.prefix == sys.base_prefix:
+        return  # the system's interpreter: --system-site-packages already sees them
+    purelib = _run(venv_python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                   cwd=cwd, env=env).stdout.strip()
+    (Path(purelib) / "_running_interpreter.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """(venv python, venv bin folder, a folder outside the repository, env) with the wheel installed."""
@@ -80,6 +92,7 @@ def installed(tmp_path_factory):
     assert len(wheels) == 1 and list((base / "dist").glob("explain-*.tar.gz"))
     _run(sys.executable, "-m", "venv", "--system-site-packages", base / "venv", cwd=base, env=env)
     bin_dir = base / "venv" / "bin"
+    _see_running_packages(bin_dir / "python", cwd=base, env=env)
     _run(bin_dir / "python", "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", wheels[0],
          cwd=base, env=env)
     outside = base / "elsewhere"

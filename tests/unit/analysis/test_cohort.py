@@ -90,8 +90,10 @@ def test_aggregates_equal_loops_over_customers():
         assert agg.feature_abs[S + f] == pytest.approx(np.mean(np.abs(totals)))
         assert agg.feature_signed[S + f] == pytest.approx(np.mean(totals))
     for t in range(T):
-        assert agg.period_abs[t] == pytest.approx(np.mean([sum(abs(temporal[i, t, f]) for f in range(F)) for i in range(n)]))
-        assert agg.period_signed[t] == pytest.approx(np.mean([sum(temporal[i, t, f] for f in range(F)) for i in range(n)]))
+        assert agg.period_abs[t] == pytest.approx(np.mean([sum(abs(temporal[i, t, f]) for f in range(F))
+                                                           for i in range(n)]))
+        assert agg.period_signed[t] == pytest.approx(np.mean([sum(temporal[i, t, f] for f in range(F))
+                                                              for i in range(n)]))
 
 
 def test_cohort_ids_are_a_seeded_sample_of_that_label_only():
@@ -118,12 +120,14 @@ def linear_bundle(n=40):
     model, ws, wt = M.linear_model(seed=4, temporal_first=True)  # not the demo: temporal input first, linear
     data = M.data(n=n, seed=5)
     bundle = Bundle.from_arrays(model, data["static"], data["temporal"], ids=[f"L{i:02d}" for i in range(n)])
-    return dataclasses.replace(bundle, labels=np.array([0, 1, 1, 0] * (n // 4)), label_name="y", positive_label=1), ws, wt
+    return dataclasses.replace(bundle, labels=np.array([0, 1, 1, 0] * (n // 4)), label_name="y",
+                               positive_label=1), ws, wt
 
 
 def test_scores_are_the_models_output_for_every_customer_in_any_chunking():
     bundle, ws, wt = linear_bundle(40)
-    expected = bundle.static.astype(np.float64) @ ws + np.einsum("ntf,tf->n", bundle.temporal.astype(np.float64), wt) + 0.3
+    expected = (bundle.static.astype(np.float64) @ ws + np.einsum("ntf,tf->n", bundle.temporal.astype(np.float64), wt)
+                + 0.3)
     for chunk in (1, 7, 40, 1024):
         calls = []
         scores = cohort.scores(bundle, should_stop=lambda: calls.append(1) or False, chunk=chunk)

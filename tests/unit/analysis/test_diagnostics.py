@@ -5,12 +5,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from explain.core import baselines
 from explain.analysis import diagnostics
 from explain.bundle.load import Bundle
+from explain.core import baselines
 from explain.core.errors import Stopped
-from explain.core.settings import Settings
 from explain.core.quadrature import METHODS
+from explain.core.settings import Settings
 from tests.support import models as M
 
 

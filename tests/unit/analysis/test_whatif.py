@@ -5,12 +5,11 @@ import keras
 import numpy as np
 import pytest
 
-from explain.analysis import counterfactual
-from explain.analysis import whatif
+from explain.analysis import counterfactual, whatif
+from explain.analysis.whatif import Edit, Scenario, ScenarioError
 from explain.bundle.load import Bundle, load_bundle
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings
-from explain.analysis.whatif import Edit, Scenario, ScenarioError
 from tests.support.apptest import DEMO
 from tests.support.models import F, S, T, linear_model
 

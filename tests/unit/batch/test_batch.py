@@ -18,15 +18,15 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from explain.analysis.explainer import Request, explain_customers
+from explain.analysis.report import LONG_COLUMNS, SUMMARY_COLUMNS, long_frame
 from explain.batch import local as batch
+from explain.batch.format import FORMAT_VERSION, LOCK, MANIFEST, METADATA_KEY, SUCCESS, SUMMARY_DIR, StoreError
 from explain.batch.local import run_batch_job
 from explain.batch.store import find_store, open_store, read_store
-from explain.batch.format import FORMAT_VERSION, LOCK, MANIFEST, METADATA_KEY, SUCCESS, SUMMARY_DIR, StoreError
 from explain.bundle.load import load_bundle
 from explain.cli import main
 from explain.core.errors import ExplainError
-from explain.analysis.explainer import Request, explain_customers
-from explain.analysis.report import LONG_COLUMNS, SUMMARY_COLUMNS, long_frame
 
 ROOT = Path(__file__).resolve().parents[3]
 # How far other chunk sizes (other batch shapes) may move a float64 result: TensorFlow's CPU kernels

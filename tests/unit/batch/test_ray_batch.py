@@ -28,13 +28,13 @@ import pytest
 
 from explain.batch import ray_job as ray_batch
 from explain.batch import ray_tables
+from explain.batch.format import MANIFEST, StoreError
 from explain.batch.local import run_batch_job
+from explain.batch.store import find_store, open_store, read_store
 from explain.bundle.load import load_bundle
 from explain.cli import main
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings as Request
-from explain.batch.store import find_store, open_store, read_store
-from explain.batch.format import MANIFEST, StoreError
 
 ROOT = Path(__file__).resolve().parents[3]
 REQUEST = Request(steps=8)
@@ -95,7 +95,8 @@ def _regrouped(folder: Path, ids: list[str], chunk_size: int, n_buckets: int, bl
     position = np.arange(len(ids))
     keys = pa.table({"customer_id": ids, "chunk": position // chunk_size, "slot": position % chunk_size})
     rows = pa.concat_tables([ray_tables.key_rows(keys, n_buckets=n_buckets), *parts])
-    customers = pa.concat_tables([ray_tables.customers_of_bucket(rows.filter(pc.equal(rows["bucket"], b)), layout=layout)
+    customers = pa.concat_tables([ray_tables.customers_of_bucket(rows.filter(pc.equal(rows["bucket"], b)),
+                                                                 layout=layout)
                                   for b in range(n_buckets)])
     out = {}
     for chunk in sorted(set(customers["chunk"].to_pylist())):

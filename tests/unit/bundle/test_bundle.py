@@ -16,10 +16,21 @@ import pandas as pd
 import pytest
 
 from explain.bundle import load as B
+from explain.bundle import tables
 from explain.bundle.load import load_bundle, load_bundle_from_uploads, validate_bundle
 from explain.core.errors import BundleError, ExplainError
-from tests.support.hostile import (PNG_BYTES, as_parquet_bytes, both, delete, drop_column, edit_config, edit_rows,
-                           rename_column, set_cell, write_bytes)
+from tests.support.hostile import (
+    PNG_BYTES,
+    as_parquet_bytes,
+    both,
+    delete,
+    drop_column,
+    edit_config,
+    edit_rows,
+    rename_column,
+    set_cell,
+    write_bytes,
+)
 from tests.support.hostile import read_csv as _read_csv
 from tests.support.hostile import write_csv as _write_csv
 
@@ -126,21 +137,21 @@ BAD_CASES = [
     ("missing model", delete("model.keras"), B.MISSING_FILE, "model.keras", None, ["model.keras"]),
     ("both csv and parquet", as_parquet_bytes("static.parquet"), B.AMBIGUOUS_FILE, "static.csv",
      None, ["static.parquet"]),
-    ("empty file", write_bytes("static.csv", b""), B.EMPTY_FILE, "static.csv", None, []),
+    ("empty file", write_bytes("static.csv", b""), tables.EMPTY_FILE, "static.csv", None, []),
     ("header only", write_bytes("temporal.csv", b"customer_id,period,usage,calls,late\n"),
-     B.NO_DATA_ROWS, "temporal.csv", None, []),
-    ("binary renamed csv", write_bytes("static.csv", PNG_BYTES), B.BINARY_CSV, "static.csv", None,
+     tables.NO_DATA_ROWS, "temporal.csv", None, []),
+    ("binary renamed csv", write_bytes("static.csv", PNG_BYTES), tables.BINARY_CSV, "static.csv", None,
      ["not text"]),
     ("parquet renamed csv", both(as_parquet_bytes("x.parquet"),
                                  lambda f: (f / "x.parquet").replace(f / "temporal.csv")),
-     B.BINARY_CSV, "temporal.csv", None, ["temporal.parquet"]),
+     tables.BINARY_CSV, "temporal.csv", None, ["temporal.parquet"]),
     ("semicolons", write_bytes("static.csv", b"customer_id;tenure;charge;age;autopay;churned\n"
                                              b"007;1;2;3;4;0\n"),
-     B.WRONG_SEPARATOR, "static.csv", None, ["semicolons"]),
+     tables.WRONG_SEPARATOR, "static.csv", None, ["semicolons"]),
     ("ragged row", edit_rows("static.csv", lambda h, r: (h, r[:2] + [r[2] + ["9"]] + r[3:])),
-     B.RAGGED_ROWS, "static.csv", None, ["row 3", "7 values"]),
+     tables.RAGGED_ROWS, "static.csv", None, ["row 3", "7 values"]),
     ("duplicate column", edit_rows("static.csv", lambda h, r: (h[:-1] + ["age"], r)),
-     B.DUPLICATE_COLUMN, "static.csv", "age", ["2 times"]),
+     tables.DUPLICATE_COLUMN, "static.csv", "age", ["2 times"]),
     ("missing static feature", edit_rows("static.csv", drop_column("charge")), B.MISSING_COLUMN,
      "static.csv", "charge", ["static_features"]),
     ("missing temporal feature", edit_rows("temporal.csv", drop_column("late")), B.MISSING_COLUMN,

@@ -131,7 +131,8 @@ def test_categories_as_ids_and_texts_with_a_dataframe_and_a_target(tmp_path, cap
 
 @pytest.mark.parametrize("change, argument, message", [
     (lambda i: {**i, "extra": i["profile"]}, "inputs", "inputs names 'extra', which the model does not have"),
-    (lambda i: {k: v for k, v in i.items() if k != "quarterly"}, "inputs", "inputs lacks the model's input(s) 'quarterly'"),
+    (lambda i: {k: v for k, v in i.items() if k != "quarterly"}, "inputs",
+     "inputs lacks the model's input(s) 'quarterly'"),
     (lambda i: [i["profile"], i["monthly"]], "inputs", "inputs has 2 entries, but the model has 3 inputs"),
     (lambda i: {**i, "monthly": i["monthly"][:, :6]}, "inputs['monthly']",
      "inputs['monthly'] has shape (9, 6, 2), but the model's input 'monthly' (None, 8, 2) expects (n, 8, 2)"),

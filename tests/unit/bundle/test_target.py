@@ -17,6 +17,7 @@ from explain.bundle.load import load_bundle, validate_bundle
 from explain.core.settings import Settings
 from tests.support.softmax import softmax_bundle
 
+
 @pytest.mark.parametrize("config, expected", [
     ({"target": "churn"}, 1), ({"target": 1}, 1), ({"target": "stay"}, 0), ({"target": 0}, 0),
     ({"positive_label": 1}, 1), ({"positive_label": "churn"}, 1), ({"positive_label": 0}, 0),

@@ -3,11 +3,10 @@
 import json
 import shutil
 
-import numpy as np
 import pytest
 
-from explain.core import verdict
 from explain.bundle.load import validate_bundle
+from explain.core import verdict
 from tests.support.apptest import DEMO
 
 BANDS = verdict.DEFAULT_BANDS
@@ -60,11 +59,10 @@ def test_a_bad_risk_bands_key_is_a_problem_of_the_bundle(tmp_path):
 
 
 def test_html_report_names_the_target_and_says_the_verdict():
-    from explain.analysis import report
-    from explain.plots import html as html_report
-    from explain.bundle.load import load_bundle
     from explain.analysis.explainer import explain_customers
+    from explain.bundle.load import load_bundle
     from explain.core.settings import Settings
+    from explain.plots import html as html_report
 
     bundle = load_bundle(DEMO)
     ids = ["C00001"]

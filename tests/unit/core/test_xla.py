@@ -7,8 +7,8 @@ import pytest
 import explain
 from explain.bundle import load as bundle_io
 from explain.core import xla
-from explain.demo.churn import DEFAULT_DEMO_DIR
 from explain.core.engine import engine_for
+from explain.demo.churn import DEFAULT_DEMO_DIR
 from tests.support.models import T, data, linear_model, lstm_model, zero_baseline
 
 TOLERANCE = 1e-5

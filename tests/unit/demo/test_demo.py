@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from explain.demo import churn as demo
 from explain.bundle.load import load_bundle, validate_bundle
+from explain.demo import churn as demo
 from explain.demo.churn import DEFAULT_DEMO_DIR, auc, build_demo
 
 TABLES = ("static.csv", "temporal.csv", "bundle.json")

@@ -7,9 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import numpy as np
+import pytest
 
 from explain.bundle.load import load_bundle
 from explain.core.ig import integrated_gradients

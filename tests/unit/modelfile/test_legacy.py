@@ -23,15 +23,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from explain.bundle.load import load_bundle
+from explain.bundle.save import save_bundle
+from explain.cli import main
+from explain.core.errors import UnsafeModelError
+from explain.core.ig import ABSOLUTE_TOLERANCE, DEFAULT_TOLERANCE, integrated_gradients
+from explain.core.inputs import input_layout
 from explain.modelfile import h5 as legacy
 from explain.modelfile import safe_load as sl
 from explain.modelfile import trust
-from explain.bundle.load import load_bundle
-from explain.cli import main
-from explain.bundle.save import save_bundle
-from explain.core.inputs import input_layout
-from explain.core.errors import UnsafeModelError
-from explain.core.ig import ABSOLUTE_TOLERANCE, DEFAULT_TOLERANCE, integrated_gradients
 from tests.unit.modelfile.test_safe_load import assert_refused, template_regex, why_prefix
 
 DEMO = Path(__file__).resolve().parents[3] / "bundles" / "demo"

@@ -22,12 +22,24 @@ import numpy as np
 import psutil
 import pytest
 
-from explain.modelfile import safe_load as sl
 from explain.core.errors import UnsafeModelError
+from explain.modelfile import common, trial
+from explain.modelfile import safe_load as sl
 from explain.modelfile.trial import PROJECT_ROOT
-from tests.support.hostile import (DELETE, SAVEDMODEL_ZIPS, archive_with, dense_file, hdf5_file, huge_dense_file,
-                           lambda_file, lookup_file, nested_lambda_file, rewrite_config, tiny_model_file,
-                           write_zip)
+from tests.support.hostile import (
+    DELETE,
+    SAVEDMODEL_ZIPS,
+    archive_with,
+    dense_file,
+    hdf5_file,
+    huge_dense_file,
+    lambda_file,
+    lookup_file,
+    nested_lambda_file,
+    rewrite_config,
+    tiny_model_file,
+    write_zip,
+)
 from tests.support.hostile import replace_dense as _replace_dense
 from tests.support.hostile import set_dense_config as _set_dense_config
 
@@ -404,7 +416,7 @@ def _random_bytes(*_):
 
 
 RAW_FILES = [
-    ("empty", lambda *_: b"", sl.EMPTY_FILE, ""),
+    ("empty", lambda *_: b"", common.EMPTY_FILE, ""),
     ("random-bytes", _random_bytes, sl.NOT_A_ZIP, "binary data"),
     ("text", lambda *_: b"hello, this is not a model\n", sl.NOT_A_ZIP, "a text file"),
     ("json", lambda *_: b'{"class_name": "Functional"}', sl.NOT_A_ZIP, "JSON text"),
@@ -528,7 +540,7 @@ def test_huge_layer_is_stopped_by_the_child_process_when_the_estimate_is_off(saf
     before_rss, before_peak = rss(), peak_rss()
     with pytest.raises(UnsafeModelError) as excinfo:
         sl.load_model_isolated(safe_huge, limits=sl.Limits(max_params=None))
-    assert_refused(excinfo, sl.ISOLATED_TOO_LARGE, safe_huge, "8 GiB", "memory_limit_bytes")
+    assert_refused(excinfo, trial.ISOLATED_TOO_LARGE, safe_huge, "8 GiB", "memory_limit_bytes")
     assert rss() - before_rss < 500 * 1024**2
     assert peak_rss() - before_peak < 500 * 1024**2
 
@@ -538,21 +550,21 @@ def test_the_memory_limit_is_enforced_in_the_child(safe_tiny, tmp_path):
     path = dense_file(safe_tiny, tmp_path / "big.keras", 20_000, 25_000)
     with pytest.raises(UnsafeModelError) as excinfo:
         sl.load_model_isolated(path, limits=sl.Limits(max_params=None, memory_limit_bytes=3 * 1024**3))
-    assert_refused(excinfo, sl.ISOLATED_TOO_LARGE, path, "3 GiB")
+    assert_refused(excinfo, trial.ISOLATED_TOO_LARGE, path, "3 GiB")
 
 
 def test_slow_load_is_stopped(safe_clean):
     _, path, _, _ = safe_clean
     with pytest.raises(UnsafeModelError) as excinfo:
         sl.load_model_isolated(path, limits=sl.Limits(timeout_s=0.2))
-    assert_refused(excinfo, sl.ISOLATED_TIMEOUT, path, "0.2 s", "timeout_s")
+    assert_refused(excinfo, trial.ISOLATED_TIMEOUT, path, "0.2 s", "timeout_s")
 
 
 def test_memory_limit_too_small_for_tensorflow_says_so(safe_clean):
     _, path, _, _ = safe_clean
     with pytest.raises(UnsafeModelError) as excinfo:
         sl.load_model_isolated(path, limits=sl.Limits(memory_limit_bytes=300 * 1024**2))
-    assert_refused(excinfo, sl.ISOLATED_FAILED, path, "memory_limit_bytes")
+    assert_refused(excinfo, trial.ISOLATED_FAILED, path, "memory_limit_bytes")
 
 
 # --------------------------------------------------------------------------- the templates

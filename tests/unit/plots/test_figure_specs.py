@@ -11,13 +11,23 @@ import pytest
 from plotly.subplots import make_subplots
 
 import explain
-from explain.plots import figures
 from explain.analysis.diagnostics import shown_baseline
 from explain.analysis.explainer import explain_customers
-from explain.plots.style import (
-    ATTRIBUTION_TITLE, DIVERGING, FONT, GREY, esc, esc_all, fmt, signed_colours, symmetric_limit, units_for)
 from explain.core.settings import Settings
 from explain.core.text import unit_after
+from explain.plots import figures
+from explain.plots.style import (
+    ATTRIBUTION_TITLE,
+    DIVERGING,
+    FONT,
+    GREY,
+    esc,
+    esc_all,
+    fmt,
+    signed_colours,
+    symmetric_limit,
+    units_for,
+)
 from tests.conftest import DEMO
 from ui import speed
 

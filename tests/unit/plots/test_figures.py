@@ -106,9 +106,9 @@ def test_delta_by_steps_uses_log_axes():
 
 def test_html_report_is_standalone_and_escapes_names():
     from explain.analysis import report
-    from explain.plots import html as html_report
-    from explain.bundle.load import Bundle
     from explain.analysis.explainer import Request, explain_customers
+    from explain.bundle.load import Bundle
+    from explain.plots import html as html_report
     from tests.support import models
 
     inputs = models.data(n=3)

@@ -9,6 +9,7 @@ import pytest
 import explain
 from explain.analysis import report
 from explain.bundle.load import Bundle
+from explain.core import files
 from explain.core.errors import ExplainError
 from tests.support.models import F, S, T, data, linear_model
 
@@ -46,7 +47,8 @@ def test_json_dict_matches_design(case):
     assert customer["id"] == "007"
     assert np.array(customer["temporal"]["values"]).shape == (T, F)  # periods x features
     total = np.sum(customer["static"]["values"]) + np.sum(customer["temporal"]["values"])
-    assert customer["prediction"] - customer["baseline_prediction"] - total == pytest.approx(customer["delta"], abs=1e-9)
+    assert (customer["prediction"] - customer["baseline_prediction"] - total
+            == pytest.approx(customer["delta"], abs=1e-9))
 
 
 @pytest.mark.parametrize("suffix", [".json", ".csv", ".parquet"])
@@ -68,7 +70,7 @@ def test_failed_write_leaves_nothing(tmp_path):
         raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError):
-        report.write_atomic(tmp_path / "x.json", boom)
+        files.write_atomic(tmp_path / "x.json", boom)
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ExplainError, match="must end in one of"):
         report.write_attributions(tmp_path / "x.txt", None, None, [])

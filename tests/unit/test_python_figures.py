@@ -13,13 +13,11 @@ import numpy as np
 import pytest
 
 import explain
-from explain.plots import figures
-from explain.analysis import report
-from explain.plots import html as html_report
+from explain import figures
 from explain.core.errors import ExplainError
-from explain.core.settings import Settings
 from explain.core.quadrature import METHODS
-from tests.support.models import F, S, T, data, linear_model
+from explain.core.settings import Settings
+from tests.support.models import F, T, data, linear_model
 
 pytest.importorskip("keras")
 
@@ -135,7 +133,7 @@ def test_ids_needed_for_a_subset_and_unknown_customers(setup):
 
 def test_html_report_offline(setup, tmp_path):
     bundle, a, exact, _ = setup
-    text = html_report.html(a, bundle, customer="B<2>", path=tmp_path / "r.html", baseline="zero")
+    text = figures.html(a, bundle, customer="B<2>", path=tmp_path / "r.html", baseline="zero")
     assert (tmp_path / "r.html").read_text(encoding="utf-8") == text
     assert text.count("* plotly.js v") == 1  # plotly.js inline, once
     assert not re.search(r"<script[^>]+src=[\"']https?:", text)  # nothing fetched from the network

@@ -1,0 +1,283 @@
+"""Compute, then draw: the Python API's one-call figures of a bundle's attributions.
+
+``explain.figures.heatmap(a, bundle, customer)`` looks up the customer's row, values and baseline, then calls the
+builders of :mod:`explain.plots` (which only draw finished results); ``diagnostics(bundle, customer)`` runs the
+Diagnostics page's computations and draws them; ``html(a, bundle, customer)`` writes the standalone report.
+This module sits above ``explain.plots`` and ``explain.analysis``: nothing below imports it.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import plotly.graph_objects as go
+
+from explain.analysis import cohort as cohorts
+from explain.analysis import diagnostics as diag
+from explain.analysis.diagnostics import shown_baseline
+from explain.analysis.report import DELTA_FINE
+from explain.core.errors import ExplainError
+from explain.core.files import write_atomic
+from explain.core.periods import words as periods_words
+from explain.core.settings import Settings
+from explain.plots import html as html_page
+from explain.plots.diagnostics import delta_by_steps, path_figure
+from explain.plots.figures import (
+    compare_figures,
+    compare_static,
+    feature_ranking,
+    history_figure,
+    magnitude_heatmap,
+    period_profile,
+    risk_histogram,
+    static_bars,
+    temporal_heatmap,
+    temporal_panel,
+)
+
+# ----------------------------------------------------------------------------- from Python
+# The dashboard's views for a notebook: an ``Attribution`` and its bundle in, Plotly figures
+# out, e.g. ``explain.figures.heatmap(a, bundle, customer=0).show()``. Thin adapters over the
+# builders of explain.plots (the same figures the pages draw).
+#
+# ``customer``: a row of ``a`` (0, 1, ...) or a customer id. ``ids``: the ids of ``a``'s rows,
+# in order (default: the bundle's, when ``a`` holds every customer of the bundle).
+# ``baseline``: a baseline spec ("mean", "cohort:0", ...; computed as the dashboard does) or
+# arrays {"static": (S,), "temporal": (T, F)}, shown in hover text and as the dashed history;
+# by default the attribution's own (``explain_customers`` records it; ``integrated_gradients`` does not).
+
+NEEDS_IDS = ("The attribution holds {n} customer(s) and the bundle {m}: pass ids=[...] (the ids the "
+             "attribution was computed for, in order) so that each row is matched with its customer's values.")
+IDS_COUNT = "ids has {given} id(s) but the attribution holds {n} customer(s); give one id per row, in order."
+UNKNOWN_CUSTOMER = ("customer={customer!r} is not one of the attribution's {n} customer(s) (for example "
+                    "{examples}): pass a row number from 0 to {last} or one of their ids.")
+
+
+class CompareFigures(NamedTuple):
+    """The Compare page's four figures."""
+
+    first: go.Figure
+    second: go.Figure
+    difference: go.Figure
+    static: go.Figure
+
+
+class CohortFigures(NamedTuple):
+    """The Cohort page's five figures."""
+
+    risk: go.Figure
+    magnitude: go.Figure
+    signed: go.Figure
+    ranking: go.Figure
+    periods: go.Figure
+
+
+def attribution_ids(a, bundle, ids=None) -> list[str]:
+    """The customer ids of ``a``'s rows: ``ids``, or the bundle's when ``a`` holds all of them."""
+    if ids is None:
+        if a.n_customers != bundle.n_customers:
+            raise ExplainError(NEEDS_IDS.format(n=a.n_customers, m=bundle.n_customers))
+        return [str(i) for i in bundle.ids]
+    ids = [str(i) for i in ([ids] if isinstance(ids, str) else ids)]
+    if len(ids) != a.n_customers:
+        raise ExplainError(IDS_COUNT.format(given=len(ids), n=a.n_customers))
+    return ids
+
+
+def customer_row(a, bundle, customer, ids) -> tuple[int, str]:
+    ids = attribution_ids(a, bundle, ids)
+    if isinstance(customer, (int, np.integer)) and not isinstance(customer, bool) and 0 <= customer < len(ids):
+        return int(customer), ids[int(customer)]
+    if str(customer) in ids and not isinstance(customer, (int, np.integer)):
+        return ids.index(str(customer)), str(customer)
+    raise ExplainError(UNKNOWN_CUSTOMER.format(customer=customer, n=len(ids), last=len(ids) - 1,
+                                               examples=", ".join(repr(i) for i in ids[:3])))
+
+
+def _baseline_of(bundle, cid: str, baseline) -> dict | None:
+    """{"static": (S,), "temporal": (T, F)} to show, or None; a spec as the dashboard shows it."""
+    if baseline is None:  # the attribution's own baseline, when it says (explain_customers)
+        return None
+    if not isinstance(baseline, dict):
+        return shown_baseline(bundle, cid, Settings(baseline=baseline))  # a spec or a Baseline
+    static = np.asarray(baseline["static"], np.float64)
+    temporal = np.asarray(baseline["temporal"], np.float64)
+    return {"static": static.reshape(-1, bundle.n_static)[0],
+            "temporal": temporal.reshape(-1, bundle.n_periods, bundle.n_temporal)[0]}
+
+
+def _units(bundle, names) -> list:
+    return [bundle.units.get(c) for c in names]
+
+
+def heatmap(a, bundle, customer=0, *, ids=None, baseline=None, title: str | None = "") -> go.Figure:
+    """The Customer page's period x feature heatmap with its totals per period and per feature
+    (``title`` "": "Monthly features: effect of each feature in each period", in the bundle's period)."""
+    if title == "":
+        title = f"{periods_words(bundle).adjective.capitalize()} features: effect of each feature in each period"
+    row, cid = customer_row(a, bundle, customer, ids)
+    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
+    return temporal_panel(bundle.periods, bundle.temporal_labels, a.temporal[row],
+                          values=bundle.inputs_for([cid])["temporal"][0],
+                          baseline=None if base is None else base["temporal"],
+                          units=_units(bundle, bundle.temporal_features), title=title)
+
+
+def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None) -> list[tuple[str, go.Figure]]:
+    """(title, heatmap panel) of every temporal input of the customer, padded periods grey
+    ("no data"): one for a plain bundle (``heatmap``), one per history for more inputs."""
+    row, cid = customer_row(a, bundle, customer, ids)
+    if getattr(bundle, "plain", True):
+        title = f"{periods_words(bundle).adjective.capitalize()} features: effect of each feature in each period"
+        return [(title, heatmap(a, bundle, row, ids=ids, baseline=baseline, title=title))]
+    values = bundle.inputs_for([cid])
+    out = []
+    for spec in bundle.layout.specs:
+        if spec.role != "temporal":
+            continue
+        columns = bundle.input_features[spec.key]
+        attr = np.asarray(a.inputs[spec.key][row], np.float64).reshape(len(bundle.input_periods[spec.key]), -1)
+        own = np.asarray(values[spec.key][0])
+        own = own.reshape(attr.shape).astype(np.float64) if own.dtype.kind in "fiub" else None
+        label = bundle.input_labels.get(spec.key, spec.key)
+        if label == spec.key == "temporal":  # no display name: the history by its period ("Weekly features")
+            label = f"{periods_words(bundle).adjective.capitalize()} features"
+        title = f"{label}: effect of each feature in each period"
+        if spec.kind == "categorical":
+            title += " (category ids, summed over the embedding)"
+        out.append((title, temporal_panel(
+            bundle.input_periods[spec.key], [bundle.feature_labels.get(c, c) for c in columns], attr, values=own,
+            units=_units(bundle, columns), title=title,
+            padding=a.padding[spec.key][row] if spec.key in a.padding else None)))
+    return out
+
+
+def static_all(a, bundle, customer=0, *, ids=None, baseline=None,
+               title: str | None = "Static features (label: the customer's value)") -> go.Figure:
+    """Every static feature together (numeric and categorical inputs side by side), categories
+    by their display text."""
+    if getattr(bundle, "plain", True):
+        return static(a, bundle, customer, ids=ids, baseline=baseline, title=title)
+    row, cid = customer_row(a, bundle, customer, ids)
+    values = bundle.inputs_for([cid])
+    shown = []
+    for spec in bundle.layout.specs:
+        if spec.role != "static":
+            continue
+        for column, value in zip(bundle.input_features[spec.key], np.ravel(values[spec.key][0])):
+            names = bundle.categories.get(column, {})
+            if spec.kind == "categorical":
+                key = str(int(value)) if not isinstance(value, str) else value
+                shown.append(str(names.get(key, key)))
+            else:
+                shown.append(float(value))
+    return static_bars(bundle.static_labels, a.static[row], shown, units=_units(bundle, bundle.static_features),
+                       title=title)
+
+
+def static(a, bundle, customer=0, *, ids=None, baseline=None,
+           title: str | None = "Static features (label: the customer's value)") -> go.Figure:
+    """The Customer page's signed, sorted bars of the static attributions."""
+    row, cid = customer_row(a, bundle, customer, ids)
+    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
+    return static_bars(bundle.static_labels, a.static[row], bundle.inputs_for([cid])["static"][0],
+                       units=_units(bundle, bundle.static_features),
+                       baseline=None if base is None else base["static"], title=title)
+
+
+def history(a, bundle, customer=0, *, ids=None, baseline=None, columns: int = 2,
+            title: str | None = "") -> go.Figure:
+    """The Customer page's raw history of the customer, one small chart per feature (``title`` "":
+    "The customer's monthly history (dashed: the baseline)", in the bundle's period)."""
+    if title == "":
+        title = f"The customer's {periods_words(bundle).adjective} history (dashed: the baseline)"
+    row, cid = customer_row(a, bundle, customer, ids)
+    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
+    return history_figure(bundle.periods, bundle.temporal_labels, bundle.inputs_for([cid])["temporal"][0],
+                          baseline=None if base is None else base["temporal"],
+                          units=_units(bundle, bundle.temporal_features), columns=columns, title=title)
+
+
+def compare(a, bundle, first=0, second=1, *, ids=None) -> CompareFigures:
+    """The Compare page for two customers of ``a``: their heatmaps on one shared scale, the
+    difference (first minus second, own scale) and their static attributions side by side."""
+    i, id_a = customer_row(a, bundle, first, ids)
+    j, id_b = customer_row(a, bundle, second, ids)
+    values = bundle.inputs_for([id_a, id_b])[cohorts.first_history(bundle)]
+    pad = cohorts.padding_of(a)
+    figs = compare_figures(bundle.periods, bundle.temporal_labels, a.temporal[i], a.temporal[j],
+                           names=(id_a, id_b), values=(values[0], values[1]),
+                           units=_units(bundle, bundle.temporal_features), padding=(pad[i], pad[j]))
+    return CompareFigures(*figs, compare_static(bundle.static_labels, a.static[i], a.static[j], names=(id_a, id_b)))
+
+
+def cohort(a, bundle, *, bands=None) -> CohortFigures:
+    """The Cohort page over every customer of ``a``: predicted scores, mean |attribution| and
+    signed mean heatmaps, the feature ranking and the per-period profile."""
+    agg = cohorts.aggregate(np.asarray(a.static, np.float64), np.asarray(a.temporal, np.float64),
+                            bundle.static_labels, bundle.temporal_labels, cohorts.padding_of(a))
+    cuts = list(cohorts.RISK_CUTS if bands is None else bands)
+    return CohortFigures(
+        risk_histogram(a.prediction, cuts, title="Predicted scores of the customers shown"),
+        magnitude_heatmap(bundle.periods, bundle.temporal_labels, agg.mean_abs,
+                          title="How much each cell matters: mean |attribution|"),
+        temporal_heatmap(bundle.periods, bundle.temporal_labels, agg.signed_mean,
+                         title="Which way on average: signed mean"),
+        feature_ranking(agg.feature_names, agg.feature_abs, agg.feature_signed, title="Feature ranking"),
+        period_profile(bundle.periods, agg.period_abs, agg.period_signed, title="Per-period profile"),
+    )
+
+
+# ----------------------------------------------------------------------------- what-if
+
+
+
+
+class DiagnosticsFigures(NamedTuple):
+    """The Diagnostics page's two figures."""
+
+    convergence: go.Figure
+    path: go.Figure
+
+
+def diagnostics(bundle, customer, settings=None, *, steps=None, points: int | None = None) -> DiagnosticsFigures:
+    """The Diagnostics page for one customer id: |delta| against steps for every rule, and the
+    prediction and gradient size along the path from the baseline. Computes attributions
+    (5 rules x 7 step counts by default). ``settings``: an ``explain.Settings`` (default: mean baseline)."""
+    settings = settings or Settings()
+    cid = str(customer)
+    sweep = diag.delta_sweep(bundle, cid, settings, steps or diag.SWEEP_STEPS)
+    profile = diag.path_profile(bundle, cid, settings, points or diag.PATH_POINTS)
+    target = settings.for_bundle(bundle).target
+    return DiagnosticsFigures(
+        delta_by_steps(sweep["steps"], sweep["deltas"], tolerance=DELTA_FINE * max(abs(sweep["gap"]), 0.01),
+                       title=f"Does the integral converge? Customer {cid}"),
+        path_figure(profile, y_title=f"{bundle.output_names[target]} ({settings.space})",
+                    title="Along the path from baseline to customer"),
+    )
+
+
+
+
+def html(attribution, bundle, customer=0, path=None, *, ids=None, baseline=None) -> str:
+    """The Customer page's HTML report (the dashboard's download) for one customer, as text;
+    also written to ``path`` (atomically) when given. Opens offline (plotly.js inline).
+
+    ``customer``, ``ids`` and ``baseline`` as in :func:`heatmap`: a baseline
+    spec (such as "mean") is also named in the report's settings; by default the one the
+    attribution was computed with (``explain_customers``), if it says.
+    ``explain.figures.html(a, bundle, customer="C00042", path="C00042.html")``.
+    """
+    row, cid = customer_row(attribution, bundle, customer, ids)
+    settings = attribution.settings
+    if isinstance(baseline, str):
+        settings = settings.replace(baseline=baseline)
+    figs = [(heading, build(attribution, bundle, row, ids=ids, baseline=baseline)) for heading, build in (
+        (f"{periods_words(bundle).adjective.capitalize()} features", heatmap), ("Static features", static),
+        ("History", history))]
+    text = html_page.html_report(attribution, bundle, attribution_ids(attribution, bundle, ids), row,
+                       settings if settings.baseline is not None else None, figs)
+    if path is not None:
+        write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return text
