@@ -114,7 +114,7 @@ def test_layout_reads_with_pandas_and_carries_metadata(clean, bundle, ids):
     pd.testing.assert_frame_equal(pd.read_parquet(out / SUMMARY_DIR), summary)
     manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["complete"] and (out / SUCCESS).exists() and not (out / LOCK).exists()
-    assert manifest["settings"] == {**REQUEST.as_dict(), "tolerance": REQUEST.tolerance, "seed": 0}
+    assert manifest["settings"] == {**REQUEST.for_bundle(bundle).as_dict(), "tolerance": REQUEST.tolerance, "seed": 0}
     assert manifest["bundle"]["content_hash"] == bundle.content_hash
     assert manifest["chunk_size"] == 50 and manifest["n_chunks"] == 6 and manifest["format_version"] == FORMAT_VERSION
     meta = json.loads(pq.read_schema(out / "part-00003.parquet").metadata[METADATA_KEY])
