@@ -13,18 +13,22 @@ from ui import frame, show, startup
 st.set_page_config(page_title="Churn explainer · Integrated Gradients", page_icon=":material/insights:",
                    layout="wide")
 
-PAGES = [
-    st.Page("pages/drivers.py", title="What drives churn", icon=":material/insights:", url_path="drivers"),
-    st.Page("pages/customer.py", title="Customer", icon=":material/person:", default=True),
-    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
-    st.Page("pages/whatif.py", title="What-if", icon=":material/tune:", url_path="whatif"),
-    st.Page("pages/cohort.py", title="Cohort", icon=":material/groups:"),
-    st.Page("pages/diagnostics.py", title="Diagnostics", icon=":material/troubleshoot:"),
-    st.Page("pages/data.py", title="Data & model", icon=":material/upload_file:"),
-]
+# Two audiences: analysts and stakeholders first, the engineers' pages in a section of their own
+PAGES = {
+    "Explain": [
+        st.Page("pages/customer.py", title="Customer", icon=":material/person:", default=True),
+        st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+        st.Page("pages/whatif.py", title="What-if", icon=":material/tune:", url_path="whatif"),
+        st.Page("pages/cohort.py", title="Cohort", icon=":material/groups:"),
+    ],
+    "For engineers": [
+        st.Page("pages/diagnostics.py", title="Diagnostics", icon=":material/troubleshoot:"),
+        st.Page("pages/data.py", title="Data & model", icon=":material/upload_file:"),
+    ],
+}
 page = st.navigation(PAGES)
 show.page_style()  # first, before TensorFlow is imported: it also starts the browser loading the chart library
-frame.unknown_page_note(PAGES, page)
+frame.unknown_page_note([p for section in PAGES.values() for p in section], page)
 
 # TensorFlow and the model: the first run after a server start waits here for the import (seconds), while
 # the browser, which already has the page style, loads and compiles Plotly (see show.CHART_LIBRARY)

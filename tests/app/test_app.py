@@ -59,10 +59,22 @@ def test_customer_page_shows_prediction_badge_words_and_downloads():
     labels = [m.label for m in at.metric]
     assert any(label.startswith("Predicted") for label in labels) and "Baseline prediction" in labels
     assert any("badge[" in m.value and "fine" in m.value for m in at.markdown)  # st.badge
-    assert any("against" in i.value for i in at.info)  # report.summary_text
+    # the answer in words first (explain.analysis.words), with the customer's values against the usual ones
+    assert any("likely to churn" in m.value and "mainly because" in m.value and "(usually" in m.value
+               for m in at.markdown)
+    assert not any("gausslegendre" in c.value for c in at.caption)  # the IG settings are closed: no jargon
     assert {"static_bars", "temporal_heatmap", "history"} <= set(charts(at))
     downloads = at.get("download_button")
     assert len(downloads) == 3
+
+
+def test_engineers_settings_stay_in_their_section_and_a_link_that_sets_them_opens_it():
+    at = app()
+    assert not at.session_state["ig_settings_open"]
+    assert at.select_slider(key="steps").value == "64"  # drawn (closed): the value and the URL are kept
+    linked = app({"customer": "C00010", "steps": "16", "method": "trapezoid"})
+    assert linked.session_state["ig_settings_open"]
+    assert any("16 steps" in c.value and "trapezoid" in c.value for c in linked.caption)
 
 
 def test_heatmap_is_centred_on_zero_with_symmetric_limits():
