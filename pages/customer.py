@@ -9,7 +9,7 @@ from explain.analysis import words as analyst_words
 from explain.core import baselines, labels, verdict
 from explain.plots import figures
 from explain.plots import html as html_report
-from ui import frame, pickers, show, speed, state
+from ui import frame, keep, pickers, show, speed, state
 from ui import inputs as more_inputs
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
@@ -133,6 +133,7 @@ def customer_page():
                                title="The customer's monthly history (dashed: the baseline)")))
     show.plot(shown[0], key="temporal_heatmap")
     speed.heatmap_first()
+    keep.card(bundle, cid, settings, score, target)
     words(attribution, bundle, settings, described, advice)
     left, right = st.columns(2)
     with left:
