@@ -21,6 +21,7 @@ from tests.support.apptest import (
     bundle_files,
     charts,
     choose_customer,
+    customer_heading,
     errors,
     heatmap,
     plain,
@@ -100,7 +101,7 @@ def test_changing_customer_baseline_and_steps_changes_the_figure():
     assert not at.exception
     z1 = heatmap(charts(at)["temporal_heatmap"])["z"]
     assert changed(z1, z0) and at.query_params["customer"] == other
-    assert other in at.title[0].value
+    assert other in customer_heading(at)
 
     at.selectbox(key="baseline_kind").set_value("median").run()
     z2 = heatmap(charts(at)["temporal_heatmap"])["z"]
@@ -143,7 +144,7 @@ def test_query_params_open_the_chosen_view():
     assert at.selectbox(key="baseline_kind").value == "cohort"
     assert at.selectbox(key="baseline_cohort").value == "0"
     assert at.radio(key="space").value == "logit" and at.radio(key="path").value == "per-input"
-    assert "C00010" in at.title[0].value
+    assert "C00010" in customer_heading(at)
     caption = plain(at.caption[0].value)
     assert "cohort:0" in caption and "16 steps" in caption and "trapezoid" in caption
     assert not at.warning
