@@ -33,7 +33,7 @@ frame.unknown_page_note([p for section in PAGES.values() for p in section], page
 
 # TensorFlow and the model: the first run after a server start waits here for the import (seconds), while
 # the browser, which already has the page style, loads and compiles Plotly (see show.CHART_LIBRARY)
-from ui import pickers, state  # noqa: E402
+from ui import pickers, state, tour  # noqa: E402
 
 with frame.timed(page.url_path or "customer"):
     bundle, choice, problem = None, None, None
@@ -45,8 +45,12 @@ with frame.timed(page.url_path or "customer"):
         with show.guard():
             choice = pickers.sidebar_ui(bundle)
     frame.publish(bundle, choice, problem)
+    if bundle is not None and tour.step() is None:
+        st.sidebar.page_link("pages/drivers.py", label="Present: a guided demo in 3 steps", icon=":material/slideshow:",
+                             query_params={tour.PARAM: "1"})
     if badge := startup.trusted_badge():
         st.sidebar.badge(badge, icon=":material/warning:", color="orange")
 
     with show.guard():
+        tour.banner(bundle, choice.settings if choice is not None else None)  # ?tour=1: the presenter's walk
         page.run()

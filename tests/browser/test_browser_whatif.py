@@ -119,3 +119,22 @@ def test_a_low_risk_customer_gets_no_card(server, page):  # noqa: F811
     open_page(page, f"{server}/?customer=C00001")  # the demo model scores C00001 at 0.025
     text = page.locator("[data-testid=stMain]").inner_text()
     assert "Low risk" in text and "What would keep this customer?" not in text
+
+
+def test_the_presenter_link_walks_overview_top_customer_and_what_keeps_them(server, page):  # noqa: F811
+    open_page(page, f"{server}/")
+    page.get_by_text("Present: a guided demo").click()
+    page.get_by_text("Step 1 of 3").wait_for()
+    assert "/drivers" in page.url
+    page.get_by_text("Next").click()
+    page.get_by_text("Step 2 of 3").wait_for()
+    assert "customer=C00877" in page.url  # the demo's highest score
+    page.get_by_text("likely to churn (").first.wait_for()
+    page.get_by_text("Next").click()
+    page.get_by_text("Step 3 of 3").wait_for()
+    assert "/whatif" in page.url and "whatif=" in page.url
+    page.locator("[data-testid=stMetric]").filter(has_text="What-if: predicted").first.wait_for()
+    wait_idle(page)
+    assert float(metric(page, "What-if: predicted")) < 0.5
+    page.get_by_text("End the tour").click()
+    page.wait_for_url(lambda url: "tour=" not in url)
