@@ -26,7 +26,8 @@ import pandas as pd
 
 from explain.bundle import checks as bundle_checks
 from explain.bundle.config import DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN, PADDING_SIDES
-from explain.bundle.objects import LABEL_COLUMN, _examples, _kind, _labels, _Problems
+from explain.bundle.objects import LABEL_COLUMN, UNORDERED_PERIODS, _examples, _kind, _labels, _Problems
+from explain.core.errors import BundleError
 from explain.core.inputs import input_layout
 
 ID_COLUMN, PERIOD_COLUMN = DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN
@@ -193,8 +194,6 @@ def write_folder(folder: Path, model, inputs, tables: str, **names) -> None:
     """Check ``inputs`` (and ``names``: ids, periods, features, labels, display_names, units,
     output_names, categories, target, period_unit, temporal_padding) against ``model`` and write
     the bundle's files into ``folder``; ``BundleError`` listing every problem naming its argument."""
-    from explain.core.errors import BundleError
-
     unknown = sorted(set(names) - set(NAMES))
     if unknown:
         raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}; the keywords are {', '.join(NAMES)}")
@@ -212,8 +211,19 @@ def write_folder(folder: Path, model, inputs, tables: str, **names) -> None:
         features_given = {}
     given = _by_spec(layout, inputs, problems)
     problems.raise_if_any()
+    arrays, columns, long_frames, frame_ids = _inputs(layout, given, features_given, problems)
+    problems.raise_if_any()
+    ids = _customers(layout, arrays, long_frames, names.get("ids"), frame_ids, problems)
+    problems.raise_if_any()
+    _history_tables(layout, arrays, columns, long_frames, ids, names.get("periods"), side, problems)
+    problems.raise_if_any()
+    static, label_name = _static_table(layout, arrays, columns, ids, names.get("labels"), problems)
+    problems.raise_if_any()
+    _write(folder, model, layout, static, long_frames, columns, label_name, side, tables, names)
 
-    histories = [s for s in layout.specs if s.role == "temporal"]
+
+def _inputs(layout, given: dict, features_given: Mapping, problems: _Problems):
+    """(arrays by key, feature names by key, long frames by key, ids read from a DataFrame or None)."""
     arrays, columns, long_frames, frame_ids = {}, {}, {}, None
     for spec in layout.specs:
         array, from_frame, ids, long = _array(spec, given[spec.key], problems)
@@ -234,9 +244,12 @@ def write_folder(folder: Path, model, inputs, tables: str, **names) -> None:
         default = from_frame or ([spec.name] if width == 1 and spec.role == "static" else
                                  [f"{spec.name}_{j}" for j in range(width)])
         columns[spec.key] = _names_of(f"features[{spec.name!r}]", listed, width, default, problems, spec.name)
-    problems.raise_if_any()
+    return arrays, columns, long_frames, frame_ids
 
-    # the customers: the same count everywhere, ids from the argument or a DataFrame
+
+def _customers(layout, arrays: dict, long_frames: dict, ids, frame_ids, problems: _Problems) -> list[str]:
+    """The customers' ids (the argument, a DataFrame's, the long frames', else 0 ... n-1): the same count in every
+    input, and every value finite."""
     first = next(iter(arrays), None)
     n = len(arrays[first]) if first is not None else None
     for key, values in arrays.items():
@@ -245,7 +258,6 @@ def write_folder(folder: Path, model, inputs, tables: str, **names) -> None:
             problems.add(f"inputs[{spec.name!r}]", INPUT_ROWS.format(
                 name=spec.name, given=len(values), first=layout.spec(first).name, expected=n,
                 fix="Give every input one row per customer, in the same order."))
-    ids = names.get("ids")
     ids = [str(i) for i in ids] if ids is not None else frame_ids
     if ids is None:
         if n is None:  # every input a long frame: the ids are theirs
@@ -260,16 +272,18 @@ def write_folder(folder: Path, model, inputs, tables: str, **names) -> None:
             bad = int(np.flatnonzero(~finite.all(axis=1))[0])  # the first customer with a NaN or inf
             problems.add(f"inputs[{layout.spec(key).name!r}]", INPUT_NOT_FINITE.format(
                 name=layout.spec(key).name, count=int((~finite).sum()), customer=ids[bad] if bad < len(ids) else bad))
-    problems.raise_if_any()
+    return ids
 
-    # long tables of the histories given as arrays: padded periods left out, padding at one side only
-    periods = names.get("periods")
+
+def _history_tables(layout, arrays, columns, long_frames, ids, periods, side, problems: _Problems) -> None:
+    """Long tables of the histories given as arrays (into ``long_frames``): padded periods left out, padding at
+    one side only, periods in order."""
+    histories = [s for s in layout.specs if s.role == "temporal"]
     for spec in histories:
         if spec.key in long_frames:
             continue
         values = arrays[spec.key]
-        t = values.shape[1]
-        labels = _periods_for(spec, periods, t, problems, several=len(histories) > 1)
+        labels = _periods_for(spec, periods, values.shape[1], problems, several=len(histories) > 1)
         pad = _padding(spec, values)
         pad = np.zeros(values.shape[:2], bool) if pad is None else pad
         steps = np.diff(pad.astype(np.int8), axis=1)
@@ -281,29 +295,26 @@ def write_folder(folder: Path, model, inputs, tables: str, **names) -> None:
             continue
         ranks = bundle_checks.period_ranks(np.asarray(labels, dtype=object))
         if np.any(np.diff(ranks) < 0):
-            from explain.bundle.objects import UNORDERED_PERIODS
-
             problems.add("periods", UNORDERED_PERIODS.format(
                 given=_examples(labels, 12),
                 order=_examples([labels[j] for j in np.argsort(ranks, kind="stable")], 12)))
             continue
         rows, cols = np.nonzero(~pad)  # (customer, period) of every real period, customer by customer
-        cells = values[rows, cols]
-        cells = cells.reshape(len(rows), -1)
+        cells = values[rows, cols].reshape(len(rows), -1)
         frame = pd.DataFrame(cells, columns=columns[spec.key])
         frame.insert(0, PERIOD_COLUMN, np.asarray(labels, dtype=object)[cols])
         frame.insert(0, ID_COLUMN, np.asarray(ids, dtype=object)[rows])
         long_frames[spec.key] = frame
-    problems.raise_if_any()
 
-    # the static table: every static-like input's columns side by side, then the label
+
+def _static_table(layout, arrays, columns, ids, labels, problems: _Problems):
+    """(the static table: every static-like input's columns side by side, then the label; the label's column)."""
     static = pd.DataFrame({ID_COLUMN: ids})
     for spec in layout.specs:
         if spec.role == "static":
             for j, column in enumerate(columns[spec.key]):
                 static[column] = arrays[spec.key][:, j]
     label_name = None
-    labels = names.get("labels")
     if labels is not None:  # one label per customer (the true outcome, never fed to the model)
         values = _labels(labels, len(ids), problems)
         if values is not None:
@@ -315,8 +326,11 @@ def write_folder(folder: Path, model, inputs, tables: str, **names) -> None:
     twice = sorted({c for c in every if every.count(c) > 1} | ({ID_COLUMN, PERIOD_COLUMN} & set(every)))
     if twice:
         problems.add("features", NAMES_TWICE.format(names=_examples(twice)))
-    problems.raise_if_any()
+    return static, label_name
 
+
+def _write(folder: Path, model, layout, static, long_frames, columns, label_name, side, tables, names) -> None:
+    """The tables, bundle.json and model.keras into ``folder``."""
     suffix = "parquet" if tables == "parquet" else "csv"
 
     def write(frame: pd.DataFrame, stem: str) -> None:
@@ -325,6 +339,7 @@ def write_folder(folder: Path, model, inputs, tables: str, **names) -> None:
         else:
             frame.to_csv(folder / f"{stem}.{suffix}", index=False)
 
+    histories = [s for s in layout.specs if s.role == "temporal"]
     write(static, "static")
     config_inputs = {}
     for spec in layout.specs:
