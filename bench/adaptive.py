@@ -16,8 +16,9 @@
    (mean, median, 95th percentile, max), forward points, seconds per customer, and the uniform
    rule (one N for every customer, as steps=N is) that reaches the adaptive share; the ladder is
    also today's auto before this change (16, 32, ... up to 1,024 per customer).
-4. Attribution error against Gauss-Legendre 4,096 on ``--reference`` customers, for auto and for
-   the uniform rule with as many points as auto's mean.
+4. Attribution error against Gauss-Legendre 4,096 on ``--reference`` customers, for auto, for
+   the uniform rule with as many points as auto's mean, with the points that reach auto's share,
+   and with 2,048 (how far the reference itself is from converged).
 5. The demo bundle: this auto against the auto before it (the same ladder up to 1,024, rebuilt from
    the fixed rules, which did not change) at the default tolerance: gradient points (all evaluated,
    and the final rule's) and time.
@@ -187,6 +188,10 @@ def long_history_part(args) -> None:
         print(f"\nattributions against GL 4096 on {k} customers (sum |a - ref| / sum |ref|): auto median "
               f"{np.median(error(auto)):.2e} max {error(auto).max():.2e}; uniform GL {same} (auto's mean points) "
               f"median {np.median(error(equal_points)):.2e} max {error(equal_points).max():.2e}")
+        for steps in sorted({equal or LADDER[-1], 2048} - {4096}):
+            other = error(uniform(np.arange(k), steps))
+            print(f"  uniform GL {steps}: median {np.median(other):.2e} max {other.max():.2e}"
+                  + ("  (how far the reference itself is from converged)" if steps == 2048 else ""))
     print(f"(long-history part: {time.perf_counter() - started:.0f} s; explain {explain.__name__})")
 
 
