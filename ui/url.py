@@ -17,7 +17,7 @@ sample     Cohort page: ``200``, ``500``, ``1000`` or ``all``
 
 Each IG setting is parsed by its one parser in :mod:`explain.core.settings`; a value that does not
 parse, or that the bundle or the widgets do not offer, is dropped with a warning naming it.
-The page itself is the URL path (``/``, ``/compare``, ``/cohort``, ``/diagnostics``, ``/data``).
+The page itself is the URL path (``/drivers``, ``/``, ``/compare``, ``/cohort``, ``/diagnostics``, ``/data``).
 """
 
 from __future__ import annotations
@@ -177,6 +177,12 @@ def write(values: dict) -> None:
     if changed:
         st.query_params.update(changed)
     st.session_state[WRITTEN] = st.query_params.to_dict()
+
+
+def with_customer(customer: str) -> dict[str, str]:
+    """The query parameters of this view with another customer: a link that opens ``customer``
+    with every other setting as it is (what a page links to the Customer page with)."""
+    return {**st.query_params.to_dict(), "customer": str(customer)}
 
 
 def moved() -> bool:

@@ -16,9 +16,13 @@ sum and no customer count (a customer whose window is all padding has no value f
 feature, and is left out of that feature's means).
 
 Ranking: mean |attribution| over customers (size, either direction) and mean attribution
-(direction). Segments: k-means on every customer's attribution vector normalised to unit
-length (its profile of reasons, not its size), k chosen by the silhouette score within 2-8,
-fitted on a seeded sample of at most ``FIT_SAMPLE`` customers and applied to all. Drift: the
+(direction). Churn-reason segments: k-means on every customer's reasons, the positive part of
+its attribution vector (what raises its prediction) scaled to unit length (the mix of reasons,
+not their size; customers whom nothing pushes up share the zero vector and their own segment),
+k chosen by the silhouette score within 2-8, fitted on a seeded sample of at most
+``FIT_SAMPLE`` customers and applied to all. A segment is named by its main reasons (the
+features whose mean attribution in it is positive and at least ``NAME_SHARE`` of the largest),
+or, when nothing raises its prediction, by what lowers it most. Drift: the
 change of each feature's mean |attribution| between two stores, with a bootstrap interval
 (``RESAMPLES`` resamples of the customers of each store, in random groups; normal interval from
 the bootstrap standard error, Bonferroni-corrected over the features so that the family of intervals holds
@@ -47,7 +51,8 @@ N_INIT = 4              # k-means restarts per k
 RESAMPLES = 200         # bootstrap resamples of the drift intervals
 BOOTSTRAP_GROUPS = 2_000  # random groups of customers the bootstrap resamples
 DRIFT_LEVEL = 0.95      # family-wise level of the drift intervals (all features together)
-NAME_DRIVERS = 2        # drivers in a segment's name
+NAME_DRIVERS = 2        # reasons in a segment's name, at most
+NAME_SHARE = 0.25       # a reason named has a mean attribution of at least this share of the largest
 TOP_DRIVERS = 3         # drivers listed per segment
 SENTENCE_TOP = 3        # drivers named in the ranking sentence
 
@@ -282,7 +287,8 @@ class Drivers:
                           **({"customers": list(s.customers)} if customers else {})}
                          for s in self.segments],
             "segmentation": {"k": len(self.segments), "silhouette": {str(k): v for k, v in self.silhouette.items()},
-                             "seed": SEED, "method": "k-means on unit-length attribution vectors"},
+                             "seed": SEED, "method": "k-means on the unit-length positive parts of the attribution "
+                                                       "vectors (the reasons that raise the prediction)"},
             "drift": None if self.drift is None else {
                 "sentence": self.drift.sentence, "level": self.drift.level, "resamples": self.drift.resamples,
                 "customers_before": self.drift.customers_before, "customers_after": self.drift.customers_after,
@@ -396,18 +402,16 @@ def ranking_sentence(ranking, n_customers: int, window_text: str, top: int = SEN
     named = [r for r in ranking[:top] if r.mean_abs > 0]
     if not named:
         return f"Across {n_customers:,} customers, no feature moves the prediction (every attribution is zero)."
-    parts = [f"{r.feature.label} ({_percent(r.share)}; {_direction_words(r)})" for r in named]
-    text = (f"Across {n_customers:,} customers, the prediction is driven most by {_and(parts)}, "
-            f"as shares of the mean |attribution| (temporal features summed over {window_text}).")
+    parts = [f"{r.feature.label} ({_percent(r.share)}, {_DIRECTION_WORDS[r.direction]})" for r in named]
+    text = f"Across {n_customers:,} customers, the prediction is driven most by {_and(parts)}."
     rest = len(ranking) - len(named)
     if rest > 0:
-        text += f" The other {rest} feature(s) carry {_percent(sum(r.share for r in ranking[len(named):]))}."
-    return text
+        text += f" The other {rest} features carry {_percent(sum(r.share for r in ranking[len(named):]))}."
+    return text + (f" Shares of all attribution (mean |attribution| per customer); temporal features summed over "
+                   f"{window_text}.")
 
 
-def _direction_words(r: Ranked) -> str:
-    return {"raises": "on average it raises the prediction", "lowers": "on average it lowers the prediction",
-            "either way": "it pushes either way"}[r.direction]
+_DIRECTION_WORDS = {"raises": "mostly raising it", "lowers": "mostly lowering it", "either way": "either way"}
 
 
 def _and(parts: Sequence[str]) -> str:
@@ -428,21 +432,27 @@ def _binary(values: np.ndarray) -> bool:
 
 
 def _z(segment: np.ndarray, base: np.ndarray) -> float:
-    spread = float(np.nanstd(base)) if np.isfinite(base).any() else 0.0
-    if spread == 0 or not np.isfinite(segment).any():
+    """How far the segment's mean lies from the typical customer (the median of ``base``), in
+    units of ``base``'s spread (robust to a small extreme group: the interquartile range, or the
+    standard deviation when that is 0)."""
+    finite = base[np.isfinite(base)]
+    if finite.size == 0 or not np.isfinite(segment).any():
         return 0.0
-    return (float(np.nanmean(segment)) - float(np.nanmean(base))) / spread
+    low, middle, high = np.percentile(finite, (25, 50, 75))
+    spread = (high - low) or float(np.std(finite))
+    return 0.0 if spread == 0 else (float(np.nanmean(segment)) - middle) / spread
 
 
 def driver_words(feature: Feature, members: np.ndarray, values: np.ndarray, trend: np.ndarray, j: int) -> str:
-    """How the segment ``members`` (bool (n,)) stands on feature ``j``, in words, against every customer:
+    """How the segment ``members`` (bool (n,)) stands on feature ``j``, in words, against the typical
+    customer (:func:`_z`):
 
     * a 0/1 static feature: "month-to-month contract" or "no month-to-month contract" (most
       members have it, or not);
     * a temporal feature whose recent change sets the segment apart more than its level:
       "rising support calls" / "falling data usage" when the members' own history moves that
       way, "no rise in ..." / "no fall in ..." when they only move less than the others;
-    * else "high ..." / "low ..." (the members' mean against everyone's).
+    * else "high ..." / "low ...".
     """
     label = _lower(feature.label)
     column = values[:, j]
@@ -489,15 +499,16 @@ def profile_sentence(profile: TimeProfile, share: float = RECENT_SHARE) -> str:
 # ----------------------------------------------------------------------------- segments
 
 
-def unit_vectors(attributions: np.ndarray) -> np.ndarray:
-    """Each customer's attribution vector (no data: 0) scaled to length 1 (all-zero rows stay 0)."""
-    x = np.nan_to_num(attributions)
+def reason_vectors(attributions: np.ndarray) -> np.ndarray:
+    """Each customer's reasons: the positive part of its attribution vector (no data: 0) scaled to
+    length 1 (a customer whom nothing pushes up stays the zero vector)."""
+    x = np.clip(np.nan_to_num(attributions), 0.0, None)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
 
 
 def cluster(attributions: np.ndarray, seed: int = SEED, k_range=K_RANGE) -> tuple[np.ndarray, dict]:
-    """(segment per customer (n,) int, {k: silhouette}) of k-means on :func:`unit_vectors`, the k
+    """(segment per customer (n,) int, {k: silhouette}) of k-means on :func:`reason_vectors`, the k
     of the best silhouette within ``k_range``; one segment when the profiles do not separate."""
     import sklearn.cluster  # noqa: F401 - loaded first: the limit applies to the thread pools loaded so far
     from threadpoolctl import threadpool_limits
@@ -509,7 +520,7 @@ def _cluster(attributions: np.ndarray, seed: int, k_range) -> tuple[np.ndarray, 
     from sklearn.cluster import KMeans
     from sklearn.metrics import pairwise_distances, silhouette_score
 
-    x = unit_vectors(attributions)
+    x = reason_vectors(attributions)
     n = x.shape[0]
     rng = np.random.default_rng(seed)
     fit_rows = np.sort(rng.choice(n, size=FIT_SAMPLE, replace=False)) if n > FIT_SAMPLE else np.arange(n)
@@ -547,10 +558,11 @@ def describe_segments(assigned: np.ndarray, features, customers, prediction, out
     for g in order:
         members = assigned == g
         mean = np.nan_to_num(_nanmean(attributions[members], 0))
-        top = [j for j in np.argsort(-np.abs(mean), kind="stable")[:max(TOP_DRIVERS, len(features))] if mean[j] != 0]
+        reasons = [j for j in np.argsort(-mean, kind="stable") if mean[j] > 0 and mean[j] >= NAME_SHARE * mean.max()]
+        others = [j for j in np.argsort(-np.abs(mean), kind="stable") if j not in reasons and mean[j] != 0]
         drivers = [Driver(features[j], float(mean[j]), driver_words(features[j], members, values, trend, j))
-                   for j in top]
-        name = _name(drivers, used)
+                   for j in reasons + others]
+        name = _name(drivers, max(1, min(NAME_DRIVERS, len(reasons))), used)
         rows = np.flatnonzero(members)
         rows = rows[np.argsort(-prediction[rows], kind="stable")]
         known = outcome[rows][np.isfinite(outcome[rows])] if outcome is not None else np.zeros(0)
@@ -562,13 +574,13 @@ def describe_segments(assigned: np.ndarray, features, customers, prediction, out
     return tuple(segments), np.array([renumber[g] for g in assigned], np.int64)
 
 
-def _name(drivers, used: set) -> str:
-    """The first NAME_DRIVERS drivers' words, more when another segment has that name already."""
+def _name(drivers, count: int, used: set) -> str:
+    """The first ``count`` drivers' words, more when another segment has that name already."""
     if not drivers:
         name = "No effect (every attribution is zero)"
     else:
         name = None
-        for count in range(NAME_DRIVERS, len(drivers) + 1):
+        for count in range(count, len(drivers) + 1):
             words = ", ".join(d.words for d in drivers[:count])
             candidate = words[:1].upper() + words[1:]
             if candidate not in used:

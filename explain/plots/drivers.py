@@ -112,10 +112,9 @@ def beeswarm(d, top: int = TOP_FEATURES, *, max_points: int = MAX_POINTS, seed: 
                                      marker=dict(size=4, color=GREY, opacity=0.6)))
     fig = go.Figure(data)
     n = len(rows)
-    title = title or (f"Each customer's attribution per feature ({n:,} of {d.n_customers:,} customers, a seeded "
-                      f"sample; temporal features summed over {d.window_text})")
+    title = title or f"Every customer's attribution per feature ({n:,} of {d.n_customers:,}, a seeded sample)"
     fig.update_yaxes(tickvals=list(range(len(shown))), ticktext=esc_all(_label(r.feature) for r in shown[::-1]),
-                     range=[-0.6, len(shown) - 0.4], showgrid=False)
+                     range=[-0.6, len(shown) - 0.4], showgrid=False, zeroline=False)
     fig.update_xaxes(title="attribution (right: raises the prediction, left: lowers it)", zeroline=True,
                      zerolinecolor="#444", gridcolor="#eee")
     return layout(fig, title, height=max(320, 44 * len(shown) + 120))
@@ -140,8 +139,7 @@ def dependence(d, feature, *, max_points: int = MAX_POINTS, seed: int = 0, title
     fig.add_hline(y=0, line_color="#444", line_width=1)
     fig.update_xaxes(title=f"{esc(f.label)} ({what})", gridcolor="#eee")
     fig.update_yaxes(title="its attribution", gridcolor="#eee")
-    title = title or (f"How {f.label} drives the prediction: its {what} against its attribution "
-                      f"({keep.sum():,} of {d.n_customers:,} customers, a seeded sample)")
+    title = title or f"How {f.label} drives the prediction ({keep.sum():,} of {d.n_customers:,} customers)"
     return layout(fig, title, height=380)
 
 
@@ -162,26 +160,40 @@ def time_profile(profile, *, title: str | None = None) -> go.Figure:
                      tickangle=-90 if t > 12 else 0, nticks=min(t, 24))
     fig.update_yaxes(title="mean |attribution| (all features)", gridcolor="#eee")
     fig.update_layout(bargap=0 if t > 60 else 0.15)
-    title = title or (f"When in the history the prediction is decided: the last {profile.recent_periods} of {t} "
-                      f"periods hold 90 % of the attribution")
+    title = title or f"The last {profile.recent_periods} of {t} periods hold 90 % of the attribution"
     return layout(fig, title, height=340)
 
 
 def segments(d, top: int = TOP_RANKING, *, title: str | None = None) -> go.Figure:
-    """One row per segment (highest risk at the top), one column per feature (the ``top`` of the
-    ranking): the segment's mean attribution, on one symmetric diverging scale."""
+    """One column per segment (highest risk on the left), one row per feature (the ``top`` of the
+    ranking, the largest at the top): the segment's mean attribution, on one symmetric diverging scale."""
     shown = d.ranking[:top]
     columns = [d.column(r.feature) for r in shown]
     z = np.array([[s.mean_attributions[j] for j in columns] for s in d.segments])  # (segments, features)
-    names = [f"{s.name} ({s.size:,}, {100 * s.share:.0f} %)" for s in d.segments]
-    trace = heatmap_trace([_label(r.feature) for r in shown], names, z.T, zmax=symmetric_limit(z),
+    names = [f"{_wrap(s.name)}<br>{s.size:,} ({100 * s.share:.0f} %)" for s in d.segments]
+    trace = heatmap_trace(names, [_label(r.feature) for r in shown], z, zmax=symmetric_limit(z),
                           colorbar_title="Mean effect<br>in the segment<br>red: raises<br>blue: lowers")
-    trace.update(hovertemplate="%{x}<br>segment: %{y}<br>mean attribution: %{z:+.4g}<extra></extra>", text=None)
+    trace.update(hovertemplate="%{y}<br>segment: %{x}<br>mean attribution: %{z:+.4g}<extra></extra>", text=None)
+    trace.update(x=names)  # already escaped, with line breaks
     fig = go.Figure(trace)
-    fig.update_xaxes(tickangle=-30, automargin=True)
+    fig.update_xaxes(tickangle=0, tickfont=dict(size=11))
     fig.update_yaxes(autorange="reversed")
-    title = title or f"Churn-reason segments: each segment's mean attribution per feature ({len(d.segments)} segments)"
-    return layout(fig, title, height=max(320, 30 * len(shown) + 200))
+    title = title or f"Churn-reason segments: each one's mean attribution per feature ({len(d.segments)} segments)"
+    lines = max((name.count("<br>") + 1 for name in names), default=1)
+    return layout(fig, title, height=max(320, 28 * len(shown) + 110 + 15 * lines))
+
+
+def _wrap(text: str, width: int = 14) -> str:
+    """Escaped ``text`` broken into lines of about ``width`` characters (at spaces) with <br>."""
+    lines, line = [], ""
+    for word in str(text).split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    lines.append(line)
+    return "<br>".join(esc(x) for x in lines)
 
 
 def segment_sizes(d, *, title: str | None = None) -> go.Figure:
