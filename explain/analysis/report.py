@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from explain.core import verdict
 from explain.core.errors import ExplainError
 from explain.core.files import write_atomic
 from explain.core.periods import Words, unit_of
@@ -17,7 +18,8 @@ from explain.core.periods import words as periods_words
 from explain.core.text import unit_after
 
 LONG_COLUMNS = ["customer_id", "input", "period", "feature", "value", "attribution"]
-SUMMARY_COLUMNS = ["customer_id", "prediction", "baseline_prediction", "delta", "steps"]
+SUMMARY_COLUMNS = ["customer_id", "prediction", "baseline_prediction", "delta", "steps", "gradient_points",
+                   "forward_points"]
 OUTPUT_SUFFIXES = (".json", ".csv", ".parquet")
 BAD_SUFFIX = "Output file {path!r} must end in one of {suffixes}: the suffix picks the format."
 
@@ -63,6 +65,8 @@ def to_json_dict(attribution, bundle, ids, request=None) -> dict:
             "baseline_prediction": float(attribution.baseline_prediction[i]),
             "delta": float(attribution.delta[i]),
             "steps": int(attribution.steps[i]),
+            "gradient_points": int(attribution.gradient_points[i]),
+            "forward_points": _points(attribution.forward_points, i),
         }
         if plain:
             entry["static"] = {"features": list(bundle.static_features), "values": attribution.static[i].tolist(),
@@ -80,7 +84,7 @@ def to_json_dict(attribution, bundle, ids, request=None) -> dict:
         if attribution.per_input is not None:
             entry["per_input"] = {
                 role: {"reference_prediction": float(v["reference_prediction"][i]), "delta": float(v["delta"][i]),
-                       **({"steps": int(v["steps"][i])} if "steps" in v else {})}
+                       **{name: int(v[name][i]) for name in ("steps", "gradient_points") if name in v}}
                 for role, v in attribution.per_input.items()
             }
         customers.append(entry)
@@ -214,13 +218,24 @@ def _text(value) -> str:
     return "" if value is None else str(value)
 
 
+def _points(points, i):
+    """A count of points spent as JSON (None where it is not known: an older store)."""
+    return None if points is None else int(points[i])
+
+
 def summary_frame(attribution, ids) -> pd.DataFrame:
+    """One row per customer (``SUMMARY_COLUMNS``): the predictions, the delta, the final rule's
+    points (``steps``) and every gradient and forward evaluation spent."""
+    n = len(ids)
+    forward = attribution.forward_points
     return pd.DataFrame({
         "customer_id": [str(i) for i in ids],
         "prediction": attribution.prediction,
         "baseline_prediction": attribution.baseline_prediction,
         "delta": attribution.delta,
-        "steps": attribution.steps,
+        "steps": np.asarray(attribution.steps, np.int64),
+        "gradient_points": np.asarray(attribution.gradient_points, np.int64),
+        "forward_points": np.asarray(forward if forward is not None else np.full(n, -1), np.int64),
     })[SUMMARY_COLUMNS]
 
 
@@ -248,8 +263,10 @@ def close_baseline_note(prediction: float, baseline_prediction: float) -> str | 
     return CLOSE_BASELINE_NOTE.format(fx=prediction, fb=baseline_prediction, limit=CLOSE_BASELINE)
 
 
-def delta_status(delta: float, prediction: float, baseline_prediction: float) -> tuple[str, str]:
-    """('fine' | 'check' | 'too few steps', advice) for one customer's completeness gap."""
+def delta_status(delta: float, prediction: float, baseline_prediction: float, *,
+                 auto: bool = False) -> tuple[str, str]:
+    """('fine' | 'check' | 'too few steps', advice) for one customer's completeness gap;
+    ``auto``: the attribution was computed with steps="auto" (the advice is then its budget)."""
     scale = max(abs(prediction - baseline_prediction), 0.01)
     ratio = abs(delta) / scale
     share = f"{ratio:.1%} of the difference being explained"
@@ -257,9 +274,11 @@ def delta_status(delta: float, prediction: float, baseline_prediction: float) ->
         return "fine", f"The attributions add up to the score difference (gap {delta:+.2g}, {share})."
     if ratio <= DELTA_CHECK:
         return "check", f"The attributions miss {share} (gap {delta:+.2g}). Raise the steps to be sure."
+    more = ("Raise the budget of 'auto' (--max-points)" if auto else "Choose 'auto' (or raise the steps)")
     return "too few steps", (
-        f"The attributions miss {share} (gap {delta:+.2g}): the integral is not converged. "
-        "Raise the steps (or choose 'auto') before trusting the numbers."
+        f"The attributions add up to {verdict.quality(delta, prediction, baseline_prediction)} of the difference "
+        f"(gap {delta:+.2g}): the integral has not converged, so their sizes and signs cannot be trusted. "
+        f"{more} before reading them."
     )
 
 
@@ -318,10 +337,10 @@ def summary_text(attribution, bundle, i: int, top: int = 3, customer_id=None) ->
                   else [_category_text(bundle, c, v) for c, v in
                         zip(bundle.static_features, bundle.static[bundle.index_of(customer_id)])])
     items = [item for item in contributions(attribution, bundle, i, static_values=values) if abs(item[1]) > 0][:top]
-    if items:
+    status, advice = delta_status(float(attribution.delta[i]), fx, fb, auto=attribution.settings.steps == "auto")
+    if items and status != "too few steps":  # effects that do not add up are not named (their sign may be wrong)
         effects = "; ".join(f"{value:+.2f} from {phrase}" for phrase, value in items)
         lines.append(f"Largest effects: {effects}.")
-    status, advice = delta_status(float(attribution.delta[i]), fx, fb)
     lines.append(advice)
     return " ".join(lines)
 

@@ -32,6 +32,7 @@ from explain.core.quadrature import METHODS, alphas_and_weights
 SPACES = ("output", "logit")
 PATHS = ("joint", "per-input")
 DEFAULT_TOLERANCE = 0.005  # of |f(x) - f(b)|, for steps="auto"
+ABSOLUTE_TOLERANCE = 1e-4  # floor, for customers whose f(x) is close to f(b)
 AUTO = "auto"
 
 # Baseline kinds and their arguments.
@@ -262,6 +263,18 @@ def resolve_target(target, n_outputs: int, output_names: Sequence[str] | None = 
         shown = f" (or a name: {', '.join(names)})" if names else ""
         raise AttributionError(TARGET_OUT_OF_RANGE.format(target=target, k=n_outputs, last=n_outputs - 1, names=shown))
     return index
+
+
+def completeness_limit(prediction, baseline_prediction, tolerance: float = DEFAULT_TOLERANCE) -> np.ndarray:
+    """The largest |delta| each customer's attributions may leave: ``tolerance`` of |f(x) - f(b)|,
+    at least ABSOLUTE_TOLERANCE (what steps="auto" integrates to)."""
+    gap = np.abs(np.asarray(prediction, np.float64) - np.asarray(baseline_prediction, np.float64))
+    return np.maximum(tolerance * gap, ABSOLUTE_TOLERANCE)
+
+
+def outside_tolerance(delta, prediction, baseline_prediction, tolerance: float = DEFAULT_TOLERANCE) -> np.ndarray:
+    """True for each customer whose attributions do not add up to f(x) - f(b) within ``completeness_limit``."""
+    return np.abs(np.asarray(delta, np.float64)) > completeness_limit(prediction, baseline_prediction, tolerance)
 
 
 def check_tolerance(value) -> float:
