@@ -24,6 +24,9 @@ CUSTOMERS_FILE_UNREADABLE = "The customers file {path} cannot be read as UTF-8 t
 TRUST_LOCAL_ONLY = ("--trust-code works with --engine local only (Ray workers do not import it). To fix: drop "
                     "--engine ray, or convert the custom layers to built-in Keras layers.")
 CHECK_CUSTOMERS = 8  # customers the model checks run on (the first ones of the static table)
+LIMIT_HELP = ("raise (or lower) one of the size limits a bundle's files are checked against before they are read, "
+              "for files you trust: max_table_cells, max_table_bytes, max_layers, max_params, max_json_bytes ... "
+              "(explain/modelfile/limits.py; repeat for several)")
 TRUST_HELP = ("a Python file defining your own custom Keras layers (it is imported and runs): for your own "
               "model on your own machine only")
 
@@ -53,6 +56,10 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                              "category:FEATURE=VALUE;... (default: mode, the most frequent category)")
 
 
+def _limit_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--limit", action="append", metavar="FIELD=VALUE", help=LIMIT_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m explain", description="Integrated Gradients for static + temporal Keras models.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -63,10 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate a bundle; list every problem; exit 1 if any")
     check.add_argument("--bundle", required=True)
     check.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
+    _limit_argument(check)
 
     attribute = sub.add_parser("attribute", help="explain some customers; write JSON, CSV or Parquet")
     attribute.add_argument("--bundle", required=True)
     attribute.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
+    _limit_argument(attribute)
     attribute.add_argument("--customer", action="append", required=True, help="customer id (repeat for several)")
     _settings_arguments(attribute)
     attribute.add_argument("--batch-size", type=int, default=None, help="interpolation points per gradient call")
@@ -75,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch = sub.add_parser("batch", help="explain every customer, in resumable chunks, to Parquet")
     batch.add_argument("--bundle", required=True)
     batch.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
+    _limit_argument(batch)
     batch.add_argument("--out", required=True, help="output folder (a Parquet dataset) or FILE.parquet")
     batch.add_argument("--customers-file", help="a text file with one customer id per line (default: all)")
     _settings_arguments(batch)
@@ -88,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     faith = sub.add_parser("faithfulness", help="deletion/insertion curves, model randomisation, occlusion; JSON")
     faith.add_argument("--bundle", required=True)
     faith.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
+    _limit_argument(faith)
     _settings_arguments(faith)  # --seed also seeds the customer sample, random orders, re-initialisations
     faith.add_argument("--customers", type=int, default=200, help="customers sampled with --seed (default 200)")
     faith.add_argument("--random-orders", type=int, default=5, help="seeded random orders (default 5)")
@@ -98,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="start the dashboard (Streamlit) on a bundle")
     serve.add_argument("--bundle", help="bundle folder (default: the demo bundle)")
     serve.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP + "; never for uploads")
+    _limit_argument(serve)
     serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
     serve.add_argument("--address", default="127.0.0.1",
                        help="interface to listen on (default 127.0.0.1; 0.0.0.0 for every interface)")
@@ -139,6 +151,13 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def limits_from_args(args):
+    """The ``Limits`` of the command line's ``--limit FIELD=VALUE`` options (the defaults without any)."""
+    from explain.modelfile.limits import parse_limits
+
+    return parse_limits(getattr(args, "limit", None))
+
+
 def model_loader(args):
     """The bundle's model loader for ``--trust-code FILE`` (None without it: the default, untrusted).
 
@@ -150,13 +169,20 @@ def model_loader(args):
 
     trusted = trust.load_trusted_code(args.trust_code)
     print(trusted.badge, file=sys.stderr)
-    return functools.partial(safe_load.open_model, trusted=trusted)
+    return functools.partial(safe_load.open_model, trusted=trusted, limits=limits_from_args(args))
+
+
+def open_bundle(args):
+    """The bundle of ``--bundle`` with ``--trust-code`` and ``--limit``; ``BundleError`` if it has problems."""
+    from explain.bundle.load import load_bundle
+
+    return load_bundle(args.bundle, loader=model_loader(args), limits=limits_from_args(args))
 
 
 def cmd_check(args) -> int:
     from explain.bundle import load as bundle_io
 
-    report, bundle = bundle_io.inspect_bundle(args.bundle, loader=model_loader(args))
+    report, bundle = bundle_io.inspect_bundle(args.bundle, loader=model_loader(args), limits=limits_from_args(args))
     if bundle is not None:  # the tables and the model fit: what would make every attribution fail
         model_file = next(name for name in (bundle_io.MODEL_FILE, bundle_io.LEGACY_MODEL_FILE)
                           if (bundle.path / name).is_file())
@@ -181,9 +207,8 @@ def model_problems(bundle) -> list[str]:
 def cmd_attribute(args) -> int:
     from explain.analysis import report
     from explain.analysis.explainer import explain_customers
-    from explain.bundle.load import load_bundle
 
-    bundle = load_bundle(args.bundle, loader=model_loader(args))
+    bundle = open_bundle(args)
     settings = settings_from_args(args)
     ids = list(dict.fromkeys(args.customer))
     attribution = explain_customers(bundle, ids, settings, batch_size=args.batch_size)
@@ -197,7 +222,6 @@ def cmd_attribute(args) -> int:
 def cmd_batch(args) -> int:
     from explain.batch.local import check_ids, run_batch_job
     from explain.batch.ray_job import ONLY_WITH_RAY, run_ray_batch_job
-    from explain.bundle.load import load_bundle
 
     if args.engine == "ray":
         if args.trust_code:
@@ -214,7 +238,7 @@ def cmd_batch(args) -> int:
     ids = lines = None
     if args.customers_file:
         ids, lines = read_customers_file(args.customers_file, with_lines=True)
-    bundle = load_bundle(args.bundle, loader=model_loader(args))
+    bundle = open_bundle(args)
     if ids is not None:
         ids = check_ids(bundle, ids, source=f"The customers file {args.customers_file}", lines=lines)
     result = run_batch_job(bundle, args.out, settings, chunk_size=args.batch_size, ids=ids, progress=True)
@@ -224,11 +248,10 @@ def cmd_batch(args) -> int:
 
 def cmd_faithfulness(args) -> int:
     from explain.analysis import faithfulness
-    from explain.bundle.load import load_bundle
 
     faithfulness.check_out(args.out)
     settings = settings_from_args(args)
-    result = faithfulness.run(load_bundle(args.bundle, loader=model_loader(args)), settings, customers=args.customers, seed=settings.seed,
+    result = faithfulness.run(open_bundle(args), settings, customers=args.customers, seed=settings.seed,
                               random_orders=args.random_orders, repeats=args.repeats, batch_size=args.batch_size)
     path = faithfulness.write_report(args.out, result)
     print("\n".join(faithfulness.summary_lines(result)))
@@ -239,7 +262,7 @@ def cmd_faithfulness(args) -> int:
 def cmd_serve(args) -> int:
     from explain.serve import serve
 
-    return serve(args.bundle, args.port, args.address, args.trust_code)
+    return serve(args.bundle, args.port, args.address, args.trust_code, limits=limits_from_args(args))
 
 
 def main(argv=None) -> int:

@@ -22,6 +22,7 @@ import tomllib
 from pathlib import Path
 
 from explain.core.errors import ExplainError
+from explain.modelfile.limits import DEFAULT_LIMITS, Limits, limit_arguments
 
 PACKAGED = Path(__file__).resolve().parent / "_dashboard"   # inside an installed wheel
 CHECKOUT = Path(__file__).resolve().parent.parent           # the repository, when run from source
@@ -61,10 +62,12 @@ def config_flags(root: Path) -> list[str]:
 
 
 def command(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
-            address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None) -> list[str]:
+            address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None,
+            limits: Limits = DEFAULT_LIMITS) -> list[str]:
     """The command line that serves ``bundle`` (default: the app's own default): ``ui/launch.py``,
     which is ``streamlit run app.py`` with the startup bundle opened while Streamlit starts;
-    ``trust_code``: the owner's custom layers for that bundle (``--trust-code``, ``explain.modelfile.trust``)."""
+    ``trust_code``: the owner's custom layers for that bundle (``--trust-code``, ``explain.modelfile.trust``);
+    ``limits``: the size limits of the startup bundle's and the uploads' files (``--limit``)."""
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise ExplainError(BAD_PORT.format(port=port))
     root = dashboard_dir()
@@ -83,17 +86,19 @@ def command(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
         if not code.is_file():
             raise TrustError(TRUST_NOT_FOUND.format(path=trust_code))
         extra += ["--trust-code", str(code)]
+    extra += limit_arguments(limits)
     if extra:
         argv += ["--", *extra]
     return argv
 
 
 def serve(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
-          address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None) -> int:
+          address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None,
+          limits: Limits = DEFAULT_LIMITS) -> int:
     """Run the dashboard until it is stopped; on POSIX the process becomes Streamlit's."""
     if importlib.util.find_spec("streamlit") is None:
         raise ExplainError(NO_STREAMLIT)
-    argv = command(bundle, port, address, trust_code)
+    argv = command(bundle, port, address, trust_code, limits)
     print(f"explain: serving {'the demo bundle' if bundle is None else bundle} at http://{address}:{port}",
           file=sys.stderr, flush=True)
     if os.name == "posix":

@@ -31,8 +31,9 @@ def warm_up() -> None:
         from ui import runtime
 
         runtime.wait_for_server(timeout=60.0)
-        from ui import startup, state
+        from ui import startup, state, uploads
 
+        uploads.sweep(None)  # the upload folders of servers that have exited
         # Streamlit warns once per cached call made outside a session ("missing ScriptRunContext!
         # This warning can be ignored"): here it is expected, so it is not logged
         quiet = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")

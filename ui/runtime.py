@@ -1,6 +1,6 @@
 """The one module that touches Streamlit's private API (tested with Streamlit 1.67.0).
 
-Four things the public API cannot do, each with a fallback when Streamlit moves them:
+Five things the public API cannot do, each with a fallback when Streamlit moves them:
 
 * :func:`keep_kernel_cache`: Streamlit's script runner calls ``keras.backend.clear_session()``
   after each run (its ``_clean_problem_modules``), which empties TF's kernel cache: the first
@@ -20,6 +20,10 @@ Four things the public API cannot do, each with a fallback when Streamlit moves 
   calls it between chunks: it raises Streamlit's own rerun/stop exception when this session
   asked for one (the run then ends, the lock of the model is released on the way out), and
   returns False otherwise. Outside a script run it returns False.
+
+* :func:`session_id` and :func:`known_sessions`: this run's session, and every session the server
+  still holds (connected, or disconnected but kept for a reconnection): ``ui.uploads`` removes the
+  upload folders of the others.
 
 :func:`check_version` (called on import) logs a warning when the installed Streamlit is not
 the tested one, naming what to recheck.
@@ -142,6 +146,34 @@ def wait_for_server(timeout: float) -> bool:
             pass
         time.sleep(0.05)
     return False
+
+
+def session_id() -> str | None:
+    """The id of the session this script run belongs to (None outside a run)."""
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+    except ImportError:  # pragma: no cover - another Streamlit layout
+        return None
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return getattr(ctx, "session_id", None)
+
+
+def known_sessions() -> set[str] | None:
+    """The ids of every session this server holds, connected or kept for a reconnection (Streamlit keeps a
+    disconnected one about 2 minutes); None when there is no server in this process (AppTest, a script)."""
+    try:
+        from streamlit.runtime import Runtime
+    except ImportError:  # pragma: no cover - another Streamlit layout
+        return None
+    if not Runtime.exists():
+        return None
+    manager = getattr(Runtime.instance(), "_session_mgr", None)
+    if manager is None:  # AppTest's stand-in runtime holds no sessions
+        return None
+    if not hasattr(manager, "list_sessions"):  # pragma: no cover - another layout
+        _missing("Runtime._session_mgr.list_sessions", "upload folders stay until the server exits")
+        return None
+    return {info.session.id for info in manager.list_sessions()}
 
 
 def should_stop() -> bool:

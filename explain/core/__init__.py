@@ -3,7 +3,8 @@ shared vocabulary (errors, risk bands, labels, text). Imports nothing above it."
 
 import importlib
 
-_MODULES = ('baselines', 'engine', 'errors', 'files', 'ig', 'inputs', 'labels', 'quadrature', 'settings', 'text', 'verdict', 'xla')
+_MODULES = ('baselines', 'bounded_json', 'engine', 'errors', 'files', 'ig', 'inputs', 'labels', 'quadrature',
+            'settings', 'text', 'verdict', 'xla')
 
 
 def __getattr__(name: str):

@@ -192,6 +192,102 @@ def bomb_file(src: Path, dst: Path, size: int) -> Path:
     return dst
 
 
+# --------------------------------------------------------------------------- oversized files (issue 25's table)
+# Each file is small (KB to a few MB) and declares something huge; none needs Keras to be written.
+
+
+def keras_with_config(dst: Path, config: bytes) -> Path:
+    """A deflated .keras archive holding ``config`` as config.json (and metadata.json, no weights)."""
+    with zipfile.ZipFile(dst, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("metadata.json", json.dumps({"keras_version": "3.0.0"}))
+        zf.writestr("config.json", config)
+    return dst
+
+
+def functional_config(layers: list) -> bytes:
+    return json.dumps({"module": "keras", "class_name": "Functional", "registered_name": "Functional",
+                       "config": {"name": "hostile", "layers": layers}}).encode()
+
+
+def refused_entries_file(dst: Path, count: int) -> Path:
+    """A model whose config lists ``count`` Lambda layers (each would run stored bytecode)."""
+    lam = {"module": "keras.layers", "class_name": "Lambda", "config": {"name": "evil"}}
+    return keras_with_config(dst, functional_config([lam] * count))
+
+
+def long_sequential_file(dst: Path, layers: int) -> Path:
+    """A Sequential of ``layers`` Dense(2) layers after an Input(2), written as Keras 3 writes it."""
+    dense = [{"module": "keras.layers", "class_name": "Dense", "registered_name": None,
+              "config": {"name": f"dense_{i}", "units": 2, "activation": "relu", "use_bias": True},
+              "build_config": {"input_shape": [None, 2]}} for i in range(layers)]
+    first = {"module": "keras.layers", "class_name": "InputLayer", "registered_name": None,
+             "config": {"batch_shape": [None, 2], "dtype": "float32", "name": "input"}}
+    config = {"module": "keras", "class_name": "Sequential", "registered_name": None,
+              "config": {"name": "long", "layers": [first, *dense]}}
+    return keras_with_config(dst, json.dumps(config).encode())
+
+
+def deep_config_file(dst: Path, depth: int) -> Path:
+    """A model whose config nests lists ``depth`` levels deep."""
+    nested = b"[" * depth + b"]" * depth
+    return keras_with_config(dst, b'{"class_name": "Functional", "module": "keras", "config": {"layers": '
+                             + nested + b"}}")
+
+
+def deep_json(depth: int) -> bytes:
+    """A bundle.json whose display_names nest ``depth`` levels deep."""
+    return b'{"display_names": ' + b"[" * depth + b"]" * depth + b"}"
+
+
+def long_json_list(count: int) -> bytes:
+    """A bundle.json whose static_features list holds ``count`` names."""
+    return b'{"static_features": [' + b",".join([b'"a"'] * count) + b"]}"
+
+
+def zeros_parquet(path: Path, rows: int, chunk: int = 10_000_000) -> Path:
+    """customer_id and one feature, both int8 zeros, ``rows`` rows written ``chunk`` at a time (about 1 MB
+    per 20 million rows)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    block = pa.table({"customer_id": np.zeros(chunk, np.int8), "tenure": np.zeros(chunk, np.int8)})
+    with pq.ParquetWriter(path, block.schema, compression="zstd") as writer:
+        left = rows
+        while left > 0:
+            writer.write_table(block.slice(0, min(left, chunk)))
+            left -= chunk
+    return path
+
+
+def long_csv(path: Path, lines: int) -> Path:
+    """customer_id,tenure then ``lines`` rows of 0,0 (4 bytes a row)."""
+    with open(path, "wb") as handle:
+        handle.write(b"customer_id,tenure\n")
+        block = b"0,0\n" * 1_000_000
+        left = lines
+        while left > 0:
+            handle.write(block[: 4 * min(left, 1_000_000)])
+            left -= 1_000_000
+    return path
+
+
+def nested_parquet(path: Path) -> Path:
+    """A static table whose feature column holds lists."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"customer_id": ["a", "b"], "tenure": [[1, 2], [3]]}), path)
+    return path
+
+
+def wide_bad_csv(path: Path, columns: int) -> Path:
+    """A static table of 2 customers and ``columns`` feature columns, every cell text: one problem per column."""
+    header = ["customer_id"] + [f"f{j}" for j in range(columns)]
+    write_csv(path, header, [[f"C{i}"] + ["abc"] * columns for i in range(2)])
+    return path
+
+
 # --------------------------------------------------------------------------- bundle tables
 
 
