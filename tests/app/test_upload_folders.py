@@ -70,13 +70,14 @@ def test_a_replaced_upload_and_a_failed_one_leave_no_folder(tmp_path):
     upload(at, files)
     first = Path(at.session_state["upload_active"])
     assert first.is_dir() and uploads._FOLDER.match(first.name)
-    before = set(Path(tempfile.gettempdir()).glob(uploads.UPLOAD_PREFIX + "*"))
+    mine = f"{uploads.UPLOAD_PREFIX}{os.getpid()}-*"  # other tests running at once make their own
+    before = set(Path(tempfile.gettempdir()).glob(mine))
     upload(at, files)  # the same files again: a new space replaces the first
     second = Path(at.session_state["upload_active"])
     assert second != first and second.is_dir() and not first.exists()
     upload(at, {**files, "static.csv": b"not,a\ntable"})  # refused: its space is removed at once
     assert at.session_state["upload_active"] == str(second)
-    after = set(Path(tempfile.gettempdir()).glob(uploads.UPLOAD_PREFIX + "*"))
+    after = set(Path(tempfile.gettempdir()).glob(mine))
     assert after - before == {second}
     next(b for b in at.button if b.label == "Back to the startup bundle").click().run()
     assert not at.session_state["upload_active"] and not second.exists()

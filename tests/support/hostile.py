@@ -421,3 +421,32 @@ def small_bundle(demo: Path, folder: Path, customers: int = 30, periods: int = 1
     temporal = (demo / "temporal.csv").read_text().splitlines()
     (folder / "temporal.csv").write_text("\n".join(temporal[:customers * periods + 1]) + "\n")
     return folder
+
+
+# --------------------------------------------------------------------------- markdown from a bundle
+
+EVIL_IMAGE = "![pixel](https://img.evil.example/p.png)"
+EVIL_LINKS = "sign in at https://login.evil.example/sso or www.evil.example, or mail help@evil.example"
+EVIL_ID = "https://id.evil.example"
+
+
+def markdown_bundle(demo: Path, folder: Path, customers: int = 30, periods: int = 12) -> Path:
+    """A small demo bundle whose texts would be images and links if a page rendered them as markdown: the
+    display name of the first static and the first monthly feature, the output name, the label column's
+    name, and the first customer's id."""
+    small_bundle(demo, folder, customers, periods)
+    config = json.loads((folder / "bundle.json").read_text())
+    first_static, first_temporal = config["static_features"][0], config["temporal_features"][0]
+    config["display_names"][first_static] = f"Tenure {EVIL_IMAGE}"
+    config["display_names"][first_temporal] = f"Data usage {EVIL_LINKS}"
+    config["output_names"] = [f"churn ({EVIL_LINKS})"]
+    label = f"churned {EVIL_IMAGE}"
+    old_label, config["label_column"] = config["label_column"], label
+    (folder / "bundle.json").write_text(json.dumps(config))
+    for name in ("static.csv", "temporal.csv"):
+        header, rows = read_csv(folder / name)
+        header = [label if c == old_label else c for c in header]
+        first_id = rows[0][0]
+        rows = [[EVIL_ID if r[0] == first_id else r[0], *r[1:]] for r in rows]
+        write_csv(folder / name, header, rows)
+    return folder
