@@ -14,6 +14,7 @@ st.set_page_config(page_title="Churn explainer · Integrated Gradients", page_ic
                    layout="wide")
 
 PAGES = [
+    st.Page("pages/drivers.py", title="What drives churn", icon=":material/insights:", url_path="drivers"),
     st.Page("pages/customer.py", title="Customer", icon=":material/person:", default=True),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
     st.Page("pages/whatif.py", title="What-if", icon=":material/tune:", url_path="whatif"),

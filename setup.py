@@ -47,4 +47,5 @@ class BuildWithDashboard(build_py):
             shutil.copy2(ROOT / relative, destination)
 
 
-setup(packages=find_packages(include=["explain", "explain.*"]), cmdclass={"build_py": BuildWithDashboard})  # metadata: pyproject.toml
+# metadata: pyproject.toml
+setup(packages=find_packages(include=["explain", "explain.*"]), cmdclass={"build_py": BuildWithDashboard})

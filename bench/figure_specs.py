@@ -54,7 +54,8 @@ def main(argv=None) -> int:
     def three(panel, bars, history):
         return (
             panel(bundle.periods, bundle.temporal_labels, a.temporal[0], values=inputs["temporal"][0],
-                  baseline=base["temporal"], units=units_t, title="Monthly features: effect of each feature in each period"),
+                  baseline=base["temporal"], units=units_t,
+                  title="Monthly features: effect of each feature in each period"),
             bars(bundle.static_labels, a.static[0], inputs["static"][0], units=units_s, baseline=base["static"],
                  title="Static features (label: the customer's value)"),
             history(bundle.periods, bundle.temporal_labels, inputs["temporal"][0], baseline=base["temporal"],

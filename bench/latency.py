@@ -98,7 +98,8 @@ class Server:
             [sys.executable, *COMMANDS[how], "--server.port", str(self.port),
              "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
              "--browser.gatherUsageStats", "false"],
-            cwd=root, env=env, stdout=(log := self.log_path.open("w")), stderr=subprocess.STDOUT, start_new_session=True)
+            cwd=root, env=env, stdout=(log := self.log_path.open("w")), stderr=subprocess.STDOUT,
+            start_new_session=True)
         log.close()  # the child has its own copy of the file
 
     def wait_healthy(self, timeout: float = 120.0) -> None:
@@ -317,7 +318,8 @@ def main(argv=None) -> int:
     parser.add_argument("--verbose", action="store_true", help="print every action's time")
     parser.add_argument("--before", type=Path, default=None,
                         help="a checkout of an earlier version (git worktree add DIR REV): adds the variant 'before', "
-                             "that checkout started as 'new' is (or by streamlit run app.py if it has no ui/launch.py), "
+                             "that checkout started as 'new' is (or by streamlit run app.py if it has no "
+                             "ui/launch.py), "
                              "interleaved with the others")
     args = parser.parse_args(argv)
     global VERBOSE

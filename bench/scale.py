@@ -154,8 +154,8 @@ def run_batch(bundle: Path, out: Path, steps: int, chunk: int, baseline: str = "
         customers = json.loads((out / "_manifest.json").read_text())["customers"]["count"]
         first_chunk = min(customers, chunk)
         steady = (customers - first_chunk) / span if span > 0 else float("nan")
-    return {"wall_s": wall, "job_s": job, "steady_customers_per_s": steady, "peak_rss_mib": usage.ru_maxrss / 1024, "rss_first_chunk_mib": first,
-            "rss_last_chunk_mib": last, "output_mib": size}
+    return {"wall_s": wall, "job_s": job, "steady_customers_per_s": steady, "peak_rss_mib": usage.ru_maxrss / 1024,
+            "rss_first_chunk_mib": first, "rss_last_chunk_mib": last, "output_mib": size}
 
 
 def main():
@@ -181,7 +181,8 @@ def main():
     rows = []
     print(f"machine: {cpu_model()}, {platform.machine()}, {os.cpu_count()} cores, "
           f"{psutil.virtual_memory().total / 2**30:.0f} GiB, Python {platform.python_version()}, "
-          f"load average {os.getloadavg()[0]:.1f}; baseline {args.baseline}; demo-shaped bundles (9 static, 12 periods x 6 temporal), chunks of {args.chunk}, work dir {work}")
+          f"load average {os.getloadavg()[0]:.1f}; baseline {args.baseline}; "
+          f"demo-shaped bundles (9 static, 12 periods x 6 temporal), chunks of {args.chunk}, work dir {work}")
     header = (f"{'customers':>9} {'steps':>5} {'chunks':>6} {'load+import s':>13} {'job s':>7} "
               f"{'customers/s':>11} {'steady c/s':>10} {'ms/customer':>11} {'peak RSS MiB':>12} {'RSS 1st chunk':>13} "
               f"{'RSS last chunk':>14} {'output MiB':>10}")
@@ -232,10 +233,12 @@ def compare_ray(args) -> None:
     import ray
 
     work = Path(tempfile.mkdtemp(prefix="explain-scale-ray-"))
-    print(f"machine: {cpu_model()}, {platform.machine()}, {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
+    print(f"machine: {cpu_model()}, {platform.machine()}, {os.cpu_count()} cores, "
+          f"{psutil.virtual_memory().total / 2**30:.0f} GiB, "
           f"Python {platform.python_version()}, ray {ray.__version__}, load average {os.getloadavg()[0]:.1f} at the "
           f"start; baseline {args.baseline}, {args.steps} steps, chunks of {args.chunk}; each Ray run starts its own "
-          f"local Ray ({os.cpu_count()} CPUs); RSS 1st/last chunk: the driver's, sampled every 0.1 s; *max RSS: ru_maxrss of the command, the largest of it and the processes it reaped")
+          f"local Ray ({os.cpu_count()} CPUs); RSS 1st/last chunk: the driver's, sampled every 0.1 s; "
+          "*max RSS: ru_maxrss of the command, the largest of it and the processes it reaped")
     print(f"{'customers':>9} {'engine':>14} {'job s':>7} {'customers/s':>11} {'vs local':>8} {'max RSS MiB*':>15} "
           f"{'RSS 1st chunk':>13} {'RSS last chunk':>14} {'load avg':>8}")
     rows = []
@@ -243,7 +246,8 @@ def compare_ray(args) -> None:
         for n in sorted(args.sizes):
             bundle = generate_bundle(work / f"bundle-{n}", n, seed=n)
             local_rate = None
-            runs = [("local", ())] + [(f"ray, {w} worker{'s' if w > 1 else ''}", ("--engine", "ray", "--workers", str(w)))
+            runs = [("local", ())] + [(f"ray, {w} worker{'s' if w > 1 else ''}",
+                                       ("--engine", "ray", "--workers", str(w)))
                                       for w in args.workers]
             for name, engine in runs:
                 out = work / f"out-{n}-{len(rows)}.parquet"

@@ -16,13 +16,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from explain.core.errors import ExplainError  # noqa: E402
 from explain.core.quadrature import METHODS  # noqa: E402
-from explain.core.settings import DEFAULT_TOLERANCE, PARSERS, Settings  # noqa: E402
+from explain.core.settings import DEFAULT_MAX_POINTS, DEFAULT_TOLERANCE, PARSERS, Settings  # noqa: E402
 from explain.core.text import one_line  # noqa: E402
 
 CUSTOMERS_FILE_MISSING = "The customers file {path} does not exist (--customers-file: one customer id per line)."
 CUSTOMERS_FILE_UNREADABLE = "The customers file {path} cannot be read as UTF-8 text ({why})."
 TRUST_LOCAL_ONLY = ("--trust-code works with --engine local only (Ray workers do not import it). To fix: drop "
                     "--engine ray, or convert the custom layers to built-in Keras layers.")
+DRIVERS_SUFFIX = "--out {path} must end in .json or .html: the suffix picks the format."
 CHECK_CUSTOMERS = 8  # customers the model checks run on (the first ones of the static table)
 LIMIT_HELP = ("raise (or lower) one of the size limits a bundle's files are checked against before they are read, "
               "for files you trust: max_table_cells, max_table_bytes, max_layers, max_params, max_json_bytes ... "
@@ -49,7 +50,11 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--path", default="joint",
                         help="joint: both inputs move together (default); per-input: one at a time")
     parser.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE),
-                        help=f"with --steps auto: largest |delta| as a fraction of |f(x) - f(b)| (default {DEFAULT_TOLERANCE})")
+                        help="with --steps auto: largest |delta| as a fraction of |f(x) - f(b)| "
+                             f"(default {DEFAULT_TOLERANCE})")
+    parser.add_argument("--max-points", dest="max_points", default=str(DEFAULT_MAX_POINTS),
+                        help="with --steps auto: the most gradient evaluations per customer and baseline "
+                             f"(default {DEFAULT_MAX_POINTS}); customers still outside the tolerance are counted")
     parser.add_argument("--seed", default="0", help="seed of sample:K baselines")
     parser.add_argument("--categorical", default="mode",
                         help="baseline of categorical inputs (ids into an Embedding): mode | mean-embedding | "
@@ -61,7 +66,8 @@ def _limit_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m explain", description="Integrated Gradients for static + temporal Keras models.")
+    parser = argparse.ArgumentParser(prog="python -m explain",
+                                     description="Integrated Gradients for static + temporal Keras models.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="write the demo churn bundle (deterministic)")
@@ -94,6 +100,19 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--address", help="with --engine ray: the cluster (auto | ray://HOST:PORT); "
                                          "default: start a local Ray with this machine's cores")
     batch.add_argument("--workers", type=int, help="with --engine ray: actors (default: the cluster's CPUs)")
+
+    drivers = sub.add_parser("drivers", help="what drives the prediction across every customer of a batch store: "
+                                             "ranking, segments, time profile, drift; JSON or HTML")
+    drivers.add_argument("--bundle", required=True)
+    drivers.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
+    _limit_argument(drivers)
+    drivers.add_argument("--store", help="the batch store (default: the latest finished store of every customer "
+                                         "under BUNDLE/attributions/)")
+    drivers.add_argument("--against", metavar="OLD_STORE", help="an earlier store of the same layout: which "
+                                                                "drivers gained or lost weight since")
+    drivers.add_argument("--window", type=int, help="summarise temporal features over their last N periods "
+                                                    "(default: the whole history)")
+    drivers.add_argument("--out", required=True, help="drivers.json | drivers.html")
 
     faith = sub.add_parser("faithfulness", help="deletion/insertion curves, model randomisation, occlusion; JSON")
     faith.add_argument("--bundle", required=True)
@@ -188,6 +207,9 @@ def cmd_check(args) -> int:
                           if (bundle.path / name).is_file())
         for message in model_problems(bundle):
             report.add(model_file, message)
+        from explain.core import ig
+
+        report.notes += [f"Warning: {note}" for note in ig.model_notes(bundle.model, roles=bundle.roles or None)]
     print(report.format())
     return 0 if report.ok else 1
 
@@ -213,6 +235,8 @@ def cmd_attribute(args) -> int:
     ids = list(dict.fromkeys(args.customer))
     attribution = explain_customers(bundle, ids, settings, batch_size=args.batch_size)
     path = report.write_attributions(args.out, attribution, bundle, ids, settings)
+    for note in attribution.notes:
+        print(f"note: {note}")
     for i, cid in enumerate(ids):
         print(f"{cid}: {report.summary_text(attribution, bundle, i, customer_id=cid)}")
     print(f"wrote {path}")
@@ -246,6 +270,32 @@ def cmd_batch(args) -> int:
     return 0
 
 
+def cmd_drivers(args) -> int:
+    import json
+
+    from explain.analysis.drivers import profile_sentence
+    from explain.batch.drivers import drivers
+    from explain.core.files import write_atomic
+    from explain.plots.html import drivers_report
+
+    suffix = Path(args.out).suffix.lower()
+    if suffix not in (".json", ".html"):
+        raise ExplainError(DRIVERS_SUFFIX.format(path=args.out))
+    result = drivers(open_bundle(args), args.store, against=args.against,
+                     window=args.window)
+    text = json.dumps(result.to_dict(), indent=1) if suffix == ".json" else drivers_report(result)
+    path = write_atomic(args.out, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"), readable=True)
+    print(result.sentence)
+    for profile in result.time_profiles:
+        print(profile_sentence(profile))
+    print(f"{len(result.segments)} segment(s): " + "; ".join(
+        f"{s.name} ({s.size:,}, mean prediction {s.mean_prediction:.2f})" for s in result.segments))
+    if result.drift is not None:
+        print(result.drift.sentence)
+    print(f"wrote {path}")
+    return 0
+
+
 def cmd_faithfulness(args) -> int:
     from explain.analysis import faithfulness
 
@@ -269,7 +319,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"demo": cmd_demo, "check": cmd_check, "attribute": cmd_attribute, "batch": cmd_batch,
-                "faithfulness": cmd_faithfulness, "serve": cmd_serve}[args.command](args)
+                "drivers": cmd_drivers, "faithfulness": cmd_faithfulness, "serve": cmd_serve}[args.command](args)
     except ExplainError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

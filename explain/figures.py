@@ -206,7 +206,7 @@ def cohort(a, bundle, *, bands=None) -> CohortFigures:
     """The Cohort page over every customer of ``a``: predicted scores, mean |attribution| and
     signed mean heatmaps, the feature ranking and the per-period profile."""
     agg = cohorts.aggregate(np.asarray(a.static, np.float64), np.asarray(a.temporal, np.float64),
-                            bundle.static_labels, bundle.temporal_labels)
+                            bundle.static_labels, bundle.temporal_labels, cohorts.padding_of(a))
     cuts = list(cohorts.RISK_CUTS if bands is None else bands)
     return CohortFigures(
         risk_histogram(a.prediction, cuts, title="Predicted scores of the customers shown"),

@@ -21,7 +21,7 @@ def cohort_page():
     explained = jobs.attributions_ui(bundle, ids, settings)
     if explained is None:
         return
-    done_ids, static, temporal = explained
+    done_ids, static, temporal, padding = explained
     rows = np.array([bundle.index_of(i) for i in done_ids])
     risk = state.predictions(bundle, settings.target)[rows]
 
@@ -38,7 +38,7 @@ def cohort_page():
         return
     show.plot(figures.risk_histogram(risk[keep], verdict.cuts(bands), title="Predicted risk of the customers shown"),
               key="cohort_risk")
-    agg = cohort.aggregate(static[keep], temporal[keep], bundle.static_labels, bundle.temporal_labels)
+    agg = cohort.aggregate(static[keep], temporal[keep], bundle.static_labels, bundle.temporal_labels, padding[keep])
 
     left, right = st.columns(2)
     with left:

@@ -66,6 +66,8 @@ def customer_page():
     st.title(f"Customer {show.md(cid)}")
     st.caption(show.md(f"Explaining {target}{unit} · baseline: {settings.baseline} · {attribution.steps[0]} steps "
                        f"({settings.method}) · {settings.path} path"))
+    for note in attribution.notes:  # an input the model does not use: its attributions are exactly 0
+        st.info(show.md(note), icon=":material/info:")
     score = float(state.predictions(bundle, attribution.settings.target)[bundle.index_of(cid)])
     said = verdict.verdict(score, verdict.bands_of(bundle), target)
     v1, m1, m2, m3 = st.columns([2.2, 1, 1, 1.2])
@@ -92,7 +94,8 @@ def customer_page():
                                values=inputs["temporal"][0], baseline=base["temporal"], units=units_t,
                                title="Monthly features: effect of each feature in each period"),
         figures.static_bars_spec(bundle.static_labels, attribution.static[0], inputs["static"][0],
-                            units=units_s, baseline=base["static"], title="Static features (label: the customer's value)"),
+                            units=units_s, baseline=base["static"],
+                            title="Static features (label: the customer's value)"),
         figures.history_spec(bundle.periods, bundle.temporal_labels, inputs["temporal"][0],
                                baseline=base["temporal"], units=units_t, columns=2,
                                title="The customer's monthly history (dashed: the baseline)")))

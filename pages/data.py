@@ -18,8 +18,8 @@ def demo_note(bundle) -> None:
     names = dict(zip(bundle.static_features + bundle.temporal_features, bundle.static_labels + bundle.temporal_labels))
     shown = {kind: ", ".join(names.get(c, c) for c in drivers.get(kind, [])) for kind in ("static", "temporal")}
     st.info(show.md(f"Demo model: held-out AUC {data.get('auc_test')} (the rule that generated "
-                    f"the data reaches {data.get('auc_test_of_true_score')}); churn rate {data.get('churn_rate')}. Planted drivers: "
-                    f"{shown['static']} (static); {shown['temporal']} "
+                    f"the data reaches {data.get('auc_test_of_true_score')}); churn rate {data.get('churn_rate')}. "
+                    f"Planted drivers: {shown['static']} (static); {shown['temporal']} "
                     "(monthly). A good explanation should rank these first."))
 
 

@@ -15,7 +15,8 @@ def diagnostics_page():
     cid, settings = choice.customer, choice.settings
     st.title("Diagnostics")
     attribution = state.attributions(bundle, [cid], settings)
-    st.caption(show.md(f"Customer {cid} · baseline {settings.baseline} · target {bundle.output_names[settings.target]} ({settings.space}) · "
+    st.caption(show.md(f"Customer {cid} · baseline {settings.baseline} · "
+                       f"target {bundle.output_names[settings.target]} ({settings.space}) · "
                        f"{settings.path} path · now {attribution.steps[0]} steps ({settings.method}), "
                        f"delta {float(attribution.delta[0]):+.2e}"))
 
@@ -71,10 +72,12 @@ def faithfulness_section(bundle, settings):
                                                          title=f"{kind.capitalize()} curves"), key=f"faith_{kind}")
     left, right = st.columns(2)
     with left:
-        show.plot(diagnostic_figures.randomisation_figure(rnd.layers, rnd.spearman, rnd.spearman_abs, input_only=rnd.input_only_abs,
+        show.plot(diagnostic_figures.randomisation_figure(rnd.layers, rnd.spearman, rnd.spearman_abs,
+                                               input_only=rnd.input_only_abs,
                                                title="Model randomisation (cascading)"), key="faith_random")
     with right:
-        show.plot(diagnostic_figures.occlusion_scatter(occ.ig_total["period"], occ.change["period"], occ.groups["period"],
+        show.plot(diagnostic_figures.occlusion_scatter(occ.ig_total["period"], occ.change["period"],
+                                            occ.groups["period"],
                                             spearman=occ.spearman("period"), title="Occlusion per period against IG"),
                   key="faith_occlusion")
     for line in faithfulness.summary_lines(result):

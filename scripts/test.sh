@@ -13,5 +13,10 @@ fi
 python3 -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 # the optional Ray engine (--engine ray): CI installs it so that tests/unit/batch/test_ray_batch.py runs
 python3 -m pip install --quiet --disable-pip-version-check -r requirements-ray.txt
+# the docs site (mkdocs.yml): tests/unit/test_docs.py builds it with mkdocs build --strict
+python3 -m pip install --quiet --disable-pip-version-check -r requirements-docs.txt
 export TF_CPP_MIN_LOG_LEVEL=2
+# the declared style (pyproject.toml [tool.ruff]) and the docs site, before the tests
+python3 -m ruff check .
+python3 -m mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 python3 -m pytest "$@"

@@ -100,11 +100,11 @@ def from_store_ui(bundle, ids, request):
 
 
 def attributions_ui(bundle, ids, request):
-    """(ids explained, static (n, S), temporal (n, T, F)) from a store or this page's job;
-    None while nothing is computed yet (the page says to press Compute)."""
+    """(ids explained, static (n, S), temporal (n, T, F), padding (n, T)) from a store or this
+    page's job; None while nothing is computed yet (the page says to press Compute)."""
     stored = from_store_ui(bundle, ids, request)
     if stored is not None:
-        return ids, stored.static, stored.temporal
+        return ids, stored.static, stored.temporal, cohort.padding_of(stored)
     job = run_ui(bundle, ids, request)
     if not job["parts"]:
         st.info("Press Compute to explain these customers.")

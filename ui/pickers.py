@@ -43,7 +43,8 @@ def _load(link: url.Link, bundle) -> None:
     ss["baseline_cohort"] = base.argument if base.kind == "cohort" else (values[0] if values else None)
     ss["blur_width"] = base.width if base.kind == "blur" else DEFAULT_BLUR_WIDTH
     ss["sample_k"] = base.argument if base.kind == "sample" else DEFAULT_SAMPLES
-    ss["steps"], ss["method"], ss["space"], ss["path"] = str(settings.steps), settings.method, settings.space, settings.path
+    ss["steps"], ss["method"], ss["space"], ss["path"] = (str(settings.steps), settings.method, settings.space,
+                                                          settings.path)
     ss["target"] = bundle.output_names[settings.target]
     ss["_compare"], ss["_sample"] = url.compare_text(link.compare), link.sample
 

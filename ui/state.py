@@ -32,12 +32,13 @@ import streamlit as st
 
 from explain.analysis import cohort, counterfactual, diagnostics, faithfulness, whatif
 from explain.analysis.explainer import explain_customers
+from explain.batch import drivers as batch_drivers
 from explain.batch.format import SUMMARY_DIR
 from explain.batch.store import STORES_DIR, find_store, open_store
 from explain.bundle import load as bundle_io
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings, resolve_target
-from ui import runtime, speed, startup, uploads
+from ui import runtime, speed, startup, stores, uploads
 
 LOG = logging.getLogger("explain.app")
 
@@ -154,10 +155,14 @@ def warm_up(bundle) -> None:
     """Outside any session (``ui/launch.py``, while the first visitor's browser loads): every
     customer's score and the default view's attribution (:func:`default_customer`, default
     settings) into the caches the sessions share; this also traces the model's forward and
-    gradient functions."""
+    gradient functions. Then, for a small bundle without a store of every customer, its store
+    starts in the background (``ui.stores``: the What drives churn page reads it)."""
     customer = default_customer(bundle)
+    settings = Settings().resolved(bundle.output_names)
     if bundle.plain:  # the default view of other layouts is computed by its first visitor
-        _attributions(bundle, bundle.content_hash, (customer,), Settings().resolved(bundle.output_names).key())
+        _attributions(bundle, bundle.content_hash, (customer,), settings.key())
+    if stores.find(bundle, settings) is None:
+        stores.start(bundle, settings)
 
 
 def _stores_fingerprint(folder: Path) -> tuple:
@@ -194,6 +199,19 @@ def stored_attributions(bundle, ids, settings: Settings):
     return _stored(bundle, bundle.content_hash, tuple(str(i) for i in ids), settings.key(), fingerprint)
 
 
+@st.cache_data(max_entries=8, ttl=TTL, show_spinner="Summarising every customer of the store...")
+def _drivers(_bundle, content_hash: str, store: str, window, against: str | None, marks: tuple):
+    with WORK.computing("drivers across customers"):
+        return batch_drivers.drivers(_bundle, store, against=against, window=window)
+
+
+def drivers(bundle, store: Path, window: int | None = None, against: Path | None = None):
+    """``explain.drivers`` of a finished store (and an earlier one), cached by the stores' paths
+    and finishing times."""
+    marks = tuple(str(open_store(p).manifest.get("completed", "")) for p in (store, against) if p is not None)
+    return _drivers(bundle, bundle.content_hash, str(store), window, None if against is None else str(against), marks)
+
+
 def record_timing(what: str, customers: int, settings: Settings, compute_s: float, this_run_s: float) -> None:
     timings = st.session_state.setdefault("timings", [])
     timings.insert(0, {
@@ -226,7 +244,8 @@ def _predictions(_bundle, content_hash: str) -> np.ndarray:
 
 def predictions(bundle, target=0) -> np.ndarray:
     """Every customer's predicted output (probability for a sigmoid/softmax model), (n,)."""
-    return _predictions(bundle, bundle.content_hash)[:, resolve_target(target, len(bundle.output_names), bundle.output_names)]
+    return _predictions(bundle, bundle.content_hash)[:, resolve_target(target, len(bundle.output_names),
+                                                                       bundle.output_names)]
 
 
 @st.cache_data(max_entries=32, ttl=TTL, show_spinner="Computing the delta for each rule and step count...")

@@ -17,7 +17,7 @@ sample     Cohort page: ``200``, ``500``, ``1000`` or ``all``
 
 Each IG setting is parsed by its one parser in :mod:`explain.core.settings`; a value that does not
 parse, or that the bundle or the widgets do not offer, is dropped with a warning naming it.
-The page itself is the URL path (``/``, ``/compare``, ``/cohort``, ``/diagnostics``, ``/data``).
+The page itself is the URL path (``/drivers``, ``/``, ``/compare``, ``/cohort``, ``/diagnostics``, ``/data``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ IGNORED = "Ignored the link's {name}={value!r}: expected {expected}."
 EXPECTED = {
     "customer": "a customer id of this bundle",
     "baseline": "zero, mean, median, customer:ID, cohort:LABEL, flat, blur:WIDTH (one of "
-                f"{', '.join(map(str, options.BLUR_WIDTHS))}) or sample:K (one of {', '.join(map(str, options.SAMPLE_KS))})",
+                f"{', '.join(map(str, options.BLUR_WIDTHS))}) or sample:K "
+                f"(one of {', '.join(map(str, options.SAMPLE_KS))})",
     "steps": "one of " + ", ".join(options.STEP_OPTIONS),
     "method": "one of " + ", ".join(options.METHODS),
     "space": "one of " + ", ".join(options.SPACES),
@@ -77,7 +78,8 @@ def compare_options(bundle) -> list[str]:
 
 def default_compare(bundle) -> Baseline:
     values = labels.values(bundle)
-    return Baseline("cohort", values[0]) if values else Baseline("customer", str(bundle.ids[min(1, bundle.n_customers - 1)]))
+    return (Baseline("cohort", values[0]) if values
+            else Baseline("customer", str(bundle.ids[min(1, bundle.n_customers - 1)])))
 
 
 # ----------------------------------------------------------------------------- checks against the bundle
@@ -175,6 +177,12 @@ def write(values: dict) -> None:
     if changed:
         st.query_params.update(changed)
     st.session_state[WRITTEN] = st.query_params.to_dict()
+
+
+def with_customer(customer: str) -> dict[str, str]:
+    """The query parameters of this view with another customer: a link that opens ``customer``
+    with every other setting as it is (what a page links to the Customer page with)."""
+    return {**st.query_params.to_dict(), "customer": str(customer)}
 
 
 def moved() -> bool:

@@ -1,9 +1,10 @@
-"""Questions asked of a bundle's attributions: explaining customers, cohorts, diagnostics, faithfulness,
-what-if, counterfactuals, and their exports (JSON, long tables, sentences)."""
+"""Questions asked of a bundle's attributions: explaining customers, drivers across customers (segments,
+drift), cohorts, diagnostics, faithfulness, what-if, counterfactuals, and their exports (JSON, long tables,
+sentences)."""
 
 import importlib
 
-_MODULES = ('cohort', 'counterfactual', 'diagnostics', 'explainer', 'faithfulness', 'report', 'whatif')
+_MODULES = ('cohort', 'counterfactual', 'diagnostics', 'drivers', 'explainer', 'faithfulness', 'report', 'whatif')
 
 
 def __getattr__(name: str):

@@ -45,13 +45,20 @@ def batches(ids: list, size: int = BATCH) -> list[list]:
     return [ids[k:k + size] for k in range(0, len(ids), size)]
 
 
-def gather(parts: dict, ids: list, size: int = BATCH) -> tuple[list, np.ndarray, np.ndarray]:
+def gather(parts: dict, ids: list, size: int = BATCH) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
     """The finished batches ``parts`` ({batch index: attribution}) joined in batch order:
-    (their ids, static (n, S), temporal (n, T, F))."""
+    (their ids, static (n, S), temporal (n, T, F), padding (n, T): True where the history is padding)."""
     order = sorted(parts)
     done = [i for k in order for i in ids[k * size:(k + 1) * size]]
     return (done, np.concatenate([parts[k].static for k in order]),
-            np.concatenate([parts[k].temporal for k in order]))
+            np.concatenate([parts[k].temporal for k in order]),
+            np.concatenate([padding_of(parts[k]) for k in order]))
+
+
+def padding_of(attribution) -> np.ndarray:
+    """(n, T) bool: where the attribution's (one) history is padding; all False when nothing can be."""
+    pad = next(iter(getattr(attribution, "padding", {}).values()), None)
+    return np.zeros(attribution.temporal.shape[:2], bool) if pad is None else np.asarray(pad, bool)
 
 
 def in_bands(risk: np.ndarray, bands, table=None) -> np.ndarray:
@@ -72,26 +79,54 @@ def with_labels(row_labels, chosen) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Aggregate:
-    """What the Cohort page draws, from the attributions of the customers shown."""
+    """What the Cohort page draws, from the attributions of the customers shown.
 
-    mean_abs: np.ndarray          # (T, F) mean |attribution| per cell
+    Padded periods are no data: every mean is over the customers whose period is real. A cell
+    no customer has data for is NaN (drawn as no data), never a NaN that spreads into a mean."""
+
+    mean_abs: np.ndarray          # (T, F) mean |attribution| per cell, over customers with data there
     signed_mean: np.ndarray       # (T, F)
     feature_names: list           # S static names, then F temporal names summed over periods
-    feature_abs: np.ndarray       # (S + F,) mean |attribution| per feature
+    feature_abs: np.ndarray       # (S + F,) mean |attribution| per feature (a history: summed over real periods)
     feature_signed: np.ndarray    # (S + F,)
-    period_abs: np.ndarray        # (T,) mean over customers of sum over features of |attribution|
+    period_abs: np.ndarray        # (T,) mean over customers with data of sum over features of |attribution|
     period_signed: np.ndarray     # (T,)
+    customers_per_period: np.ndarray  # (T,) how many customers have a real period there
 
 
-def aggregate(static: np.ndarray, temporal: np.ndarray, static_names, temporal_names) -> Aggregate:
-    """Means over customers of the attributions ``static`` (n, S) and ``temporal`` (n, T, F)."""
-    per_feature = temporal.sum(axis=1)  # (n, F): each temporal feature summed over periods
-    everything = np.concatenate([static, per_feature], axis=1)  # (n, S + F)
+def no_data(temporal: np.ndarray, padding=None) -> np.ndarray:
+    """``temporal`` (n, T, F) as float64 with NaN at the padded periods ``padding`` (n, T) (and
+    where it is NaN already: a store's padded cells)."""
+    temporal = np.array(temporal, dtype=np.float64)
+    if padding is not None:
+        temporal[np.asarray(padding, bool)] = np.nan
+    return temporal
+
+
+def _mean(values: np.ndarray, real: np.ndarray) -> np.ndarray:
+    """Mean over axis 0 of ``values`` where ``real``; NaN where no row is real."""
+    count = real.sum(axis=0)
+    total = np.where(real, values, 0.0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def aggregate(static: np.ndarray, temporal: np.ndarray, static_names, temporal_names, padding=None) -> Aggregate:
+    """Means over customers of the attributions ``static`` (n, S) and ``temporal`` (n, T, F);
+    ``padding`` (n, T) True where a customer's history is padding (NaN cells count as padding too)."""
+    temporal = no_data(temporal, padding)
+    real = ~np.isnan(temporal)  # (n, T, F)
+    real_period = real.any(axis=2)  # (n, T)
+    per_feature = np.where(real, temporal, 0.0).sum(axis=1)  # (n, F): each temporal feature over its real periods
+    everything = np.concatenate([np.asarray(static, np.float64), per_feature], axis=1)  # (n, S + F)
     names = [f"{name} (static)" for name in static_names] + [f"{name} (all periods)" for name in temporal_names]
-    return Aggregate(mean_abs=np.abs(temporal).mean(axis=0), signed_mean=temporal.mean(axis=0),
+    by_period = np.where(real, temporal, 0.0)
+    return Aggregate(mean_abs=_mean(np.abs(temporal), real), signed_mean=_mean(temporal, real),
                      feature_names=names, feature_abs=np.abs(everything).mean(axis=0),
-                     feature_signed=everything.mean(axis=0), period_abs=np.abs(temporal).sum(axis=2).mean(axis=0),
-                     period_signed=temporal.sum(axis=2).mean(axis=0))
+                     feature_signed=everything.mean(axis=0),
+                     period_abs=_mean(np.abs(by_period).sum(axis=2), real_period),
+                     period_signed=_mean(by_period.sum(axis=2), real_period),
+                     customers_per_period=real_period.sum(axis=0))
 
 
 def cohort_ids(bundle, value: str, limit: int = COHORT_MEAN_LIMIT, seed: int = SEED) -> list[str]:
@@ -108,7 +143,18 @@ def cohort_ids(bundle, value: str, limit: int = COHORT_MEAN_LIMIT, seed: int = S
 
 def mean_of(attribution, bundle, ids: list) -> dict:
     """The mean customer of ``ids``: static (S,) and temporal (T, F) attributions, the mean
-    history ``values`` (T, F), ``n`` and the mean ``prediction``."""
-    return {"static": attribution.static.mean(axis=0), "temporal": attribution.temporal.mean(axis=0),
-            "values": bundle.inputs_for(ids)["temporal"].mean(axis=0), "n": len(ids),
+    history ``values`` (T, F), ``n`` and the mean ``prediction``. Padded periods are no data:
+    each cell is the mean over the customers with a real period there (NaN where none has)."""
+    padding = padding_of(attribution)
+    values = no_data(bundle.inputs_for(ids)[first_history(bundle)], padding)
+    temporal = no_data(attribution.temporal, padding)
+    return {"static": attribution.static.mean(axis=0), "temporal": _mean(temporal, ~np.isnan(temporal)),
+            "values": _mean(values, ~np.isnan(values)), "n": len(ids),
             "prediction": float(attribution.prediction.mean())}
+
+
+def first_history(bundle) -> str:
+    """The engine's key of the bundle's first history ("temporal" for a plain bundle)."""
+    if bundle.plain:
+        return "temporal"
+    return bundle.layout.keys_of("temporal")[0]

@@ -52,7 +52,7 @@ def baseline_for(bundle, inputs: dict, spec: Baseline | str, seed: int = 0, cate
 
 def explain_customers(bundle, ids, settings: Settings = Settings(), *, batch_size: int | None = None,
                       should_stop: StopCheck = None, baseline: dict | None = None) -> Attribution:
-    """Integrated Gradients of the customers ``ids`` of ``bundle`` under ``settings``.
+    """Integrated Gradients of the customers ``ids`` (a list, or one id) of ``bundle`` under ``settings``.
 
     The target is resolved against the bundle's output names here, once; the result's
     ``settings`` are these settings (baseline included) with the target as an index.
@@ -61,14 +61,15 @@ def explain_customers(bundle, ids, settings: Settings = Settings(), *, batch_siz
     on the whole data set) when ``bundle`` holds only some customers (the Ray engine's chunks).
     """
     settings = settings.resolved(bundle.output_names)
-    ids = [str(i) for i in ids]
+    ids = [str(ids)] if isinstance(ids, (str, bytes)) else [str(i) for i in ids]  # one id, not its characters
     inputs = bundle.inputs_for(ids)
     if baseline is None:
         baseline = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical)
     attribution = integrated_gradients(
         bundle.model, inputs, baseline,
         steps=settings.steps, method=settings.method, target=settings.target, space=settings.space,
-        path=settings.path, batch_size=batch_size, tolerance=settings.tolerance, ids=ids,
+        path=settings.path, batch_size=batch_size, tolerance=settings.tolerance, max_points=settings.max_points,
+        ids=ids,
         output_names=bundle.output_names, should_stop=should_stop, roles=getattr(bundle, "roles", None) or None,
     )
     return dataclasses.replace(attribution, settings=settings)

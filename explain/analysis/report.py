@@ -25,7 +25,7 @@ DELTA_CHECK = 0.05
 
 
 def settings_dict(attribution, request=None) -> dict:
-    """The settings of DESIGN.md's JSON: the attribution's (target as an index), with the
+    """The settings of the CLI's JSON (docs/cli.md): the attribution's (target as an index), with the
     baseline spec of ``request`` when one is given."""
     settings = {**(request.as_dict() if request is not None else {}), **attribution.settings.as_dict()}
     if request is not None:
@@ -34,12 +34,13 @@ def settings_dict(attribution, request=None) -> dict:
 
 
 def to_json_dict(attribution, bundle, ids, request=None) -> dict:
-    """The JSON of shared/DESIGN.md: settings, then one entry per customer.
+    """The JSON of docs/cli.md: settings, then one entry per customer.
 
     A bundle with more inputs (categorical, padded or several histories) also gets
     ``inputs``: every model input by key with its features, periods, attributions and values
     (null at padded periods); ``static`` holds every static-like feature side by side and
-    ``temporal`` the one history (left out when there are several)."""
+    ``temporal`` the one history (left out when there are several). ``notes`` and
+    ``ignored_inputs`` (keys of inputs the model does not use) come when there are any."""
     settings = settings_dict(attribution, request)
     settings["space_used"] = attribution.space_used
     settings["target_name"] = bundle.output_names[attribution.settings.target]
@@ -74,7 +75,11 @@ def to_json_dict(attribution, bundle, ids, request=None) -> dict:
                 for role, v in attribution.per_input.items()
             }
         customers.append(entry)
-    return {"settings": settings, "customers": customers}
+    out = {"settings": settings, "customers": customers}
+    if attribution.notes:  # an input the model does not use: its attributions are exactly 0
+        out["notes"] = list(attribution.notes)
+        out["ignored_inputs"] = list(attribution.ignored_inputs)
+    return out
 
 
 class InputView:
@@ -155,34 +160,48 @@ def long_layout(bundle) -> dict[str, np.ndarray]:
 
 def long_frame(attribution, bundle, ids) -> pd.DataFrame:
     """customer_id, input (static|temporal, or the input's key), period (empty for static),
-    feature, value, attribution; padded periods of a history are empty (no data)."""
+    feature, value, attribution; padded periods of a history are empty (no data).
+
+    ``value`` is float64, or text when an input holds text (a category read by a StringLookup):
+    then every value is written as its input holds it (``34.2`` for a float32 34.2, ``2`` for an
+    integer id, ``premium``) and padded cells are ``""``."""
     ids = np.asarray([str(i) for i in ids], dtype=object)
     inputs = bundle.inputs_for(list(ids))
     n = len(ids)
     layout = long_layout(bundle)
     per = len(layout["input"])
-    values, attributions = [], []
+    values, no_data, attributions = [], [], []
     for view in input_views(bundle):
         value = np.asarray(inputs[view.key]).reshape(n, -1)
         attr = np.asarray(attribution.inputs[view.key], np.float64).reshape(n, -1)
-        value = value.astype(np.float64) if value.dtype.kind in "fiub" else value.astype(object)
         pad = attribution.padding.get(view.key) if view.role == "temporal" else None
+        cells = np.zeros(attr.shape, bool)
         if pad is not None and np.any(pad):
             cells = np.repeat(np.asarray(pad, bool), attr.shape[1] // pad.shape[1], axis=1)
             attr = np.where(cells, np.nan, attr)
-            value = np.where(cells, np.nan, value.astype(object) if value.dtype == object else value)
         values.append(value)
+        no_data.append(cells)
         attributions.append(attr)
-    value = np.concatenate(values, axis=1).reshape(-1)
-    if value.dtype == object:  # text categories: the column as text ("" where there is no data)
-        value = np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in value],
-                         dtype=object)
+    no_data = np.concatenate(no_data, axis=1)  # (n, per)
+    if all(v.dtype.kind in "fiub" for v in values):
+        value = np.where(no_data, np.nan, np.concatenate([v.astype(np.float64) for v in values], axis=1))
+    else:  # text categories: the column as text ("" where there is no data)
+        value = np.concatenate([np.array([_text(v) for v in part.ravel()], dtype=object).reshape(part.shape)
+                                for part in values], axis=1)
+        value[no_data] = ""
     return pd.DataFrame({
         "customer_id": np.repeat(ids, per),
         **{name: np.tile(values, n) for name, values in layout.items()},
-        "value": value,
+        "value": value.reshape(-1),
         "attribution": np.concatenate(attributions, axis=1).reshape(-1),
     })[LONG_COLUMNS]
+
+
+def _text(value) -> str:
+    """One input value as text, as its input holds it (numpy's shortest text for its own dtype)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return "" if value is None else str(value)
 
 
 def summary_frame(attribution, ids) -> pd.DataFrame:
@@ -196,7 +215,7 @@ def summary_frame(attribution, ids) -> pd.DataFrame:
 
 
 def write_attributions(path, attribution, bundle, ids, request=None) -> Path:
-    """Write JSON (DESIGN.md's shape), or CSV / Parquet (the long format), chosen by suffix."""
+    """Write JSON (docs/cli.md's shape), or CSV / Parquet (the long format), chosen by suffix."""
     suffix = Path(path).suffix.lower()
     if suffix not in OUTPUT_SUFFIXES:
         raise ExplainError(BAD_SUFFIX.format(path=str(path), suffixes=", ".join(OUTPUT_SUFFIXES)))

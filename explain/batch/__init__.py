@@ -2,7 +2,7 @@
 
 import importlib
 
-_MODULES = ('format', 'local', 'ray_job', 'ray_store', 'ray_tables', 'store')
+_MODULES = ('drivers', 'format', 'job', 'local', 'ray_job', 'ray_store', 'ray_tables', 'store')
 
 
 def __getattr__(name: str):

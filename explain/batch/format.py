@@ -5,7 +5,7 @@ The output folder (``OUT``; a name ending in ``.parquet`` is a folder too, the u
 Parquet dataset)::
 
     OUT/_manifest.json                 settings, bundle hash, customer list hash, chunk size, ...
-    OUT/part-00000.parquet ...         the long format of DESIGN.md, one file per chunk:
+    OUT/part-00000.parquet ...         the long format of docs/cli.md, one file per chunk:
                                        customer_id, input, period, feature, value, attribution
     OUT/_summary/summary-00000.parquet one row per customer, one file per chunk:
                                        customer_id, prediction, baseline_prediction, delta, steps
@@ -57,6 +57,9 @@ TEMP_RE = re.compile(r"\..+\.part")  # files.write_atomic's temporary files (and
 
 LONG_SCHEMA = pa.schema([("customer_id", pa.string()), ("input", pa.string()), ("period", pa.string()),
                          ("feature", pa.string()), ("value", pa.float64()), ("attribution", pa.float64())])
+# A bundle with a text input (a category as text, read by a StringLookup): ``value`` is text, every
+# value as ``analysis.report.long_frame`` writes it (numbers as text, "" where a history is padding).
+LONG_TEXT_SCHEMA = LONG_SCHEMA.set(LONG_SCHEMA.get_field_index("value"), pa.field("value", pa.string()))
 SUMMARY_SCHEMA = pa.schema([("customer_id", pa.string()), ("prediction", pa.float64()),
                             ("baseline_prediction", pa.float64()), ("delta", pa.float64()),
                             ("steps", pa.int64())])
@@ -73,6 +76,8 @@ FOREIGN_FILES = ("Refusing to write into {folder}: it holds {count} file(s) this
                  "batch. " + START_OVER)
 DIFFERENT_RUN = ("Refusing to resume in {folder}: it holds a batch run that differs from this one: "
                  "{differences}. Resuming would mix results. " + START_OVER)
+UNWRITABLE_CHUNK = ("Chunk {chunk}'s {kind} table cannot be written as Parquet ({why}); nothing of this chunk was "
+                    "kept.")
 LOCKED = ("Another batch run is writing into {folder} right now (its lock file {lock} is held). "
           "Wait for it to finish, or choose another --out.")
 
@@ -295,11 +300,7 @@ def verify_chunk(folder: Path, manifest: dict, chunk: int, ids: Sequence[str]) -
 
 
 
-def _write_parquet(path: Path, frame: pd.DataFrame, schema: pa.Schema, metadata: dict) -> None:
-    table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
-    meta = dict(table.schema.metadata or {})
-    meta[METADATA_KEY] = json.dumps(metadata, sort_keys=True).encode("utf-8")
-    table = table.replace_schema_metadata(meta)
+def _write_table(path: Path, table: pa.Table) -> None:
     write_atomic(path, lambda tmp: pq.write_table(table, tmp), readable=True)
 
 
@@ -322,11 +323,34 @@ def remove_temporary_files(folder: Path) -> int:
     return len(temps)
 
 
+def long_schema(long: pd.DataFrame) -> pa.Schema:
+    """The long table's schema: ``value`` as text when the frame holds text (a bundle with a text input)."""
+    return LONG_SCHEMA if pd.api.types.is_numeric_dtype(long["value"].dtype) else LONG_TEXT_SCHEMA
+
+
+def _table(frame: pd.DataFrame, schema: pa.Schema, metadata: dict, chunk: int, kind: str) -> pa.Table:
+    try:
+        table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+    except (pa.ArrowException, ValueError, TypeError) as error:
+        raise StoreError(UNWRITABLE_CHUNK.format(chunk=chunk, kind=kind, why=one_line(error))) from None
+    meta = dict(table.schema.metadata or {})
+    meta[METADATA_KEY] = json.dumps(metadata, sort_keys=True).encode("utf-8")
+    return table.replace_schema_metadata(meta)
+
+
 def write_chunk(folder: Path, manifest: dict, chunk: int, long: pd.DataFrame, summary: pd.DataFrame) -> int:
+    """Write one chunk's two files: both tables are converted first, then the summary, then the
+    long file; if the long file cannot be written the summary is removed again, so a chunk is
+    whole or absent (``verify_chunk`` counts a chunk done only when both files read back)."""
     long_path, summary_path = chunk_paths(folder, chunk)
-    # the summary first: a chunk counts as done only when its long file exists too
-    _write_parquet(summary_path, summary, SUMMARY_SCHEMA, _file_metadata(manifest, "summary", chunk))
-    _write_parquet(long_path, long, LONG_SCHEMA, _file_metadata(manifest, "long", chunk))
+    summary_table = _table(summary, SUMMARY_SCHEMA, _file_metadata(manifest, "summary", chunk), chunk, "summary")
+    long_table = _table(long, long_schema(long), _file_metadata(manifest, "long", chunk), chunk, "long")
+    _write_table(summary_path, summary_table)
+    try:
+        _write_table(long_path, long_table)
+    except BaseException:
+        summary_path.unlink(missing_ok=True)
+        raise
     return len(long)
 
 

@@ -54,20 +54,27 @@ def check_chunk_size(value) -> int:
 
 
 def follow(results: Iterable[tuple[int, bool]], *, total: int, initial: int = 0, desc: str = "batch",
-           progress: bool = True, where) -> tuple[int, int]:
+           progress: bool = True, where, on_chunk=None) -> tuple[int, int]:
     """(chunks computed, chunks reused) of ``results``, one ``(customers, computed)`` pair per finished chunk,
-    with a progress bar on stderr. Ctrl-C says where the finished chunks are kept; any other error passes through
-    (each job words its own)."""
+    with a progress bar on stderr and ``on_chunk(customers done, total)`` called before the first chunk and after
+    each (the dashboard's progress bar). Ctrl-C says where the finished chunks are kept; any other error passes
+    through (each job words its own)."""
     from tqdm import tqdm
 
     bar = tqdm(total=total, initial=initial, unit=" customers", desc=desc, file=sys.stderr, disable=not progress,
                dynamic_ncols=True, smoothing=0.1)
     computed = reused = 0
+    done = initial
+    if on_chunk is not None:
+        on_chunk(done, total)
     try:
         for customers, was_computed in results:
             computed += bool(was_computed)
             reused += not was_computed
             bar.update(int(customers))
+            done += int(customers)
+            if on_chunk is not None:
+                on_chunk(done, total)
     except KeyboardInterrupt:
         bar.close()
         print(INTERRUPTED.format(where=where), file=sys.stderr)

@@ -93,12 +93,14 @@ def check_ids(bundle, ids: Iterable, source: str = "customers", lines: dict | No
 
 def run_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: int = DEFAULT_CHUNK_SIZE,
                   ids: Iterable | None = None, progress: bool = True,
-                  engine_batch_size: int | None = None) -> BatchResult:
+                  engine_batch_size: int | None = None, on_chunk=None) -> BatchResult:
     """Attributions of ``ids`` (default: every customer of ``bundle``) into the folder ``out``,
     ``chunk_size`` customers at a time; resumes an interrupted run of the same job.
 
     ``bundle``: a ``Bundle`` or a bundle folder. ``progress``: a tqdm bar on stderr.
     ``engine_batch_size``: interpolation points per gradient call (never changes a number).
+    ``on_chunk(done, total)``: called with the customers done so far before the first chunk and after
+    each (the dashboard's progress bar).
     Raises ``StoreError`` (an ``ExplainError``) when ``out`` must be refused.
     """
     started = time.perf_counter()
@@ -135,7 +137,7 @@ def run_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: in
                 yield len(chunks[index]), True
 
         done = len(ids) - sum(len(chunks[i]) for i in todo)
-        follow(computed_chunks(), total=len(ids), initial=done, progress=progress, where=folder)
+        follow(computed_chunks(), total=len(ids), initial=done, progress=progress, where=folder, on_chunk=on_chunk)
         if not manifest.get("complete") or not (folder / SUCCESS).exists():
             manifest = completed(manifest)
             write_json(folder / MANIFEST, manifest)

@@ -12,6 +12,7 @@ read it too.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -22,7 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from explain.analysis.report import long_layout
+from explain.analysis.drivers import Rows
+from explain.analysis.report import input_views, long_layout
 from explain.batch.format import (
     LONG_SCHEMA,
     MANIFEST,
@@ -157,7 +159,8 @@ class Store:
 
     def arrays(self, bundle, ids: Sequence[str]) -> "StoredAttributions":
         """The attributions of ``ids`` as arrays shaped like the engine's (``Attribution``):
-        static (n, S), temporal (n, T, F), in the order of ``ids``.
+        static (n, S), temporal (n, T, F), in the order of ``ids``; a history's padded periods
+        are NaN in ``temporal`` and True in ``padding[key]`` (n, T): no data, not a zero effect.
 
         Reads one chunk at a time, only the chunks that hold ``ids``, and checks that every
         row is where ``bundle``'s features and periods put it (``StoreError`` if not).
@@ -166,6 +169,9 @@ class Store:
         n, s, t, f = len(ids), bundle.n_static, bundle.n_periods, bundle.n_temporal
         per = s + t * f
         expected = long_layout(bundle)
+        # where each input's rows are among a customer's rows (model input order): the static-like
+        # inputs side by side, as bundle.static holds them, and the first history, as bundle.temporal
+        static_rows, temporal_rows, first = _input_rows(bundle, expected["input"])
         position = {cid: k for k, cid in enumerate(ids)}
         static, temporal = np.zeros((n, s)), np.zeros((n, t, f))
         wanted = pa.array(ids, pa.string())
@@ -174,33 +180,62 @@ class Store:
             table = _read_table(chunk_paths(self.path, chunk)[0],
                                 ["customer_id", "input", "period", "feature", "attribution"])
             table = table.filter(pc.is_in(table["customer_id"], value_set=wanted))
-            if table.num_rows % per:
-                raise StoreError(WRONG_LAYOUT.format(folder=self.path, chunk=chunk, why=(
-                    f"{table.num_rows} rows for the customers asked for, not a multiple of the {per} rows "
-                    f"per customer ({s} static + {t} periods x {f} temporal)")))
-            k = table.num_rows // per
-            column = {name: table[name].to_numpy(zero_copy_only=False).reshape(k, per)
-                      for name in ("customer_id", *expected)}
-            if not (column["customer_id"] == column["customer_id"][:, :1]).all():
-                raise StoreError(WRONG_LAYOUT.format(folder=self.path, chunk=chunk,
-                                                     why="a customer's rows are not together"))
-            for name, values in expected.items():
-                bad = np.flatnonzero((column[name] != values).any(axis=0))
-                if bad.size:
-                    j = int(bad[0])
-                    got = column[name][:, j][column[name][:, j] != values[j]][0]
-                    raise StoreError(WRONG_LAYOUT.format(folder=self.path, chunk=chunk, why=(
-                        f"row {j + 1} of a customer has {name} {got!r}, this bundle expects {values[j]!r}")))
-            rows = np.array([position[cid] for cid in column["customer_id"][:, 0]], dtype=np.int64)
-            values = table["attribution"].to_numpy().reshape(k, per)
-            static[rows] = values[:, :s]
-            temporal[rows] = values[:, s:].reshape(k, t, f)
+            k = _check_layout(self.path, chunk, table, expected, per)
+            codes, names = _codes(table["customer_id"])
+            rows = np.array([position[cid] for cid in names[codes[::per]]], dtype=np.int64)
+            # a padded cell was written as null: NaN here, "no data" (never a 0 that would enter a mean)
+            values = table["attribution"].to_numpy(zero_copy_only=False).reshape(k, per)
+            static[rows] = values[:, static_rows]
+            temporal[rows] = values[:, temporal_rows].reshape(k, t, f)
         summary = self._summary_of(summaries, ids)
         return StoredAttributions(
-            static=static, temporal=temporal, prediction=summary["prediction"].to_numpy(np.float64),
+            static=static, temporal=temporal, padding={first: np.isnan(temporal).all(axis=2)},
+            prediction=summary["prediction"].to_numpy(np.float64),
             baseline_prediction=summary["baseline_prediction"].to_numpy(np.float64),
             delta=summary["delta"].to_numpy(np.float64), steps=summary["steps"].to_numpy(np.int64),
             path=self.path, settings=self.settings, completed=str(self.manifest.get("completed", "")))
+
+    def rows(self, bundle, *, same_periods: bool = True) -> Iterator[Rows]:
+        """Every customer's values and attributions, one chunk at a time, as
+        ``explain.analysis.drivers.Rows`` (what ``drivers`` reads): each input in its shape, padded
+        cells NaN (no data), a text value NaN. Checks that every row is where ``bundle``'s features
+        and periods put it (``StoreError`` if not); ``same_periods=False`` lets the period labels
+        differ (an earlier store of the same layout: its periods are compared by position)."""
+        expected = long_layout(bundle)
+        if not same_periods:
+            del expected["period"]
+        per = len(expected["input"])
+        for chunk in self.done_chunks():
+            long_path, summary_path = chunk_paths(self.path, chunk)
+            table = _read_table(long_path, ["customer_id", *expected, "value", "attribution"])
+            k = _check_layout(self.path, chunk, table, expected, per)
+            codes, names = _codes(table["customer_id"])
+            ids = names[codes[::per]]
+            summary = _read_table(summary_path, ["customer_id", "prediction"])
+            if summary["customer_id"].to_pylist() != ids.tolist():
+                raise StoreError(WRONG_LAYOUT.format(folder=self.path, chunk=chunk, why=(
+                    "its summary file lists other customers than its long file")))
+            values = _numbers(table["value"]).reshape(k, per)
+            attributions = table["attribution"].to_numpy().reshape(k, per)
+            by_input, at = {}, 0
+            for view in input_views(bundle):
+                shape = (len(view.features),) if view.role == "static" else (len(view.periods), len(view.features))
+                width = int(np.prod(shape))
+                by_input[view.key] = (values[:, at:at + width].reshape(k, *shape),
+                                      attributions[:, at:at + width].reshape(k, *shape))
+                at += width
+            yield Rows(ids=ids, prediction=summary["prediction"].to_numpy(),
+                       values={key: v for key, (v, _) in by_input.items()},
+                       attributions={key: a for key, (_, a) in by_input.items()})
+
+
+def _input_rows(bundle, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+    """(positions of the static-like inputs' rows, positions of the first history's rows, that
+    history's key) among one customer's rows of the long format, whose ``input`` column is ``inputs``."""
+    views = input_views(bundle)
+    static = [np.flatnonzero(inputs == view.key) for view in views if view.role == "static"]
+    first = next(view.key for view in views if view.role == "temporal")
+    return np.concatenate(static) if static else np.zeros(0, np.int64), np.flatnonzero(inputs == first), first
 
 
 @dataclass(frozen=True)
@@ -210,7 +245,8 @@ class StoredAttributions:
     came from."""
 
     static: np.ndarray
-    temporal: np.ndarray
+    temporal: np.ndarray     # (n, T, F): NaN at padded periods
+    padding: dict            # {the history's key: (n, T) bool, True where it is padding}, as Attribution's
     prediction: np.ndarray
     baseline_prediction: np.ndarray
     delta: np.ndarray
@@ -224,7 +260,8 @@ class StoredAttributions:
         return int(self.prediction.shape[0])
 
     def total(self) -> np.ndarray:
-        return self.static.sum(axis=1) + self.temporal.sum(axis=(1, 2))
+        """Sum of all attributions per customer (padded periods count as nothing)."""
+        return self.static.sum(axis=1) + np.nansum(self.temporal, axis=(1, 2))
 
 
 def _read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
@@ -233,6 +270,46 @@ def _read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
         return pq.read_table(path, columns=None if columns is None else list(columns))
     except (OSError, pa.ArrowException) as error:
         raise StoreError(UNREADABLE_CHUNK.format(path=path, why=one_line(error))) from None
+
+
+def _codes(column) -> tuple[np.ndarray, np.ndarray]:
+    """(codes (rows,) int, distinct values (object)) of a text column: one hash pass in Arrow, so
+    that millions of rows are compared as integers."""
+    encoded = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+    return encoded.indices.to_numpy(zero_copy_only=False), np.asarray(encoded.dictionary.to_pylist(), dtype=object)
+
+
+def _check_layout(folder, chunk: int, table: pa.Table, expected: dict, per: int) -> int:
+    """The number of customers in a chunk's long ``table``, once every row is checked to be where
+    ``expected`` ({column: (per,) values of one customer}, ``long_layout``) puts it, and each
+    customer's rows are together; ``StoreError`` (``WRONG_LAYOUT``) naming the first misplaced row."""
+    if table.num_rows % per:
+        raise StoreError(WRONG_LAYOUT.format(folder=folder, chunk=chunk, why=(
+            f"{table.num_rows} rows for the customers asked for, not a multiple of the {per} rows per customer "
+            f"this bundle has ({', '.join(f'{n} {key}' for key, n in Counter(expected['input']).items())})")))
+    k = table.num_rows // per
+    ids = _codes(table["customer_id"])[0].reshape(k, per)
+    if not (ids == ids[:, :1]).all():
+        raise StoreError(WRONG_LAYOUT.format(folder=folder, chunk=chunk, why="a customer's rows are not together"))
+    for name, values in expected.items():
+        codes, names = _codes(table[name])
+        codes = codes.reshape(k, per)
+        lookup = {value: i for i, value in enumerate(names)}
+        wanted = np.array([lookup.get(value, -1) for value in values], dtype=codes.dtype if codes.size else np.int64)
+        bad = np.flatnonzero((codes != wanted).any(axis=0))
+        if bad.size:
+            j = int(bad[0])
+            got = names[codes[:, j][codes[:, j] != wanted[j]][0]]
+            raise StoreError(WRONG_LAYOUT.format(folder=folder, chunk=chunk, why=(
+                f"row {j + 1} of a customer has {name} {got!r}, this bundle expects {values[j]!r}")))
+    return k
+
+
+def _numbers(column) -> np.ndarray:
+    """A value column as float64: numbers as they are, null and text (a category) NaN."""
+    if pa.types.is_floating(column.type) or pa.types.is_integer(column.type):
+        return column.to_numpy().astype(np.float64)
+    return pd.to_numeric(pd.Series(column.to_pylist(), dtype=object), errors="coerce").to_numpy(np.float64)
 
 
 def _select(table: pa.Table, ids, folder, check: bool = True) -> pd.DataFrame:
@@ -267,9 +344,10 @@ def read_store(path, ids: Sequence[str] | None = None) -> tuple[pd.DataFrame, pd
     return store.long(ids), store.summary(ids)
 
 
-def find_store(bundle, request: Settings, search_dirs: Iterable | None = None, *,
+def find_store(bundle, request: Settings | None, search_dirs: Iterable | None = None, *,
                ids: Sequence[str] | None = None) -> Path | None:
-    """A finished store computed from this bundle (same content hash) with these settings, or None.
+    """A finished store computed from this bundle (same content hash) with these settings (None:
+    any settings), or None.
 
     Looks in each folder of ``search_dirs`` (default ``<bundle>/attributions``) and its
     subfolders. With ``ids=None`` the store must hold every customer of the bundle; otherwise
@@ -281,7 +359,7 @@ def find_store(bundle, request: Settings, search_dirs: Iterable | None = None, *
         search_dirs = [Path(bundle.path) / STORES_DIR]
     elif isinstance(search_dirs, (str, os.PathLike)):
         search_dirs = [search_dirs]
-    settings = store_settings(request, bundle)
+    settings = None if request is None else store_settings(request, bundle)
     all_ids = [str(i) for i in bundle.ids]
     wanted_hash = customers_hash(all_ids)
     candidates = []
@@ -296,7 +374,8 @@ def find_store(bundle, request: Settings, search_dirs: Iterable | None = None, *
                 store = open_store(folder)
             except ExplainError:
                 continue
-            if store.bundle_hash != bundle.content_hash or store.settings != settings or not store.complete:
+            if store.bundle_hash != bundle.content_hash or not store.complete or (
+                    settings is not None and store.settings != settings):
                 continue
             customers = store.manifest["customers"]
             if ids is None:

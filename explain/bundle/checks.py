@@ -183,7 +183,8 @@ def _input_block(table: Table, features: list[str], spec, report: ValidationRepo
     for column in features:
         if spec.dtype == "string":
             text = column_texts(table, column).astype(str)
-            missing = text.str.lower().isin(MISSING_TOKENS).to_numpy() if spec.mask_zero is False else np.zeros(len(text), bool)
+            missing = (text.str.lower().isin(MISSING_TOKENS).to_numpy() if spec.mask_zero is False
+                       else np.zeros(len(text), bool))
             if missing.any():
                 idx = np.flatnonzero(missing)
                 report.add(table.file, MISSING_VALUES.format(

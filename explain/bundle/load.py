@@ -1,6 +1,6 @@
 """Open, validate and hold a bundle: a Keras model and the customers' tables.
 
-A bundle is a folder (see DESIGN.md)::
+A bundle is a folder (docs/bundles.md)::
 
     model.keras                      one 2-D input (None, S) and one 3-D input (None, T, F)
     static.csv | static.parquet      one row per customer: id column + S features
@@ -122,7 +122,8 @@ from explain.modelfile.limits import DEFAULT_LIMITS, Limits
 if TYPE_CHECKING:  # annotations only: the module is imported before TensorFlow is needed
     import keras
 
-ModelLoader = Callable[[Path], "keras.Model"]  # opens model.keras / model.h5: safe_load.open_model or load_model_isolated
+# opens model.keras / model.h5: safe_load.open_model or load_model_isolated
+ModelLoader = Callable[[Path], "keras.Model"]
 
 NOT_A_FOLDER = "{folder} is not a folder. A bundle is a folder holding {files}."
 MODEL_UNREADABLE = ("{file} could not be opened: {reason}. Save the model from Keras 3 with "

@@ -227,7 +227,8 @@ def parse_categorical(rule: str, layout=None) -> tuple[str, dict]:
         names = [s.key for s in layout.specs if s.kind == "categorical"]
         for feature in chosen:
             if feature not in names:
-                raise AttributionError(UNKNOWN_CATEGORY_FEATURE.format(feature=feature, names=", ".join(names) or "none"))
+                raise AttributionError(UNKNOWN_CATEGORY_FEATURE.format(feature=feature,
+                                                                       names=", ".join(names) or "none"))
     return kind, chosen
 
 
@@ -274,7 +275,8 @@ def _numeric(kind, spec, values, own, rows, width):
         b = np.broadcast_to(_own_mean(own, _real_months(spec, own))[:, None], own.shape).copy()
     elif kind == "blur":
         own = np.asarray(own, np.float64)
-        b = blur({"static": np.zeros((len(own), 0)), "temporal": _fill_padded(own, _real_months(spec, own))}, width)["temporal"]
+        b = blur({"static": np.zeros((len(own), 0)), "temporal": _fill_padded(own, _real_months(spec, own))},
+                 width)["temporal"]
     elif kind == "cohort":
         chosen, ok = values[rows], real[rows]
         count = ok.sum(axis=0)[:, None]  # (T, 1): cohort customers with data in each period

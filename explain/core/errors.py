@@ -46,3 +46,8 @@ class Stopped(Exception):
 
     Not an ``ExplainError``: nothing is wrong with the input; the caller asked to stop.
     """
+
+
+NO_TENSORFLOW = ("explain computes gradients with TensorFlow (Keras' backend here), which is not installed in this "
+                 "environment. Install one build: pip install \"explain[tf-cpu]\" (the CPU wheel), \"explain[tf]\" "
+                 "(tensorflow), or your own GPU build of TensorFlow.")

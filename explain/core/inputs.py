@@ -7,7 +7,8 @@ temporal-like, in any order and with any names; a model may take a list or a dic
 per original feature. A 2-D categorical input is static (C categorical features) unless its
 embedding has ``mask_zero=True`` (then it is a history of T category ids, 0 = padding) or the
 roles say otherwise. A ``Masking`` layer reading a float temporal input marks its padded
-periods (every feature equal to the mask value).
+periods (every feature equal to the mask value). An input that the model's graph does not
+connect to its output is ``unused``: its attributions are exactly 0 (IG's dummy axiom).
 
 Keys: a model with exactly one static-like and one temporal-like input is keyed ``"static"``
 and ``"temporal"`` (the common case); any other model by its input names (its dict keys when
@@ -38,7 +39,10 @@ NO_EMBEDDING = NON_FLOAT_INPUT + (
     " {found} Category ids that feed an Embedding layer (directly or through an IntegerLookup/StringLookup) "
     "are attributed at the embedding's output: pass the ids to an Embedding."
 )
-SHARED_EMBEDDING = "the Embedding layer {layer!r} is used by more than one input or call; give each categorical input its own Embedding."
+SHARED_EMBEDDING = (
+    "the Embedding layer {layer!r} is used by more than one input or call; "
+    "give each categorical input its own Embedding."
+)
 BAD_RANK = "input {name!r} has shape {shape}; expected a 2-D (None, S) or a 3-D (None, T, F) input."
 UNKNOWN_ROLE = "roles: {name!r} is not an input of the model; its inputs are {names}."
 BAD_ROLE = "roles: input {name!r} cannot be {role!r}: {why}."
@@ -71,6 +75,7 @@ class InputSpec:
     mask_value: float | None = None   # Masking value of a numeric temporal input
     mask_zero: bool = False  # categorical history: id 0 (after the lookup) is padding
     problem: str | None = None  # why this input cannot be attributed
+    unused: bool = False     # the graph does not connect it to the output (its attributions are 0)
 
     @property
     def padded_by(self) -> str | None:
@@ -90,7 +95,7 @@ class InputSpec:
         return {"key": self.key, "name": self.name, "position": self.position, "role": self.role,
                 "kind": self.kind, "shape": (None, *self.shape), "dtype": self.dtype,
                 "embedding": getattr(self.embedding, "name", None), "lookup": getattr(self.lookup, "name", None),
-                "padding": self.padded_by, "problem": self.problem}
+                "padding": self.padded_by, "problem": self.problem, "unused": self.unused}
 
 
 @dataclass(frozen=True)
@@ -163,7 +168,8 @@ def input_layout(model, roles: Mapping[str, str] | None = None) -> InputLayout:
             keys = None
     labels = tuple(str(k) for k in keys) if keys is not None else names
     roles = dict(roles or {})
-    problems = [UNKNOWN_ROLE.format(name=r, names=", ".join(labels)) for r in roles if r not in labels and r not in names]
+    problems = [UNKNOWN_ROLE.format(name=r, names=", ".join(labels))
+                for r in roles if r not in labels and r not in names]
     drafts = []
     for position, (tensor, shape, label) in enumerate(zip(inputs, shapes, labels)):
         draft = _describe_input(model, tensor, shape, position, label, roles.get(label, roles.get(names[position])))
@@ -172,10 +178,12 @@ def input_layout(model, roles: Mapping[str, str] | None = None) -> InputLayout:
             problems.append(draft["problem"])
     found_roles = [d["role"] for d in drafts]
     two = len(drafts) == 2 and sorted(r or "" for r in found_roles) == ["static", "temporal"]
+    reached = _reached_inputs(model, inputs)
     specs = tuple(InputSpec(key=d["role"] if two else d["label"], name=d["name"], position=d["position"],
                             role=d["role"] or "static", kind=d["kind"] or "numeric", shape=d["shape"],
                             dtype=d["dtype"], embedding=d["embedding"], lookup=d["lookup"],
-                            mask_value=d["mask_value"], mask_zero=d["mask_zero"], problem=d["problem"])
+                            mask_value=d["mask_value"], mask_zero=d["mask_zero"], problem=d["problem"],
+                            unused=reached is not None and d["position"] not in reached)
                   for d in drafts)
     ok_roles = None not in found_roles and {"static", "temporal"} <= set(found_roles)
     problem = "; ".join(problems) if problems else (None if ok_roles else "roles")
@@ -216,6 +224,28 @@ def _describe_input(model, tensor, shape, position, label, role_override):
         draft["role"] = role_override or ("temporal" if mask_zero else "static")
     draft["mask_zero"] = mask_zero and draft["role"] == "temporal"
     return draft
+
+
+def _reached_inputs(model, inputs) -> set[int] | None:
+    """Positions of the ``inputs`` that the model's graph connects to its outputs, walking back
+    from every output through each call's inputs; None when the model has no graph to walk (a
+    subclassed model): then no input is taken for unused."""
+    try:
+        positions = {id(t): i for i, t in enumerate(inputs)}
+        stack, seen, found = list(model.outputs), set(), set()
+        while stack:
+            tensor = stack.pop()
+            if id(tensor) in seen:
+                continue
+            seen.add(id(tensor))
+            if id(tensor) in positions:
+                found.add(positions[id(tensor)])
+                continue
+            history = tensor._keras_history
+            stack.extend(history.operation._inbound_nodes[history.node_index].input_tensors)
+        return found
+    except Exception:  # no symbolic graph (or an unfamiliar one): nothing is taken for unused
+        return None
 
 
 def _is_float(dtype: str) -> bool:
@@ -263,7 +293,8 @@ def _embedding_of(model, tensor, depth: int = 0):
             continue
         if kind == "Embedding":
             if len(getattr(layer, "_inbound_nodes", [])) != 1:
-                return None, None, "It " + SHARED_EMBEDDING.format(layer=layer.name).replace("the Embedding", "feeds the Embedding", 1)
+                return None, None, "It " + SHARED_EMBEDDING.format(layer=layer.name).replace("the Embedding",
+                                                                                              "feeds the Embedding", 1)
             return layer, lookup, ""
         if hasattr(layer, "_nodes_by_depth") and depth < 3:  # a nested functional model: follow the input inside
             index = [i for i, t in enumerate(node.input_tensors) if t is current]

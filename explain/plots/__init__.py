@@ -2,7 +2,7 @@
 
 import importlib
 
-_MODULES = ('diagnostics', 'figures', 'style')
+_MODULES = ('diagnostics', 'drivers', 'figures', 'html', 'style')
 
 
 def __getattr__(name: str):

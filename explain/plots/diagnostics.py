@@ -53,7 +53,8 @@ def path_figure(profile: dict, *, title: str | None = None, y_title: str = "pred
 
 # ----------------------------------------------------------------------------- faithfulness
 
-RANKING_STYLES = {"ig": ("Integrated Gradients", "#1b9e77"), "gradient_x_input": ("gradient x (input - baseline)", "#7570b3"),
+RANKING_STYLES = {"ig": ("Integrated Gradients", "#1b9e77"),
+                  "gradient_x_input": ("gradient x (input - baseline)", "#7570b3"),
                   "random": ("random orders", GREY)}
 
 
@@ -90,7 +91,8 @@ def randomisation_figure(layers, spearman, spearman_abs, *, threshold: float = 0
     """Rank correlation with the original attributions as the layers are re-initialised from the top."""
     steps = ["none (trained)"] + [f"+ {esc(name)}" for name in layers]
     fig = go.Figure()
-    for values, name, colour in ((spearman, "signed attributions", "#1b9e77"), (spearman_abs, "|attributions|", "#d95f02")):
+    for values, name, colour in ((spearman, "signed attributions", "#1b9e77"),
+                                 (spearman_abs, "|attributions|", "#d95f02")):
         y = [1.0, *np.asarray(values, np.float64).tolist()]
         fig.add_trace(go.Scatter(x=steps, y=y, mode="lines+markers", name=name, line=dict(color=colour, width=2.5),
                                  hovertemplate="re-initialised down to %{x}: %{y:.3f}<extra>" + name + "</extra>"))

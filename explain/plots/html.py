@@ -6,10 +6,12 @@ from html import escape
 
 import plotly.io as pio
 
+from explain.analysis.drivers import profile_sentence
 from explain.analysis.report import HOW_TO_READ, delta_status, settings_dict, summary_text
 from explain.core import baselines, verdict
 from explain.core.errors import ExplainError
 from explain.core.text import unit_after
+from explain.plots import drivers as driver_plots
 
 _HTML_STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:2em auto;
@@ -21,7 +23,8 @@ h1{font-size:1.6em;margin-bottom:.2em} h2{font-size:1.2em;margin-top:1.6em;borde
 .fine{background:#e3f4e6;color:#1b5e20} .check{background:#fff3d6;color:#7a5300}
 .too-few-steps{background:#fde3e1;color:#8b1a10}
 table{border-collapse:collapse;font-size:.92em} td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left}
-.verdict{font-size:1.3em;font-weight:600;margin:.3em 0} td.num{text-align:right;font-variant-numeric:tabular-nums} .muted{color:#666;font-size:.9em}
+.verdict{font-size:1.3em;font-weight:600;margin:.3em 0} td.num{text-align:right;font-variant-numeric:tabular-nums} \
+.muted{color:#666;font-size:.9em}
 """
 
 
@@ -81,4 +84,38 @@ def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), 
         parts.append(f"<tr><th>{escape(str(key))}</th><td>{escape(str(value))}</td></tr>")
     parts.append("</table><p class='muted'>Written by the IG explainer. Attributions add up to "
                  "prediction minus baseline prediction, up to the delta shown above.</p></body></html>")
+    return "\n".join(parts)
+
+
+# ----------------------------------------------------------------------------- drivers
+
+
+def drivers_report(d, *, title: str = "What drives the prediction across customers") -> str:
+    """A standalone HTML page of a ``Drivers`` (``explain.drivers``): its sentences, figures and
+    segments; opens offline (plotly.js inline once). Every name and id is HTML-escaped."""
+    figs = driver_plots.figures(d)
+    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>", f"<title>{escape(title)}</title>",
+             f"<style>{_HTML_STYLE}</style></head><body>", f"<h1>{escape(title)}</h1>",
+             f"<p class='muted'>{d.n_customers:,} customers from the store {escape(str(d.source.get('store', '')))} "
+             f"(finished {escape(str(d.source.get('completed', '')))}).</p>",
+             f"<h2>In words</h2><p>{escape(d.sentence)}</p>",
+             *(f"<p>{escape(profile_sentence(p))}</p>" for p in d.time_profiles),
+             *([f"<p>{escape(d.drift.sentence)}</p>"] if d.drift is not None else [])]
+    shown = [("Ranking", figs.ranking), ("Every customer", figs.beeswarm),
+             *((f"Time profile: {p.input}", fig) for p, fig in zip(d.time_profiles, figs.time_profiles)),
+             ("Segments", figs.segments), ("Segment sizes", figs.segment_sizes),
+             *([("Drift", figs.drift)] if figs.drift is not None else [])]
+    for k, (heading, fig) in enumerate(shown):
+        parts.append(f"<h2>{escape(heading)}</h2>")
+        parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=(k == 0),
+                                 config={"displaylogo": False, "responsive": True}))
+    parts.append("<h2>Segments</h2><table><tr><th>segment</th><th>customers</th><th>share</th>"
+                 "<th>mean prediction</th><th>churn rate</th><th>top drivers</th><th>highest risk</th></tr>")
+    for s in d.segments:
+        drivers = "; ".join(f"{x.words} ({x.mean_attribution:+.3f})" for x in s.drivers)
+        churn = "" if s.churn_rate is None else f"{s.churn_rate:.0%}"
+        parts.append(f"<tr><td>{escape(s.name)}</td><td class='num'>{s.size:,}</td><td class='num'>{s.share:.0%}</td>"
+                     f"<td class='num'>{s.mean_prediction:.3f}</td><td class='num'>{churn}</td>"
+                     f"<td>{escape(drivers)}</td><td>{escape(s.highest_risk)}</td></tr>")
+    parts.append("</table><p class='muted'>Written by the IG explainer (python -m explain drivers).</p></body></html>")
     return "\n".join(parts)

@@ -415,7 +415,8 @@ def test_customer_page_says_the_verdict_in_words_and_the_delta_as_a_quiet_badge(
     scores = _scores(DEMO)
     ranked = sorted(scores, key=scores.get)
     middle = next(c for c in ranked if 0.3 <= scores[c] < 0.6)
-    for cid, words, colour in ((ranked[-1], "High risk: likely to churn", "red"), (middle, "Medium risk: may churn", "orange"),
+    for cid, words, colour in ((ranked[-1], "High risk: likely to churn", "red"),
+                               (middle, "Medium risk: may churn", "orange"),
                                (ranked[0], "Low risk: unlikely to churn", "green")):
         at = app({"customer": cid})
         assert _headline(at) == f"### :{colour}[{words}]", cid

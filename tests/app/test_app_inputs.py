@@ -62,7 +62,8 @@ def test_one_heatmap_per_history_and_grey_padded_months(bundle_env):
     assert {"temporal_heatmap_0", "temporal_heatmap_1", "static_bars"} <= set(specs), sorted(specs)
     assert "temporal_heatmap_2" not in specs  # two histories, two heatmaps
     monthly, quarterly = specs["temporal_heatmap_0"], specs["temporal_heatmap_1"]
-    assert "Monthly usage" in monthly["layout"]["title"]["text"] and "Quarterly spend" in quarterly["layout"]["title"]["text"]
+    assert ("Monthly usage" in monthly["layout"]["title"]["text"]
+            and "Quarterly spend" in quarterly["layout"]["title"]["text"])
     heatmaps = [t for t in monthly["data"] if t["type"] == "heatmap"]
     grey, cells = heatmaps[0], heatmaps[1]
     assert grey["name"] == "no data" and grey["showscale"] is False

@@ -211,7 +211,8 @@ REFUSED_TABLES = [
      [literal(B.DUPLICATE_IDS), "'C00003'"]),
     ("id-only-in-static", H.set_cell("static.csv", 5, "customer_id", "C99999"),
      ["have no rows in temporal.csv", "'C99999'"]),
-    ("id-only-in-temporal", H.edit_rows("temporal.csv", lambda h, r: (h, r + [["C77777", *row[1:]] for row in r[:PERIODS]])),
+    ("id-only-in-temporal", H.edit_rows("temporal.csv",
+                                        lambda h, r: (h, r + [["C77777", *row[1:]] for row in r[:PERIODS]])),
      ["have no rows in static.csv", "'C77777'"]),
     ("wrong-period-count", H.edit_rows("temporal.csv", _drop_row(9)),
      [literal(B.WRONG_PERIOD_COUNT), "12"]),
@@ -231,14 +232,16 @@ def test_bad_table_is_refused_with_a_clear_message_and_the_demo_stays(built, tmp
 
 def test_every_problem_of_a_table_is_listed_at_once(built, tmp_path):
     mutate = H.both(H.set_cell("static.csv", 2, "age", "NaN"), H.set_cell("static.csv", 3, "tenure_months", "inf"),
-                    H.set_cell("static.csv", 4, "monthly_charge", "12,5"), H.set_cell("temporal.csv", 8, "bill_amount", "abc"))
+                    H.set_cell("static.csv", 4, "monthly_charge", "12,5"),
+                    H.set_cell("temporal.csv", 8, "bill_amount", "abc"))
     at = upload(app(page="pages/data.py"), mutated(built, tmp_path, mutate))
     refused(at, "The bundle has 4 problem(s)", "'age'", "'tenure_months'", "'12,5'", "'abc'")
     assert len(at.error) == 5  # the heading and one message per problem
 
 
 LOADED_TABLES = [
-    ("reordered-columns", H.both(H.edit_rows("static.csv", H.reverse_columns), H.edit_rows("temporal.csv", H.reverse_columns)),
+    ("reordered-columns", H.both(H.edit_rows("static.csv", H.reverse_columns),
+                                 H.edit_rows("temporal.csv", H.reverse_columns)),
      []),
     ("extra-column", H.edit_rows("static.csv", H.add_column("notes", "vip")), ["'notes'", "were ignored"]),
     ("unsorted-periods", H.edit_rows("temporal.csv", lambda h, r: (h, r[::-1])),
@@ -301,7 +304,8 @@ def assert_inert(at) -> None:
         assert "$\\\\href" not in text, key  # no LaTeX delimiter before the name ($ is written &#36;)
     for frame in at.dataframe:
         value = frame.value
-        cells = [str(c) for c in value.columns] + [str(i) for i in value.index] + value.astype(str).to_numpy().ravel().tolist()
+        cells = ([str(c) for c in value.columns] + [str(i) for i in value.index]
+                 + value.astype(str).to_numpy().ravel().tolist())
         for cell in cells:
             if "onerror" in cell:
                 assert cell == H.EVIL_HTML  # a table shows the name as plain text

@@ -215,7 +215,8 @@ def test_five_quick_step_changes_leave_at_most_one_computation_running(monkeypat
     # A superseded setting may finish only if it is one gradient call (it started before the next move).
     assert recent[0] == ("attributions of 1 customer(s), 512 steps", "interrupted"), recent
     assert recent[-1] == ("attributions of 1 customer(s), 16 steps", "finished"), recent
-    assert not [r for r in recent[:-1] if r[1] == "finished" and r[0].split(", ")[1] not in ("32 steps", "16 steps")], recent
+    assert not [r for r in recent[:-1]
+                if r[1] == "finished" and r[0].split(", ")[1] not in ("32 steps", "16 steps")], recent
     assert work.started == work.finished + work.interrupted
     # nothing keeps computing after the run: no computation in flight, no thread left behind
     time.sleep(0.5)

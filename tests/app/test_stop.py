@@ -27,7 +27,8 @@ def model():
 
 def _data(n, seed=0):
     rng = np.random.default_rng(seed)
-    return {"static": rng.normal(size=(n, S)).astype("float32"), "temporal": rng.normal(size=(n, T, F)).astype("float32")}
+    return {"static": rng.normal(size=(n, S)).astype("float32"),
+            "temporal": rng.normal(size=(n, T, F)).astype("float32")}
 
 
 def _counter(stop_after=None):

@@ -69,7 +69,8 @@ def test_laptop_sees_the_verdict_and_the_whole_heatmap_on_the_first_screen(serve
     open_page(page, f"{server}/")
     box = page.evaluate(HEATMAP_BOX)
     assert box and box["width"] > 300, box
-    assert 0 <= box["top"] and box["bottom"] <= LAPTOP["height"], f"the heatmap's cells are at {box} (viewport 720 high)"
+    assert 0 <= box["top"] and box["bottom"] <= LAPTOP["height"], (f"the heatmap's cells are at {box} "
+                                                                    "(viewport 720 high)")
     verdict = page.locator("[data-testid=stMain] h3").first
     assert verdict.inner_text().split(":")[0] in ("High risk", "Medium risk", "Low risk")
     assert verdict.bounding_box()["y"] < box["top"]  # the verdict in words comes first

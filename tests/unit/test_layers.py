@@ -38,7 +38,8 @@ def _imports(path: Path, name: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
+                                + ([base] if base else []))
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)  # `from explain.core import ig`
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("explain."):
@@ -120,3 +121,12 @@ def test_importing_a_subpackage_stays_light(package):
     init = PACKAGE / package / "__init__.py"
     imported = _imports(init, f"explain.{package}")
     assert not {m for m in imported if m.startswith("explain.")} - {f"explain.{package}"}, imported
+
+
+@pytest.mark.parametrize("package", sorted(RANK))
+def test_a_subpackage_names_every_module_it_holds(package):
+    """``explain.<package>.X`` works without an import for every module X of the folder (the lazy table is whole)."""
+    init = (PACKAGE / package / "__init__.py").read_text(encoding="utf-8")
+    table = next(ast.literal_eval(node.value) for node in ast.parse(init).body
+                 if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "_MODULES")
+    assert set(table) == {p.stem for p in (PACKAGE / package).glob("*.py") if p.stem != "__init__"}

@@ -48,7 +48,8 @@ def test_gather_joins_finished_batches_in_batch_order_whatever_order_they_finish
     static, temporal = RNG.normal(size=(25, 4)), RNG.normal(size=(25, 3, 2))
     part = lambda rows: SimpleNamespace(static=static[rows], temporal=temporal[rows])  # noqa: E731
     parts = {2: part(slice(20, 25)), 0: part(slice(0, 10))}  # batch 1 not finished (stopped)
-    done, s, t = cohort.gather(parts, ids, size=10)
+    done, s, t, pad = cohort.gather(parts, ids, size=10)
+    assert pad.shape == (15, 3) and not pad.any()  # nothing can be padded here
     assert done == ids[:10] + ids[20:]
     keep = list(range(10)) + list(range(20, 25))
     np.testing.assert_array_equal(s, static[keep])
@@ -89,8 +90,10 @@ def test_aggregates_equal_loops_over_customers():
         assert agg.feature_abs[S + f] == pytest.approx(np.mean(np.abs(totals)))
         assert agg.feature_signed[S + f] == pytest.approx(np.mean(totals))
     for t in range(T):
-        assert agg.period_abs[t] == pytest.approx(np.mean([sum(abs(temporal[i, t, f]) for f in range(F)) for i in range(n)]))
-        assert agg.period_signed[t] == pytest.approx(np.mean([sum(temporal[i, t, f] for f in range(F)) for i in range(n)]))
+        assert agg.period_abs[t] == pytest.approx(np.mean([sum(abs(temporal[i, t, f]) for f in range(F))
+                                                           for i in range(n)]))
+        assert agg.period_signed[t] == pytest.approx(np.mean([sum(temporal[i, t, f] for f in range(F))
+                                                              for i in range(n)]))
 
 
 def test_cohort_ids_are_a_seeded_sample_of_that_label_only():
@@ -117,12 +120,14 @@ def linear_bundle(n=40):
     model, ws, wt = M.linear_model(seed=4, temporal_first=True)  # not the demo: temporal input first, linear
     data = M.data(n=n, seed=5)
     bundle = Bundle.from_arrays(model, data["static"], data["temporal"], ids=[f"L{i:02d}" for i in range(n)])
-    return dataclasses.replace(bundle, labels=np.array([0, 1, 1, 0] * (n // 4)), label_name="y", positive_label=1), ws, wt
+    return dataclasses.replace(bundle, labels=np.array([0, 1, 1, 0] * (n // 4)), label_name="y",
+                               positive_label=1), ws, wt
 
 
 def test_scores_are_the_models_output_for_every_customer_in_any_chunking():
     bundle, ws, wt = linear_bundle(40)
-    expected = bundle.static.astype(np.float64) @ ws + np.einsum("ntf,tf->n", bundle.temporal.astype(np.float64), wt) + 0.3
+    expected = (bundle.static.astype(np.float64) @ ws + np.einsum("ntf,tf->n", bundle.temporal.astype(np.float64), wt)
+                + 0.3)
     for chunk in (1, 7, 40, 1024):
         calls = []
         scores = cohort.scores(bundle, should_stop=lambda: calls.append(1) or False, chunk=chunk)

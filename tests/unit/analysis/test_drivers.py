@@ -1,4 +1,5 @@
-"""IG on the demo finds the drivers planted in its churn rule (bundles/demo/demo_metrics.json)."""
+"""Drivers across customers: IG on the demo finds the drivers planted in its churn rule
+(bundles/demo/demo_metrics.json), and explain.analysis.drivers summarises attributions correctly."""
 
 import json
 from pathlib import Path
@@ -61,3 +62,228 @@ def test_planted_drivers_on_the_embedding_demo():
     assert np.all(np.abs(a.delta) <= 0.01 + 0.02 * np.abs(a.prediction - a.baseline_prediction))
     padded = a.padding["history"]
     assert padded.sum() > 0 and np.all(a.inputs["history"][padded] == 0.0)  # padding: no attribution
+
+
+# ----------------------------------------------------------------------------- explain.analysis.drivers
+# Arrays with known answers: each result against a reference computed here, loop by loop.
+
+import pytest  # noqa: E402
+
+from explain.analysis import drivers as D  # noqa: E402
+from explain.core.errors import ExplainError  # noqa: E402
+
+PERIODS = ("w1", "w2", "w3", "w4", "w5", "w6")
+LAYOUT = D.Layout((("history", "temporal", ("outages", "logins"), ("Outages", "App logins"), PERIODS),
+                   ("profile", "static", ("price_hike", "fibre"), ("Price hike", "Fibre line"), None)))
+
+
+def synthetic(n=300, seed=0, padded=0.2):
+    """Rows of a temporal-first layout: random values and attributions, the first ``padded``
+    share of customers with their first half of history padded (NaN)."""
+    rng = np.random.default_rng(seed)
+    hv, ha = rng.normal(size=(n, 6, 2)), rng.normal(size=(n, 6, 2))
+    sv = np.c_[rng.normal(size=n), rng.integers(0, 2, n)].astype(float)
+    sa = rng.normal(size=(n, 2))
+    pad = np.zeros((n, 6), bool)
+    pad[: int(padded * n), :3] = True
+    hv[pad], ha[pad] = np.nan, np.nan
+    ids = np.array([f"K{i:04d}" for i in range(n)], dtype=object)
+    return D.Rows(ids, rng.uniform(size=n), {"history": hv, "profile": sv}, {"history": ha, "profile": sa})
+
+
+def test_ranking_and_window_sums_treat_padding_as_no_data():
+    rows = synthetic()
+    d = D.compute(None, rows, layout=LAYOUT, window=4)
+    n = len(rows.ids)
+    ha, hv = rows.attributions["history"], rows.values["history"]
+    for j, name in enumerate(("outages", "logins")):
+        col = d.column(name)
+        for i in range(n):  # the last 4 periods: the padded ones (w1-w3) are not summed, and not zeros
+            cells = [ha[i, t, j] for t in range(2, 6) if not np.isnan(ha[i, t, j])]
+            assert d.attributions[i, col] == pytest.approx(sum(cells))
+            values = [hv[i, t, j] for t in range(2, 6) if not np.isnan(hv[i, t, j])]
+            assert d.values[i, col] == pytest.approx(sum(values) / len(values))
+    reference = {}
+    for j, f in enumerate(d.features):
+        column = d.attributions[:, j]
+        reference[f.name] = (np.mean(np.abs(column)), np.mean(column))
+    assert [r.feature.name for r in d.ranking] == sorted(reference, key=lambda k: -reference[k][0])
+    for r in d.ranking:
+        assert (r.mean_abs, r.mean_signed) == pytest.approx(reference[r.feature.name])
+    assert sum(r.share for r in d.ranking) == pytest.approx(1.0)
+    # window 2 of a history whose first 3 periods are padded: w5, w6 are real, so every customer has data
+    assert all(r.customers == n for r in d.ranking)
+
+
+def test_a_window_of_padding_only_leaves_the_customer_out_of_that_mean():
+    rows = synthetic(n=50, padded=0.2)
+    d = D.compute(None, rows, layout=LAYOUT)  # the whole history: padded customers keep w4-w6
+    early = D.compute(None, D.Rows(rows.ids, rows.prediction,
+                                   {**rows.values, "history": rows.values["history"][:, :3]},
+                                   {**rows.attributions, "history": rows.attributions["history"][:, :3]}),
+                      layout=D.Layout((LAYOUT.inputs[0][:4] + (PERIODS[:3],), LAYOUT.inputs[1])))
+    outages = next(r for r in early.ranking if r.feature.name == "outages")
+    assert outages.customers == 40  # the 10 padded customers have no data in w1-w3
+    kept = ~np.isnan(early.attributions[:, early.column("outages")])
+    assert kept.sum() == 40 and not kept[:10].any()
+    assert outages.mean_abs == pytest.approx(np.abs(rows.attributions["history"][10:, :3, 0].sum(axis=1)).mean())
+    assert next(r for r in d.ranking if r.feature.name == "outages").customers == 50
+
+
+def test_time_profile_counts_customers_with_data_and_the_recent_periods_holding_90_percent():
+    rows = synthetic(n=200, padded=0.25)
+    d = D.compute(None, rows, layout=LAYOUT)
+    (profile,) = d.time_profiles
+    a = rows.attributions["history"]
+    for t in range(6):
+        has = ~np.isnan(a[:, t, :]).all(axis=1)
+        assert profile.customers[t] == has.sum()
+        assert profile.mean_abs[t] == pytest.approx(np.abs(a[has, t, :]).sum(axis=1).mean())
+    mass = [np.nansum(np.abs(a[:, t, :])) for t in range(6)]
+    k = next(k for k in range(1, 7) if sum(mass[6 - k:]) >= 0.9 * sum(mass) - 1e-12)
+    assert profile.recent_periods == k
+    assert profile.last_share == pytest.approx(mass[-1] / sum(mass))
+    assert profile.before_last.tolist() == [5, 4, 3, 2, 1, 0]
+
+
+def test_a_profile_decided_by_the_last_period_says_so():
+    n = 100
+    a = np.zeros((n, 6, 2))
+    a[:, 5, 0] = 1.0   # 91 % of the mass in the last period
+    a[:, 0, 1] = 0.1
+    rows = D.Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.5),
+                  {"history": np.ones((n, 6, 2)), "profile": np.ones((n, 2))},
+                  {"history": a, "profile": np.zeros((n, 2))})
+    (profile,) = D.compute(None, rows, layout=LAYOUT).time_profiles
+    assert profile.recent_periods == 1 and profile.last_share == pytest.approx(1 / 1.1)
+    assert "The last 1 of 6 periods hold 90 %" in D.profile_sentence(profile)
+
+
+def planted_profiles(n=600, seed=3):
+    """Three groups: 'price' (a large positive price_hike attribution), 'outage' (a rising
+    outages history with a positive attribution) and 'calm' (small negative ones)."""
+    rng = np.random.default_rng(seed)
+    group = np.repeat(np.array(["price", "outage", "calm"]), n // 3)
+    hv = rng.poisson(1.0, size=(n, 6, 2)).astype(float)
+    ha = rng.normal(0, 0.01, size=(n, 6, 2))
+    sv = np.c_[rng.normal(0, 1, n), rng.integers(0, 2, n)].astype(float)
+    sa = rng.normal(0, 0.01, size=(n, 2))
+    price, outage, calm = group == "price", group == "outage", group == "calm"
+    sv[price, 0] += 3
+    sa[price, 0] += rng.uniform(0.2, 0.4, price.sum())
+    hv[outage, 4:, 0] += 4
+    ha[outage, 4:, 0] += rng.uniform(0.1, 0.2, (outage.sum(), 2))
+    sa[calm, 0] -= 0.05
+    ha[calm, 5, 0] -= 0.05
+    prediction = np.where(price | outage, 0.7, 0.1) + rng.normal(0, 0.02, n)
+    rows = D.Rows(np.array([f"K{i:04d}" for i in range(n)], dtype=object), prediction,
+                  {"history": hv, "profile": sv}, {"history": ha, "profile": sa})
+    return rows, group
+
+
+def test_segments_recover_planted_reasons_and_name_them():
+    rows, group = planted_profiles()
+    d = D.compute(None, rows, layout=LAYOUT)
+    assert sum(s.size for s in d.segments) == len(group)
+    assert sorted(np.concatenate([s.rows for s in d.segments]).tolist()) == list(range(len(group)))
+    for planted, words in (("price", ("high price hike",)), ("outage", ("rising outages", "high outages"))):
+        best = max(d.segments, key=lambda s: np.mean(group[s.rows] == planted))
+        members = group[best.rows]
+        assert np.mean(members == planted) >= 0.9          # purity
+        assert np.sum(members == planted) >= 0.9 * 200     # recall
+        assert best.name.lower().startswith(words), best.name  # the outages rise: high and rising are both true
+        assert best.mean_prediction == pytest.approx(rows.prediction[best.rows].mean())
+        assert list(best.customers) == list(rows.ids[best.rows])
+        assert rows.prediction[best.rows[0]] == rows.prediction[best.rows].max()  # highest risk first
+    assert [s.mean_prediction for s in d.segments] == sorted((s.mean_prediction for s in d.segments), reverse=True)
+    assert max(d.silhouette, key=d.silhouette.get) == len(d.segments)
+    assert len({s.name for s in d.segments}) == len(d.segments)
+
+
+def test_segments_of_identical_profiles_are_one_segment():
+    n = 40
+    rows = D.Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.3),
+                  {"history": np.ones((n, 6, 2)), "profile": np.ones((n, 2))},
+                  {"history": np.full((n, 6, 2), 0.01), "profile": np.full((n, 2), 0.02)})
+    d = D.compute(None, rows, layout=LAYOUT)
+    assert len(d.segments) == 1 and d.segments[0].size == n and d.silhouette == {}
+
+
+@pytest.mark.parametrize("member_values, member_trend, binary, expected", [
+    ([1, 1, 1, 0], None, True, "fibre line"),
+    ([0, 0, 1, 0], None, True, "no fibre line"),
+    ([5, 6, 5, 6], None, False, "high price hike"),
+    ([-5, -6, -5, -6], None, False, "low price hike"),
+    ([0, 0, 0, 0], [3, 3, 3, 3], False, "rising outages"),
+    ([0, 0, 0, 0], [-3, -3, -3, -3], False, "falling outages"),
+    ([0, 0, 0, 0], [-0.1, -0.1, -0.1, -0.1], False, "no fall in outages"),  # the others fall by 1
+])
+def test_driver_words(member_values, member_trend, binary, expected):
+    n = 40
+    rng = np.random.default_rng(0)
+    members = np.zeros(n, bool)
+    members[:4] = True
+    if binary:
+        feature, column = D.Feature("fibre", "Fibre line", "profile", "static"), rng.integers(0, 2, n).astype(float)
+    elif member_trend is None:
+        feature, column = D.Feature("price_hike", "Price hike", "profile", "static"), rng.normal(0, 1, n)
+    else:
+        feature, column = D.Feature("outages", "Outages", "history", "temporal"), rng.normal(0, 1, n)
+    column[:4] = member_values
+    trend = rng.normal(-1 if expected == "no fall in outages" else 0, 0.5, n)
+    if member_trend is not None:
+        trend[:4] = member_trend
+    assert D.driver_words(feature, members, column[:, None], trend[:, None], 0) == expected
+
+
+def test_drift_is_found_where_planted_and_not_between_the_same_data():
+    rows, group = planted_profiles()
+    before = D.compute(None, rows, layout=LAYOUT)
+    a = before.attributions
+    same = D.drift(before.features, a, a.copy())
+    assert not same.changed and all(r.change == 0 for r in same.rows)
+    assert "No driver's weight changed beyond noise" in same.sentence
+    later = a.copy()
+    j = before.column("outages")
+    later[:, j] *= 1.5  # outages weigh half as much again
+    result = D.drift(before.features, later, a)
+    assert [r.feature.name for r in result.changed] == ["outages"]
+    row = result.changed[0]
+    assert row.change == pytest.approx(np.abs(later[:, j]).mean() - np.abs(a[:, j]).mean())
+    assert row.low > 0 and "Outages gained weight" in result.sentence
+
+
+def test_drift_between_two_samples_of_one_population_is_noise():
+    first, _ = planted_profiles(seed=3)
+    second, _ = planted_profiles(seed=4)
+    a = D.compute(None, first, layout=LAYOUT)
+    b = D.compute(None, second, layout=LAYOUT, against=first)
+    assert b.drift is not None and not b.drift.changed, b.drift.sentence
+    # the interval is about the size of the sampling noise: 2 x its standard error is not "changed"
+    r = b.drift.rows[0]
+    assert r.low < 0 < r.high
+    assert np.allclose(sorted(x.before for x in b.drift.rows), sorted(x.mean_abs for x in a.ranking))
+
+
+@pytest.mark.parametrize("window", [0, 7, 2.5, True])
+def test_a_bad_window_is_refused(window):
+    with pytest.raises(ExplainError, match=r"window must be a whole number of periods from 1 to 6"):
+        D.compute(None, synthetic(n=20), layout=LAYOUT, window=window)
+
+
+def test_nothing_to_summarise():
+    empty = D.Rows(np.array([], dtype=object), np.zeros(0), {"history": np.zeros((0, 6, 2)),
+                   "profile": np.zeros((0, 2))}, {"history": np.zeros((0, 6, 2)), "profile": np.zeros((0, 2))})
+    with pytest.raises(ExplainError, match="There is nothing to summarise"):
+        D.compute(None, empty, layout=LAYOUT)
+
+
+def test_json_document_holds_the_design_keys():
+    rows, _ = planted_profiles(n=150)
+    doc = D.compute(None, rows, layout=LAYOUT).to_dict()
+    assert doc["customers"] == 150
+    assert set(doc["ranking"][0]) >= {"feature", "input", "mean_abs", "mean_signed"}
+    assert [r["mean_abs"] for r in doc["ranking"]] == sorted((r["mean_abs"] for r in doc["ranking"]), reverse=True)
+    assert set(doc["segments"][0]) >= {"name", "size", "share", "mean_prediction", "top_drivers", "customers"}
+    assert doc["time_profile"][0]["input"] == "history" and len(doc["time_profile"][0]["mean_abs"]) == 6
+    json.dumps(doc)  # plain JSON types only

@@ -95,7 +95,8 @@ def _regrouped(folder: Path, ids: list[str], chunk_size: int, n_buckets: int, bl
     position = np.arange(len(ids))
     keys = pa.table({"customer_id": ids, "chunk": position // chunk_size, "slot": position % chunk_size})
     rows = pa.concat_tables([ray_tables.key_rows(keys, n_buckets=n_buckets), *parts])
-    customers = pa.concat_tables([ray_tables.customers_of_bucket(rows.filter(pc.equal(rows["bucket"], b)), layout=layout)
+    customers = pa.concat_tables([ray_tables.customers_of_bucket(rows.filter(pc.equal(rows["bucket"], b)),
+                                                                 layout=layout)
                                   for b in range(n_buckets)])
     out = {}
     for chunk in sorted(set(customers["chunk"].to_pylist())):

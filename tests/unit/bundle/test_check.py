@@ -54,16 +54,21 @@ def ignores_temporal(folder):
     return save_bundle(folder / "ignores", model, static, temporal)
 
 
-def test_check_reports_an_input_the_output_does_not_depend_on_in_the_words_of_attribute(
+def test_check_warns_about_an_input_the_model_does_not_use_and_attribute_gives_it_zeros(
         ignores_temporal, capsys, tmp_path):
+    note = engine.IGNORED_INPUT.format(role="temporal", name="temporal")
     code, out, _ = cli(capsys, "check", "--bundle", str(ignores_temporal))
-    assert code == 1, out
-    expected = engine.DISCONNECTED_INPUT.format(target="column 0", role="temporal", name="temporal")
-    assert expected in out, out
-    assert validate_bundle(ignores_temporal).ok  # the tables and shapes alone are fine
-    code, _, err = cli(capsys, "attribute", "--bundle", str(ignores_temporal), "--customer", "0",
-                       "--out", str(tmp_path / "x.json"))
-    assert code == 2 and expected in " ".join(err.split()), err
+    assert code == 0 and f"Warning: {note}" in out, out  # a warning, not a problem
+    out_file = tmp_path / "x.json"
+    code, out, _ = cli(capsys, "attribute", "--bundle", str(ignores_temporal), "--customer", "0", "--customer", "1",
+                       "--steps", "16", "--out", str(out_file))
+    assert code == 0 and f"note: {note}" in out, out
+    doc = json.loads(out_file.read_text())
+    assert doc["notes"] == [note] and doc["ignored_inputs"] == ["temporal"]
+    for entry in doc["customers"]:
+        assert all(v == 0.0 for row in entry["temporal"]["values"] for v in row)
+        total = sum(entry["static"]["values"])
+        assert abs(entry["prediction"] - entry["baseline_prediction"] - total) < 1e-4  # the static input alone adds up
 
 
 def test_check_reports_an_integer_input_in_the_words_of_attribute(folder, capsys, tmp_path):

@@ -48,7 +48,8 @@ def test_blur_smooths_and_keeps_constants():
     roughness = lambda a: np.abs(np.diff(a, axis=1)).mean()  # noqa: E731
     assert roughness(b) < 0.6 * roughness(DATA["temporal"])
     wide = baselines.blur(DATA, 1000.0)["temporal"]  # very wide: close to each customer's mean
-    np.testing.assert_allclose(wide, np.broadcast_to(DATA["temporal"].mean(axis=1, keepdims=True), wide.shape), atol=1e-2)
+    np.testing.assert_allclose(wide, np.broadcast_to(DATA["temporal"].mean(axis=1, keepdims=True), wide.shape),
+                               atol=1e-2)
 
 
 def test_sample_is_seeded_and_distinct():
@@ -76,6 +77,7 @@ def test_bad_specs(spec, kwargs, message):
         baselines.from_spec(spec, DATA, DATA, **kwargs)
 
 
-@pytest.mark.parametrize("spec", ["zero", "mean", "median", "customer:C001", "cohort:0", "flat", "blur", "blur:3", "sample:8"])
+@pytest.mark.parametrize("spec", ["zero", "mean", "median", "customer:C001", "cohort:0", "flat", "blur", "blur:3",
+                                  "sample:8"])
 def test_every_kind_is_described(spec):
     assert len(baselines.describe(spec)) > 40

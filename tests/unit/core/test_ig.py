@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import explain
-from explain.core import ig
+from explain.core import engine, ig
 from explain.core.errors import AttributionError
 from explain.core.quadrature import METHODS, alphas_and_weights
 from tests.support.models import F, S, T, data, linear_model, lstm_model, zero_baseline
@@ -50,7 +50,8 @@ def test_completeness_shrinks_with_steps(lstm, method):
 def test_delta_is_reported_exactly(lstm):
     a = explain.integrated_gradients(lstm, data(3), zero_baseline(), steps=8)
     np.testing.assert_allclose(a.delta, a.prediction - a.baseline_prediction - a.total(), atol=1e-12)
-    np.testing.assert_allclose(a.prediction, lstm.predict([data(3)["static"], data(3)["temporal"]], verbose=0)[:, 0], rtol=1e-5)
+    np.testing.assert_allclose(a.prediction, lstm.predict([data(3)["static"], data(3)["temporal"]], verbose=0)[:, 0],
+                               rtol=1e-5)
 
 
 @pytest.mark.parametrize("role, j", [("static", 2), ("temporal", 1)])
@@ -60,6 +61,38 @@ def test_ignored_feature_gets_exactly_zero(role, j):
     values = a.static[:, j] if role == "static" else a.temporal[:, :, j]
     assert np.all(values == 0.0)
     assert np.abs(a.static).sum() > 0 and np.abs(a.temporal).sum() > 0
+
+
+@pytest.mark.parametrize("temporal_first", [False, True])
+def test_input_the_model_does_not_use_gets_exact_zeros_and_a_note(temporal_first):
+    # The static input is an input of the model, connected to nothing: IG's dummy axiom says its
+    # attributions are exactly 0; the history's alone add up to f(x) - f(b).
+    keras.utils.set_random_seed(3)
+    s_in, t_in = keras.Input((S,), name="side"), keras.Input((T, F), name="history")
+    lstm, head = keras.layers.LSTM(4), keras.layers.Dense(1, activation="sigmoid")
+    out = head(lstm(t_in))
+    model = keras.Model([t_in, s_in] if temporal_first else [s_in, t_in], out)
+    x = data(4)
+    b = {"static": np.full((1, S), 0.7), "temporal": np.full((1, T, F), -0.3)}
+    a = explain.integrated_gradients(model, x, b, steps=64)
+    assert a.ignored_inputs == ("static",)
+    assert np.all(a.static == 0.0) and not np.signbit(a.static).any()  # exact zeros, not -0.0
+    assert a.notes == (engine.IGNORED_INPUT.format(role="static", name="side"),)
+    assert "does not use its static input 'side'" in a.notes[0]
+    np.testing.assert_allclose(a.temporal.sum(axis=(1, 2)), a.prediction - a.baseline_prediction, atol=1e-4)
+    # the history's attributions against a hand-written IG of the history-only model
+    alphas, weights = alphas_and_weights("gausslegendre", 64)
+    xt = tf.constant(x["temporal"])
+    bt = tf.constant(np.broadcast_to(b["temporal"], xt.shape), tf.float32)
+    grads = np.zeros(xt.shape)
+    for alpha, w in zip(alphas, weights):
+        point = bt + float(alpha) * (xt - bt)
+        with tf.GradientTape() as tape:
+            tape.watch(point)
+            total = tf.reduce_sum(head(lstm(point)))
+        grads += w * tape.gradient(total, point).numpy()
+    np.testing.assert_allclose(a.temporal, (xt.numpy() - bt.numpy()) * grads, rtol=1e-4, atol=1e-7)
+    assert ig.model_notes(model) == list(a.notes) and ig.model_problems(model) == []
 
 
 def test_batch_size_does_not_change_results(lstm):
@@ -188,7 +221,8 @@ def test_target_by_name_and_multiclass():
     h = keras.layers.Concatenate()([s_in, keras.layers.LSTM(4)(t_in)])
     model = keras.Model([s_in, t_in], keras.layers.Dense(3, activation="softmax")(h))
     x = data(2)
-    a = explain.integrated_gradients(model, x, zero_baseline(), steps=32, target="stay", output_names=["churn", "stay", "downgrade"])
+    a = explain.integrated_gradients(model, x, zero_baseline(), steps=32, target="stay",
+                                     output_names=["churn", "stay", "downgrade"])
     p = model.predict([x["static"], x["temporal"]], verbose=0)
     np.testing.assert_allclose(a.prediction, p[:, 1], rtol=1e-5)
     assert a.settings.target == 1
@@ -202,13 +236,15 @@ def test_target_by_name_and_multiclass():
 def _int_input_model():
     s_in = keras.Input((S,), dtype="int32")
     t_in = keras.Input((T, F))
-    h = keras.layers.Concatenate()([keras.layers.Flatten()(keras.layers.Embedding(10, 2)(s_in)), keras.layers.LSTM(2)(t_in)])
+    h = keras.layers.Concatenate()([keras.layers.Flatten()(keras.layers.Embedding(10, 2)(s_in)),
+                                    keras.layers.LSTM(2)(t_in)])
     return keras.Model([s_in, t_in], keras.layers.Dense(1)(h))
 
 
-def _disconnected_model():
+def _stop_gradient_model():
     s_in, t_in = keras.Input((S,), name="side"), keras.Input((T, F), name="history")
-    return keras.Model([s_in, t_in], keras.layers.Dense(1)(keras.layers.LSTM(2)(t_in)))
+    s = keras.ops.stop_gradient(keras.layers.Dense(1)(s_in))
+    return keras.Model([s_in, t_in], keras.layers.Add()([keras.layers.Dense(1)(keras.layers.LSTM(2)(t_in)), s]))
 
 
 def _same_rank_model():
@@ -224,7 +260,7 @@ def _nan(arr, where):
 
 ERROR_CASES = [
     ("int input", _int_input_model, {}, "static input .* has dtype int32; Integrated Gradients needs a float"),
-    ("disconnected", _disconnected_model, {}, "does not depend on its static input 'side'"),
+    ("stop_gradient", _stop_gradient_model, {}, "no gradient with respect to its static input 'side'"),
     ("same ranks", _same_rank_model, {}, "Cannot tell the model's static input from its temporal one"),
     ("baseline shape", None, {"baselines": {"static": np.zeros((1, S + 1)), "temporal": np.zeros((1, T, F))}},
      r"baselines static has shape \(1, 6\); expected \(1 or n, 5\)"),
@@ -235,14 +271,17 @@ ERROR_CASES = [
     ("text input", None, {"inputs": {"static": np.full((3, S), "x"), "temporal": np.zeros((3, T, F))}},
      "inputs static is not numeric"),
     ("missing input", None, {"inputs": {"static": np.zeros((3, S))}}, "inputs has no 'temporal' array"),
-    ("nan input", None, {"inputs": {"static": _nan(data(3)["static"], (1, 2)), "temporal": data(3)["temporal"]}, "ids": ["A", "B", "C"]},
+    ("nan input", None, {"inputs": {"static": _nan(data(3)["static"], (1, 2)), "temporal": data(3)["temporal"]},
+                         "ids": ["A", "B", "C"]},
      "Inputs contain NaN or infinite values for customer 'B' \\(static input"),
     ("inf baseline", None, {"baselines": {"static": np.zeros((1, S)), "temporal": np.full((1, T, F), np.inf)}},
      "Baselines contain NaN or infinite values for customer at row 0 \\(temporal input"),
-    ("steps zero", None, {"steps": 0}, "steps=0 is out of range for method 'gausslegendre': expected an integer from 1 to 4096"),
+    ("steps zero", None, {"steps": 0},
+     "steps=0 is out of range for method 'gausslegendre': expected an integer from 1 to 4096"),
     ("steps huge", None, {"steps": 100000}, "out of range"),
     ("steps text", None, {"steps": "many"}, "out of range"),
-    ("target high", None, {"target": 3}, "target=3 is out of range: the model has 1 output column\\(s\\), so the target must be an integer from 0 to 0"),
+    ("target high", None, {"target": 3},
+     "target=3 is out of range: the model has 1 output column\\(s\\), so the target must be an integer from 0 to 0"),
     ("target negative", None, {"target": -1}, "out of range"),
     ("target name", None, {"target": "stay"}, "target='stay' is not an output name"),
     ("method", None, {"method": "simpson"}, "method='simpson' is not valid"),

@@ -118,7 +118,8 @@ def test_categorical_baselines_mode_chosen_and_mean_embedding():
     layout = input_layout(model)
     counts = np.bincount(data["plan"][:, 0], minlength=5)
     mode = int(np.argmax(counts))
-    rows = np.concatenate([np.flatnonzero(data["plan"][:, 0] == mode)[:2], np.flatnonzero(data["plan"][:, 0] != mode)[:4]])
+    rows = np.concatenate([np.flatnonzero(data["plan"][:, 0] == mode)[:2],
+                           np.flatnonzero(data["plan"][:, 0] != mode)[:4]])
     x = {key: value[rows] for key, value in data.items()}
 
     b = baselines.from_spec("mean", data, x, layout=layout)  # categorical: most frequent category
@@ -149,7 +150,8 @@ def test_integer_input_without_embedding_is_refused():
     h = keras.layers.Concatenate()([keras.ops.cast(ids, "float32"), keras.layers.LSTM(2)(hist)])
     model = keras.Model([ids, hist], keras.layers.Dense(1)(h))
     x = {"static": np.ones((2, 2), "int32"), "temporal": np.ones((2, T, F), "float32")}
-    with pytest.raises(AttributionError, match="static input 'codes' has dtype int32; Integrated Gradients needs a float"):
+    with pytest.raises(AttributionError,
+                       match="static input 'codes' has dtype int32; Integrated Gradients needs a float"):
         explain.integrated_gradients(model, x, x, steps=4)
     assert any("'codes' has dtype int32" in p for p in ig.model_problems(model))
 
@@ -175,7 +177,8 @@ def three_input_model(linear=False):
 
 def three_data(n=3, seed=2):
     rng = np.random.default_rng(seed)
-    return {"profile": rng.normal(size=(n, 3)).astype("float32"), "monthly": rng.normal(size=(n, 6, 2)).astype("float32"),
+    return {"profile": rng.normal(size=(n, 3)).astype("float32"),
+            "monthly": rng.normal(size=(n, 6, 2)).astype("float32"),
             "quarterly": rng.normal(size=(n, 3, 1)).astype("float32")}
 
 
@@ -213,7 +216,8 @@ def test_three_inputs_joint_and_per_input_match_reference():
         for k, ref in zip(keys, refs):
             np.testing.assert_allclose(joint.inputs[k][i], ref[0], rtol=1e-4, atol=1e-6)
         for j, k in enumerate(keys):  # per input: that input moves, the others stay at the customer's values
-            moving = tape_ig(lambda p, j=j: fn([*xi[:j], p[0], *xi[j + 1:]]), [xi[j]], [b[k]], steps=int(per.per_input[k]["steps"][i]))
+            moving = tape_ig(lambda p, j=j: fn([*xi[:j], p[0], *xi[j + 1:]]), [xi[j]], [b[k]],
+                             steps=int(per.per_input[k]["steps"][i]))
             np.testing.assert_allclose(per.inputs[k][i], moving[0][0], rtol=1e-3, atol=1e-5)
     assert np.all(np.abs(joint.delta) <= tolerance(joint))
     for k in keys:  # each input's completeness against the model with only that input at its baseline
@@ -331,11 +335,20 @@ def test_mask_zero_embedding_history():
         np.testing.assert_allclose(a.inputs["static"][i], ref_s[0], rtol=1e-4, atol=1e-6)
 
 
-def test_disconnected_third_input_is_reported_up_front():
-    s_in, t_in, q_in = keras.Input((3,), name="profile"), keras.Input((4, 2), name="monthly"), keras.Input((2, 1), name="unused")
-    model = keras.Model([s_in, t_in, q_in], keras.layers.Dense(1)(keras.layers.Concatenate()([s_in, keras.layers.Flatten()(t_in)])))
-    problems = ig.model_problems(model)
-    assert any("does not depend on its temporal input 'unused'" in p for p in problems)
+def test_unused_third_input_is_a_note_and_gets_exact_zeros():
+    s_in, t_in, q_in = (keras.Input((3,), name="profile"), keras.Input((4, 2), name="monthly"),
+                        keras.Input((2, 1), name="unused"))
+    model = keras.Model([s_in, t_in, q_in],
+                        keras.layers.Dense(1)(keras.layers.Concatenate()([s_in, keras.layers.Flatten()(t_in)])))
+    assert ig.model_problems(model) == []
+    assert ig.model_notes(model) == ["The model does not use its temporal input 'unused' (its graph does not "
+                                     "connect it to the output): every attribution of that input is 0."]
+    rng = np.random.default_rng(0)
+    x = {"profile": rng.normal(size=(2, 3)), "monthly": rng.normal(size=(2, 4, 2)),
+         "unused": rng.normal(size=(2, 2, 1))}
+    a = explain.integrated_gradients(model, x, {k: np.zeros((1, *v.shape[1:])) for k, v in x.items()}, steps=2)
+    assert a.ignored_inputs == ("unused",) and np.all(a.inputs["unused"] == 0.0)
+    np.testing.assert_allclose(a.delta, 0.0, atol=1e-5)  # a linear model: exact at 2 points
 
 
 # --------------------------------------------------------------------------- bundles with these models
@@ -361,7 +374,8 @@ def long_rows(ids, values, periods, features, keep=None):
     rows = []
     for i, cid in enumerate(ids):
         for t in (keep(i) if keep else range(len(periods))):
-            rows.append({"customer_id": cid, "period": periods[t], **{f: float(values[i, t, j]) for j, f in enumerate(features)}})
+            rows.append({"customer_id": cid, "period": periods[t],
+                         **{f: float(values[i, t, j]) for j, f in enumerate(features)}})
     return rows
 
 
@@ -376,7 +390,8 @@ def test_three_input_bundle_one_table_per_history(tmp_path):
     ids = [f"K{i}" for i in range(n)]
     static_rows = [{"customer_id": cid, **{f"p{j}": float(x["profile"][i, j]) for j in range(3)}, "label": i % 2}
                    for i, cid in enumerate(ids)]
-    tables = {"temporal_monthly.csv": long_rows(ids, x["monthly"], [f"m{t + 1:02d}" for t in range(6)], ["calls", "usage"]),
+    tables = {"temporal_monthly.csv": long_rows(ids, x["monthly"], [f"m{t + 1:02d}" for t in range(6)],
+                                                ["calls", "usage"]),
               "temporal_quarterly.csv": long_rows(ids, x["quarterly"], ["q1", "q2", "q3"], ["spend"])}
     config = {"label_column": "label", "inputs": {
         "profile": {"features": ["p0", "p1", "p2"], "display_name": "Profile"},
@@ -452,8 +467,8 @@ def test_float64_model_input_stays_float64(tmp_path):
     bundle = load_bundle(folder)
     assert bundle.arrays["static"].dtype == np.float64 and bundle.arrays["temporal"].dtype == np.float64
     assert bundle.arrays["static"][0, 0] == fine  # not rounded through float32
-    a = explain.integrated_gradients(model, bundle.data(), {"static": np.zeros((1, 2)), "temporal": np.zeros((1, 3, 1))},
-                                     steps=2)
+    a = explain.integrated_gradients(model, bundle.data(),
+                                     {"static": np.zeros((1, 2)), "temporal": np.zeros((1, 3, 1))}, steps=2)
     w = model.layers[-1].kernel.numpy()[:, 0]
     np.testing.assert_allclose(a.static[0], bundle.arrays["static"][0] * w[:2], rtol=1e-12)
 

@@ -33,7 +33,7 @@ CASES = [
     {"baseline": "customer:id with:colon"}, {"baseline": "cohort:0"}, {"baseline": "cohort:yes"},
     {"baseline": "flat"}, {"baseline": "blur"}, {"baseline": "blur:1.5"}, {"baseline": "blur:0.25"},
     {"baseline": "sample:16", "seed": "7"},
-    {"steps": "8"}, {"steps": "512"}, {"steps": "auto", "tolerance": "0.01"},
+    {"steps": "8"}, {"steps": "512"}, {"steps": "auto", "tolerance": "0.01"}, {"steps": "auto", "max_points": "256"},
     {"method": "trapezoid"}, {"method": "left"}, {"method": "right"}, {"method": "middle"},
     {"method": "gausslegendre"}, {"target": "1"}, {"target": "churn"}, {"space": "logit"},
     {"path": "per-input"},
@@ -45,7 +45,7 @@ CASES = [
 def _cli_words(strings: dict) -> list[str]:
     words = []
     for name, value in strings.items():
-        words += [f"--{name}", value]
+        words += [f"--{name.replace('_', '-')}", value]
     return words
 
 
@@ -128,3 +128,14 @@ def test_a_bad_target_is_refused_when_resolved(target, message):
     with pytest.raises(AttributionError) as error:
         settings.resolved(OUTPUT_NAMES)
     assert message in str(error.value)
+
+
+def test_without_tensorflow_the_engine_says_what_to_install():
+    """TensorFlow is an extra (pyproject.toml): importing the engine without it names the packages to install."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['tensorflow'] = None\n"
+            "try:\n    import explain.core.engine\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert 'pip install "explain[tf-cpu]"' in out and "not installed" in out

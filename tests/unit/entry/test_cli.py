@@ -20,7 +20,8 @@ ROOT = DEMO.parent.parent
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "explain", *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    return subprocess.run([sys.executable, "-m", "explain", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,8 @@ def test_attribute_json_equals_api(demo, tmp_path):
         assert customer["prediction"] == pytest.approx(api.prediction[i], rel=1e-6)
         assert customer["delta"] == pytest.approx(api.delta[i], abs=1e-7)
         total = np.sum(customer["static"]["values"]) + np.sum(customer["temporal"]["values"])
-        assert customer["prediction"] - customer["baseline_prediction"] - total == pytest.approx(customer["delta"], abs=1e-9)
+        assert (customer["prediction"] - customer["baseline_prediction"] - total
+                == pytest.approx(customer["delta"], abs=1e-9))
     assert "C00002:" in result.stdout  # a summary in words per customer
 
 
@@ -54,7 +56,8 @@ def test_attribute_json_equals_api(demo, tmp_path):
 def test_attribute_long_format(demo, tmp_path, suffix):
     out = tmp_path / f"x{suffix}"
     assert main(["attribute", "--bundle", str(DEMO), "--customer", "C00003", "--steps", "16", "--out", str(out)]) == 0
-    frame = pd.read_csv(out, dtype={"customer_id": str}, keep_default_na=False) if suffix == ".csv" else pd.read_parquet(out)
+    frame = (pd.read_csv(out, dtype={"customer_id": str}, keep_default_na=False) if suffix == ".csv"
+             else pd.read_parquet(out))
     assert list(frame.columns) == LONG_COLUMNS
     assert len(frame) == demo.n_static + demo.n_periods * demo.n_temporal
     static = frame[frame["input"] == "static"]

@@ -62,7 +62,8 @@ def test_a_broken_startup_bundle_is_reported_without_its_path(deployed):
 def test_hide_paths_keeps_names_relative_to_the_bundle():
     root = "/srv/app/bundles/demo"
     assert hide_paths(f"{root}/model.keras could not be opened", root) == "demo/model.keras could not be opened"
-    assert hide_paths(f"static.csv is missing from {root}: expected", root) == "static.csv is missing from demo: expected"
+    assert (hide_paths(f"static.csv is missing from {root}: expected", root)
+            == "static.csv is missing from demo: expected")
     assert hide_paths("see /usr/lib/python3/site.py, line 3") == "see site.py, line 3"
     # not paths: URLs, fractions, units, relative names
     for text in ("https://example.com/a/b", "3/12 months", "GB/month", "demo/model.keras", "(baseline / input)"):

@@ -35,7 +35,8 @@ def test_the_launcher_runs_app_py_with_the_options_and_the_apps_arguments(tmp_pa
     argv = serve.command(tmp_path, port=8765)
     args, app_args = launch.streamlit_args(argv[2:])
     assert args[:2] == ["run", str(ROOT / "app.py")] and "--server.port=8765" in args
-    assert args[-3:] == ["--", "--bundle", str(tmp_path.resolve())] and app_args == ["--bundle", str(tmp_path.resolve())]
+    assert (args[-3:] == ["--", "--bundle", str(tmp_path.resolve())]
+            and app_args == ["--bundle", str(tmp_path.resolve())])
     args, app_args = launch.streamlit_args(serve.command(None)[2:])
     assert "--" not in args and app_args == []
 

@@ -47,7 +47,8 @@ def test_json_dict_matches_design(case):
     assert customer["id"] == "007"
     assert np.array(customer["temporal"]["values"]).shape == (T, F)  # periods x features
     total = np.sum(customer["static"]["values"]) + np.sum(customer["temporal"]["values"])
-    assert customer["prediction"] - customer["baseline_prediction"] - total == pytest.approx(customer["delta"], abs=1e-9)
+    assert (customer["prediction"] - customer["baseline_prediction"] - total
+            == pytest.approx(customer["delta"], abs=1e-9))
 
 
 @pytest.mark.parametrize("suffix", [".json", ".csv", ".parquet"])

@@ -1,0 +1,142 @@
+"""explain.drivers from batch stores of a bundle built here with two known churn mechanisms.
+
+The model (temporal input first, Flatten + Dense, no LSTM, names unlike the demo's) scores
+sigmoid(1.6 * price_hike + 1.2 * (outages in the last two weeks) - 3); a third of the customers
+get a price hike, a third an outage burst in the last two weeks, a third neither. IG with the
+mean baseline then gives each group one reason: the segments must find them, name them, and
+report the churn rate of the labels drawn here; drift must be found when the mix of reasons
+changes and not between two samples of one population.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pandas as pd
+import pytest
+
+import explain
+from explain.analysis.drivers import Rows
+from explain.batch.drivers import NO_STORE
+from explain.batch.local import run_batch_job
+from explain.batch.store import open_store
+from explain.bundle.load import load_bundle
+from explain.bundle.save import save_bundle
+from explain.core.errors import ExplainError
+from explain.core.settings import Settings
+
+WEEKS = [f"2026-W{w:02d}" for w in range(1, 9)]
+SETTINGS = Settings(steps=16)
+
+
+def churn_model():
+    history = keras.Input((8, 2), name="weekly")
+    account = keras.Input((3,), name="account")
+    on_history = keras.layers.Dense(1, use_bias=False, name="history_weights")
+    on_account = keras.layers.Dense(1, use_bias=True, name="account_weights")
+    logit = keras.layers.Add()([on_history(keras.layers.Flatten()(history)), on_account(account)])
+    model = keras.Model([history, account], keras.layers.Activation("sigmoid", name="churn")(logit))
+    w = np.zeros((8, 2))
+    w[6:, 0] = 1.2  # outages of the last two weeks
+    on_history.set_weights([w.reshape(16, 1)])
+    on_account.set_weights([np.array([[1.6], [0.0], [0.0]]), np.array([-3.0])])  # price_hike only
+    return model
+
+
+def build(folder, n=(200, 200, 200), seed=0):
+    """A bundle of n = (price hike, outage burst, neither) customers; returns (path, group per customer)."""
+    rng = np.random.default_rng(seed)
+    group = np.repeat(np.array(["price", "outage", "calm"]), n)
+    total = group.size
+    static = pd.DataFrame({
+        "customer_id": [f"A{seed}-{i:04d}" for i in range(total)],
+        "price_hike": np.where(group == "price", rng.uniform(1.5, 2.5, total), rng.uniform(-0.2, 0.2, total)),
+        "fibre": rng.integers(0, 2, total).astype(float),
+        "age_years": rng.uniform(20, 70, total).round(),
+    })
+    temporal = np.stack([rng.poisson(0.3, (total, 8)), rng.poisson(5.0, (total, 8))], axis=2).astype(float)
+    temporal[group == "outage", 6:, 0] += rng.integers(2, 4, ((group == "outage").sum(), 2))
+    logit = 1.6 * static["price_hike"].to_numpy() + 1.2 * temporal[:, 6:, 0].sum(axis=1) - 3.0
+    labels = (rng.uniform(size=total) < 1 / (1 + np.exp(-logit))).astype(int)
+    static["left"] = labels
+    path = save_bundle(folder, churn_model(), static, temporal, periods=WEEKS, temporal_features=["outages", "logins"],
+                       labels="left", display_names={"price_hike": "Price hike", "outages": "Outages",
+                                                     "logins": "App logins", "fibre": "Fibre line"})
+    return path, group
+
+
+@pytest.fixture(scope="module")
+def june(tmp_path_factory):
+    path, group = build(tmp_path_factory.mktemp("june") / "bundle")
+    bundle = load_bundle(path)
+    run_batch_job(bundle, path / "attributions" / "run", SETTINGS, chunk_size=128, progress=False)
+    return bundle, group
+
+
+def store_of(tmp_path, n, seed):
+    path, _ = build(tmp_path / f"bundle-{seed}", n=n, seed=seed)
+    out = tmp_path / f"store-{seed}"
+    run_batch_job(load_bundle(path), out, SETTINGS, chunk_size=128, progress=False)
+    return out
+
+
+def test_store_rows_are_the_bundles_values_and_the_stores_attributions(june):
+    bundle, _ = june
+    store = open_store(bundle.path / "attributions" / "run")
+    chunks = list(store.rows(bundle))
+    assert [len(c.ids) for c in chunks] == [128, 128, 128, 128, 88]
+    ids = np.concatenate([c.ids for c in chunks]).tolist()
+    assert ids == [str(i) for i in bundle.ids]
+    arrays = store.arrays(bundle, ids)
+    inputs = bundle.inputs_for(ids)
+    for key, attributions in (("static", arrays.static), ("temporal", arrays.temporal)):
+        assert np.array_equal(np.concatenate([c.attributions[key] for c in chunks]), attributions)
+        assert np.allclose(np.concatenate([c.values[key] for c in chunks]), inputs[key])
+    assert np.array_equal(np.concatenate([c.prediction for c in chunks]), arrays.prediction)
+    assert all(isinstance(c, Rows) for c in chunks)
+
+
+def test_segments_find_the_two_planted_mechanisms_with_their_churn_rates(june):
+    bundle, group = june
+    d = explain.drivers(bundle)  # the store under <bundle>/attributions/
+    assert d.n_customers == 600 and sum(s.size for s in d.segments) == 600
+    assert [r.feature.name for r in d.ranking[:2]] in (["price_hike", "outages"], ["outages", "price_hike"])
+    label = np.array([bundle.labels[bundle.index_of(c)] for c in d.customers])
+    ids = [str(c) for c in d.customers]
+    for planted, words in (("price", "high price hike"), ("outage", "rising outages")):
+        segment = max(d.segments, key=lambda s: np.sum(group[[ids.index(c) for c in s.customers]] == planted))
+        members = group[[ids.index(c) for c in segment.customers]]
+        # most of the planted group, and few others (a calm customer with an outage has that reason too)
+        assert np.mean(members == planted) >= 0.85 and np.sum(members == planted) >= 160, (planted, segment)
+        assert segment.name.lower().startswith(words), segment.name
+        assert segment.drivers[0].mean_attribution > 0
+        assert segment.churn_rate == pytest.approx(label[segment.rows].mean())
+        assert segment.mean_prediction > 0.5
+    assert d.segments[-1].mean_prediction < 0.2  # the calm customers: the lowest risk, last
+    assert "Price hike" in d.sentence and "Outages" in d.sentence
+    (profile,) = d.time_profiles
+    assert profile.recent_periods == 2  # only the last two weeks move the prediction
+
+
+def test_drift_is_found_when_the_mix_of_reasons_changes_and_not_between_two_samples(june, tmp_path):
+    bundle, _ = june
+    june_store = bundle.path / "attributions" / "run"
+    outage_month = store_of(tmp_path, n=(60, 400, 140), seed=1)
+    d = explain.drivers(bundle, june_store, against=outage_month)
+    changed = {r.feature.name: r.change for r in d.drift.changed}
+    # June has fewer outage customers and more price hikes than the earlier month
+    assert changed.get("outages", 0) < 0 and changed.get("price_hike", 0) > 0, d.drift.sentence
+    assert {"fibre", "age_years"}.isdisjoint(changed)
+    same_population = store_of(tmp_path, n=(200, 200, 200), seed=2)
+    d = explain.drivers(bundle, june_store, against=same_population)
+    assert not d.drift.changed, d.drift.sentence
+    d = explain.drivers(bundle, june_store, against=june_store)
+    assert not d.drift.changed and all(r.change == 0 for r in d.drift.rows)
+
+
+def test_no_store_says_which_command_computes_it(tmp_path):
+    path, _ = build(tmp_path / "fresh", n=(10, 10, 10))
+    with pytest.raises(ExplainError) as error:
+        explain.drivers(path)
+    assert str(error.value) == NO_STORE.format(folder=path / "attributions", bundle=path)
+    assert "python -m explain batch --bundle" in str(error.value)

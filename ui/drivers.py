@@ -1,0 +1,162 @@
+"""The What drives churn page's parts: the store it reads (or the job computing it, or the command
+that would), its pickers, the sentences and the segment cards. The numbers come from
+``explain.drivers`` (``ui.state.drivers`` caches them); the charts from ``explain.plots.drivers``.
+
+Session state: ``_drivers_window`` ("whole" or "recent"), ``_drivers_against`` (an earlier
+store's folder name or "none"), ``_drivers_feature`` (the dependence plot's feature).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from explain.analysis.drivers import profile_sentence
+from explain.core.errors import ExplainError
+from ui import show, state, stores, url
+
+COMPUTING = ("Computing the attributions of all {total:,} customers once, in the background ({settings}); this "
+             "page draws as soon as they are stored. Other pages work meanwhile.")
+QUEUED = "Waiting for another store the dashboard computes to finish; this one starts next."
+FAILED = "Computing the store failed: {error}"
+TOO_LARGE = ("This bundle has no finished store of every customer's attributions with these settings ({settings}), "
+             "and at {rows:,} rows it is too large for the dashboard to compute one while you wait (the limit is "
+             "{limit:,}). Compute it with:")
+NOT_WRITABLE = ("This bundle has no finished store of every customer's attributions with these settings "
+                "({settings}), and no folder the dashboard can write it to. Compute it with:")
+NO_FOLDER = ("This bundle was uploaded or made in Python without a folder, so no store of every customer can be "
+             "found for it. Open it from a folder (streamlit run app.py -- --bundle DIR) after computing one with "
+             "python -m explain batch.")
+FROM_STORE = "Read from the store {name} (finished {finished} UTC): {n:,} customers, no model call."
+NO_EARLIER = "none (no drift)"
+
+
+def store_ui(bundle, settings):
+    """The folder of a finished store of every customer made with ``settings``; else None after
+    showing the background job's progress (it reruns the page when the store is there), its
+    error, or the command that computes the store."""
+    if bundle.path is None or not bundle.content_hash:
+        st.info(show.md(NO_FOLDER), icon=":material/database:")
+        return None
+    found = stores.find(bundle, settings)
+    if found is not None:
+        return found
+    described = f"baseline {settings.baseline}, {settings.steps} steps, {settings.method}"
+    job = stores.start(bundle, settings)
+    if job is None:
+        text = (TOO_LARGE.format(settings=described, rows=stores.rows(bundle), limit=stores.AUTO_LIMIT)
+                if not stores.automatic(bundle) else NOT_WRITABLE.format(settings=described))
+        st.info(show.md(text), icon=":material/database:")
+        st.code(show.plain(stores.command(bundle, settings)), language="bash")
+        return None
+    if job.state == "failed":
+        st.error(show.md(FAILED.format(error=job.error)), icon=":material/error:")
+        st.button("Try again", icon=":material/refresh:", on_click=stores.forget, args=(bundle, settings))
+        return None
+    st.info(show.md(COMPUTING.format(total=job.total, settings=described)), icon=":material/hourglass_top:")
+    _progress(bundle, settings)
+    return None
+
+
+@st.fragment(run_every=1.0)
+def _progress(bundle, settings) -> None:
+    job = stores.job(bundle, settings)
+    if job is None:
+        return
+    if job.state in ("finished", "failed"):
+        st.rerun()  # the whole page: it reads the store, or says why there is none
+    text = QUEUED if job.state == "queued" else f"{job.done:,} of {job.total:,} customers explained"
+    st.progress(job.fraction, text=text)
+
+
+def window_ui(bundle) -> int | None:
+    """Temporal features summed over the whole history (None) or its last few periods."""
+    recent = max(1, bundle.n_periods // 4)
+    choices = {"whole": "the whole history", "recent": f"the last {recent} periods"}
+    ss = st.session_state
+    ss.setdefault("_drivers_window", "whole")
+    ss["w_drivers_window"] = ss["_drivers_window"]
+    st.segmented_control("Temporal features summed over", list(choices), format_func=choices.get,
+                         key="w_drivers_window", on_change=_keep, args=("w_drivers_window", "_drivers_window"))
+    return None if ss["_drivers_window"] == "whole" else recent
+
+
+def _keep(widget: str, key: str) -> None:
+    if st.session_state.get(widget) is not None:  # a segmented control can be unselected
+        st.session_state[key] = st.session_state[widget]
+
+
+def against_ui(bundle, store: Path) -> Path | None:
+    """An earlier store to measure drift against (the newest by default), or None."""
+    try:
+        found = stores.earlier(bundle, store)
+    except ExplainError:
+        return None
+    if not found:
+        return None
+    folders = {label: folder for label, folder in found}
+    choices = [NO_EARLIER, *folders]
+    ss = st.session_state
+    if ss.get("_drivers_against") not in choices:
+        ss["_drivers_against"] = choices[1]
+    ss["w_drivers_against"] = ss["_drivers_against"]
+    st.selectbox("Drift: compare with an earlier store of the same settings", choices, key="w_drivers_against",
+                 on_change=_keep, args=("w_drivers_against", "_drivers_against"))
+    return folders.get(ss["_drivers_against"])
+
+
+def words(d) -> None:
+    """The result in words, first: the ranking, the time profile, the drift, where it came from."""
+    st.info(show.md(d.sentence), icon=":material/summarize:")
+    for profile in d.time_profiles:
+        st.markdown(show.md(profile_sentence(profile)))
+    if d.drift is not None:
+        st.markdown(show.md(d.drift.sentence))
+    store = Path(d.source.get("store", ""))
+    st.caption(show.md(FROM_STORE.format(name=store.name, finished=d.source.get("completed", "").replace("T", " ")[:16],
+                                         n=d.n_customers)))
+
+
+def segment_cards(d, per_row: int = 3) -> None:
+    """One card per churn-reason segment (highest risk first): its name, size, risk, churn rate,
+    drivers, and a link that opens its highest-risk customer on the Customer page."""
+    for start in range(0, len(d.segments), per_row):
+        columns = st.columns(per_row)
+        for column, segment in zip(columns, d.segments[start:start + per_row]):
+            with column.container(border=True):
+                st.markdown(f"**{show.md(segment.name)}**")
+                churn = "" if segment.churn_rate is None else f" · churn rate {segment.churn_rate:.0%}"
+                st.caption(show.md(f"{segment.size:,} customers ({segment.share:.0%}) · mean predicted risk "
+                                   f"{segment.mean_prediction:.2f}{churn}"))
+                for driver in segment.drivers:
+                    way = "raises" if driver.mean_attribution > 0 else "lowers"
+                    st.markdown("- " + show.md(f"{driver.words}: {way} the score by "
+                                               f"{abs(driver.mean_attribution):.3f} on average"))
+                st.page_link("pages/customer.py", label=f"Highest risk: {segment.highest_risk}",
+                             icon=":material/person_search:", query_params=url.with_customer(segment.highest_risk),
+                             help="Open this segment's highest-risk customer on the Customer page")
+
+
+def feature_ui(d) -> str:
+    """The feature of the dependence plot (default: the top of the ranking)."""
+    names = [r.feature.name for r in d.ranking]
+    labels = {r.feature.name: r.feature.label for r in d.ranking}
+    ss = st.session_state
+    if ss.get("_drivers_feature") not in names:
+        ss["_drivers_feature"] = names[0]
+    ss["w_drivers_feature"] = ss["_drivers_feature"]
+    st.selectbox("Feature", names, key="w_drivers_feature", format_func=labels.get, on_change=_keep,
+                 args=("w_drivers_feature", "_drivers_feature"))
+    return ss["_drivers_feature"]
+
+
+def result(bundle, store: Path, window, against):
+    """``ui.state.drivers`` of the store; an unusable earlier store is left out with a warning."""
+    try:
+        return state.drivers(bundle, store, window, against)
+    except ExplainError as error:
+        if against is None:
+            raise
+        st.warning(show.md(f"The earlier store cannot be compared with this one: {error}"), icon=":material/warning:")
+        return state.drivers(bundle, store, window, None)

@@ -1,0 +1,182 @@
+"""The batch stores the dashboard reads, and the one it computes itself for a small bundle.
+
+Where stores are looked for: ``<bundle>/attributions/`` (where ``python -m explain batch --out
+BUNDLE/attributions/NAME`` writes and ``python -m explain drivers`` looks) and, when the
+environment variable ``EXPLAIN_STORES`` names a folder, ``$EXPLAIN_STORES/<content hash>/``
+(for a read-only bundle folder; the tests point it to a temporary folder).
+
+A bundle of at most ``AUTO_LIMIT`` store rows (customers x (S + T x F); the demo has 243,000)
+gets its store computed in a background thread when the launcher starts (the default settings)
+or a page asks for one that does not exist (that page's settings): ``python -m explain batch``'s
+own job (``run_batch_job``), into ``dashboard-<settings digest>`` under the first of those
+folders that can be written. The job is shared by every session (one per bundle content and
+settings, one running at a time; its progress is read by every page that waits for it). Larger
+bundles get the command that computes their store.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from hashlib import sha256
+from pathlib import Path
+
+from explain.batch.local import run_batch_job
+from explain.batch.store import STORES_DIR, find_store, open_store
+from explain.core.errors import ExplainError
+from explain.core.settings import Settings
+
+LOG = logging.getLogger("explain.app")
+ENV = "EXPLAIN_STORES"
+AUTO_LIMIT = 5_000_000   # store rows a background job computes (the demo: 243,000, about 5 s on 2 cores)
+CHUNK = 200              # customers per chunk of the dashboard's jobs (the CLI's default)
+
+COMMAND = ("python -m explain batch --bundle {bundle} --out {bundle}/attributions/{name}{settings}")
+
+
+@dataclass
+class Job:
+    """One store the dashboard computes: its folder and progress (read by every session)."""
+
+    folder: Path
+    total: int
+    done: int = 0
+    state: str = "queued"    # queued | running | finished | failed
+    error: str | None = None
+    started: float = field(default_factory=time.monotonic)
+    seconds: float = 0.0
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 1.0
+
+
+_JOBS: dict[tuple, Job] = {}
+_JOBS_LOCK = threading.Lock()
+_ONE_AT_A_TIME = threading.Lock()
+
+
+def search_dirs(bundle) -> list[Path]:
+    """Where this bundle's stores are looked for (see the module docstring)."""
+    dirs = []
+    if getattr(bundle, "path", None) is not None:
+        dirs.append(Path(bundle.path) / STORES_DIR)
+    if os.environ.get(ENV) and bundle.content_hash:
+        dirs.append(Path(os.environ[ENV]).expanduser() / bundle.content_hash[:16])
+    return dirs
+
+
+def find(bundle, settings: Settings) -> Path | None:
+    """The latest finished store of every customer of this bundle made with ``settings``, or None."""
+    dirs = [d for d in search_dirs(bundle) if d.is_dir()]
+    return find_store(bundle, settings, dirs) if dirs else None
+
+
+def earlier(bundle, current: Path) -> list[tuple[str, Path]]:
+    """(label, folder) of the other finished stores under the search folders made with the same
+    settings and layout as ``current`` (an earlier month's run of the same kind), newest first."""
+    this = open_store(current)
+    found = []
+    for base in (d for d in search_dirs(bundle) if d.is_dir()):
+        for folder in sorted(p for p in base.iterdir() if p.is_dir() and p.resolve() != Path(current).resolve()):
+            try:
+                store = open_store(folder)
+            except ExplainError:
+                continue
+            if (store.complete and store.settings == this.settings
+                    and store.manifest.get("rows_per_customer") == this.manifest.get("rows_per_customer")):
+                done = str(store.manifest.get("completed", ""))
+                found.append((done, f"{folder.name} (finished {done.replace('T', ' ')[:16]} UTC, "
+                                    f"{store.n_customers:,} customers)", folder))
+    return [(label, folder) for _, label, folder in sorted(found, key=lambda x: x[0], reverse=True)]
+
+
+def rows(bundle) -> int:
+    """The rows of this bundle's store (customers x (S + T x F))."""
+    per = bundle.n_static + bundle.n_periods * bundle.n_temporal
+    return int(bundle.n_customers) * int(per)
+
+
+def _digest(settings: Settings, bundle) -> str:
+    identity = sorted(settings.resolved(bundle.output_names).identity().items())
+    return sha256(repr(identity).encode("utf-8")).hexdigest()[:10]
+
+
+def target_folder(bundle, settings: Settings) -> Path | None:
+    """Where the dashboard writes this bundle's store for ``settings``: the first search folder
+    that can be written (made if needed), or None."""
+    name = f"dashboard-{_digest(settings, bundle)}"
+    for base in reversed(search_dirs(bundle)):  # $EXPLAIN_STORES first when set
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(base, os.W_OK):
+            return base / name
+    return None
+
+
+def command(bundle, settings: Settings) -> str:
+    """The command that computes this bundle's store with ``settings``."""
+    given = {k: v for k, v in settings.to_strings().items() if v != Settings().to_strings().get(k)}
+    options = "".join(f" --{k} {v}" for k, v in given.items())
+    return COMMAND.format(bundle=bundle.path or "BUNDLE", name="all", settings=options)
+
+
+def automatic(bundle) -> bool:
+    """True when the dashboard computes this bundle's store itself (small, from a folder)."""
+    return bool(bundle.content_hash) and bundle.path is not None and rows(bundle) <= AUTO_LIMIT
+
+
+def job(bundle, settings: Settings) -> Job | None:
+    """This bundle's job for ``settings`` (running, queued or done), or None."""
+    with _JOBS_LOCK:
+        return _JOBS.get(_key(bundle, settings))
+
+
+def _key(bundle, settings: Settings) -> tuple:
+    return bundle.content_hash, settings.resolved(bundle.output_names).key(), tuple(map(str, search_dirs(bundle)))
+
+
+def start(bundle, settings: Settings) -> Job | None:
+    """The job computing this bundle's store for ``settings``: the one queued, running or failed
+    (its error is shown until :func:`forget`), else a new one (also when a finished job's store
+    is gone); None when the bundle is too large or no folder can be written."""
+    if not automatic(bundle):
+        return None
+    key = _key(bundle, settings)
+    with _JOBS_LOCK:
+        existing = _JOBS.get(key)
+        if existing is not None and existing.state != "finished":
+            return existing
+        folder = target_folder(bundle, settings)
+        if folder is None:
+            return None
+        new = _JOBS[key] = Job(folder=folder, total=int(bundle.n_customers))
+    threading.Thread(target=_run, args=(new, bundle, settings), name="explain-store", daemon=True).start()
+    return new
+
+
+def forget(bundle, settings: Settings) -> None:
+    """Drop this bundle's job for ``settings`` (a failed one: the next :func:`start` tries again)."""
+    with _JOBS_LOCK:
+        _JOBS.pop(_key(bundle, settings), None)
+
+
+def _run(job: Job, bundle, settings: Settings) -> None:
+    def progress(done: int, total: int) -> None:
+        job.done, job.total = done, total
+
+    with _ONE_AT_A_TIME:
+        job.state, started = "running", time.monotonic()
+        try:
+            run_batch_job(bundle, job.folder, settings, chunk_size=CHUNK, progress=False, on_chunk=progress)
+            job.state = "finished"
+        except Exception as error:  # noqa: BLE001 - reported on the page that waits for it
+            job.state, job.error = "failed", str(error) if isinstance(error, ExplainError) else type(error).__name__
+            LOG.warning("the dashboard's store %s failed", job.folder, exc_info=not isinstance(error, ExplainError))
+        finally:
+            job.seconds = time.monotonic() - started
