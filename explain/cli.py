@@ -131,7 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
     _limit_argument(serve)
     serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
     serve.add_argument("--address", default="127.0.0.1",
-                       help="interface to listen on (default 127.0.0.1; 0.0.0.0 for every interface)")
+                       help="interface to listen on (default 127.0.0.1, this machine only; another address needs "
+                            "--behind-auth-proxy)")
+    serve.add_argument("--behind-auth-proxy", action="store_true",
+                       help="a reverse proxy that signs users in stands in front: allows a non-loopback --address")
     return parser
 
 
@@ -312,7 +315,8 @@ def cmd_faithfulness(args) -> int:
 def cmd_serve(args) -> int:
     from explain.serve import serve
 
-    return serve(args.bundle, args.port, args.address, args.trust_code, limits=limits_from_args(args))
+    return serve(args.bundle, args.port, args.address, args.trust_code, limits=limits_from_args(args),
+                 behind_auth_proxy=args.behind_auth_proxy)
 
 
 def main(argv=None) -> int:
