@@ -54,6 +54,7 @@ class Config:
     categories: dict[str, dict] = field(default_factory=dict)
     risk_bands: tuple | None = None  # explain.core.verdict bands
     raw: bytes = b""
+    oversized: bool = False          # over a JSON limit: not parsed
 
 
 def _input_config(config: Config, layout, spec) -> dict:
@@ -122,6 +123,7 @@ def read_config(folder: Path, report: ValidationReport, limits: Limits = DEFAULT
                             max_values=limits.max_json_values)
     except JsonBoundError as error:
         report.add(CONFIG_FILE, JSON_TOO_LARGE.format(file=CONFIG_FILE, reason=error.reason, field=error.field))
+        config.oversized = True
         return config
     except UnicodeDecodeError as error:
         report.add(CONFIG_FILE, INVALID_JSON.format(

@@ -109,6 +109,7 @@ from explain.bundle.roles import (  # noqa: F401 (re-exported)
 from explain.bundle.tables import (  # noqa: F401 (re-exported)
     AMBIGUOUS_FILE,
     MISSING_FILE,
+    oversized_table,
     read_table,
 )
 from explain.core import labels as label_values
@@ -132,6 +133,8 @@ MODEL_REFUSED = "{file} was refused before loading: {reason}"
 MODEL_INPUT_PROBLEM = "{problem}"
 INPUTS_UNKNOWN = ("'inputs' names {names}, which the model does not have; its inputs are {known}. "
                   "Use the model's input names (or its dict keys).")
+SIZES_FIRST_NOTE = ("The model and the tables' contents were not checked: a file is over a size limit, and nothing "
+                    "is read or built from a bundle until every file is within the limits.")
 POSITIVE_LABEL_NOTE = "{file}: positive_label {label!r} does not occur in label column '{column}'."
 UNKNOWN_UPLOAD = ("cannot tell what the uploaded file '{name}' is. Expected a model '*.keras', "
                   "tables whose names contain 'static' or 'temporal' ending in .csv or .parquet, "
@@ -399,6 +402,14 @@ def _inspect(folder: Path, loader: ModelLoader | None = None,
         return report, None
 
     config = read_config(folder, report, limits)
+    oversized = [(path.name, problem) for path in sorted(folder.iterdir())  # every table, before the model
+                 if path.is_file() and path.suffix.lower() in (".csv", ".parquet")
+                 for problem in [oversized_table(path, limits)[0]] if problem]
+    if oversized or config.oversized:
+        for name, problem in oversized:
+            report.add(name, problem)
+        report.notes.append(SIZES_FIRST_NOTE)
+        return report, None
     static_table = read_table(folder, "static", report, limits=limits)
     model_info = _read_model(folder, report, loader, limits)
     layout = _model_layout(model_info, config, report)

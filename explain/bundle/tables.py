@@ -61,18 +61,12 @@ def read_table(folder: Path, kind: str, report: ValidationReport,
         return None
     name = present[0]
     path = folder / name
-    size = path.stat().st_size
-    if size > limits.max_table_bytes:
-        report.add(name, TABLE_TOO_LARGE.format(file=name, what=f"{size:,} bytes", field="max_table_bytes",
-                                                limit=limits.max_table_bytes))
-        return None
-    raw = path.read_bytes()
-    if not raw.strip():
-        report.add(name, EMPTY_FILE.format(file=name, what=what))
-        return None
-    too_large = (_parquet_size if name.endswith(".parquet") else _csv_size)(name, raw, limits)
+    too_large, raw = oversized_table(path, limits)
     if too_large:
         report.add(name, too_large)
+        return None
+    if not raw.strip():
+        report.add(name, EMPTY_FILE.format(file=name, what=what))
         return None
     if name.endswith(".parquet"):
         try:
@@ -95,6 +89,18 @@ def read_table(folder: Path, kind: str, report: ValidationReport,
         report.add(name, NO_DATA_ROWS.format(file=name, what=what))
         return None
     return Table(name, path, frame, rows, is_csv, raw)
+
+
+def oversized_table(path: Path, limits: Limits = DEFAULT_LIMITS) -> tuple[str | None, bytes]:
+    """(TABLE_TOO_LARGE or NESTED_COLUMNS, or None when it fits; the file's bytes, b"" when not read) of the
+    table file ``path`` (.csv, else Parquet): its size on disk first, then its bytes or its metadata."""
+    name, size = path.name, path.stat().st_size
+    if size > limits.max_table_bytes:
+        return TABLE_TOO_LARGE.format(file=name, what=f"{size:,} bytes", field="max_table_bytes",
+                                      limit=limits.max_table_bytes), b""
+    raw = path.read_bytes()
+    measure = _csv_size if name.lower().endswith(".csv") else _parquet_size
+    return (measure(name, raw, limits) if raw.strip() else None), raw
 
 
 def _cells_text(rows: int, columns: int) -> str:
