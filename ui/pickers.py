@@ -182,7 +182,7 @@ def baseline_ui(bundle) -> Baseline:
     elif kind == "cohort":
         counts, positive = labels.counts(bundle), labels.positive(bundle)
         ss.setdefault("baseline_cohort", next(iter(counts)))
-        st.selectbox(f"Cohort: customers whose {bundle.label_name} is", list(counts), key="baseline_cohort",
+        st.selectbox(f"Cohort: customers whose {show.md(bundle.label_name)} is", list(counts), key="baseline_cohort",
                      format_func=lambda v: f"{v} ({counts[v]} customers{', positive' if v == positive else ''})")
     elif kind == "blur":
         ss.setdefault("blur_width", DEFAULT_BLUR_WIDTH)

@@ -102,7 +102,8 @@ def _fingerprint(path: Path) -> tuple:
 def _open_bundle(path: str, fingerprint: tuple):
     """(bundle, None) or (None, error text): a broken bundle is not re-read on every rerun."""
     try:
-        bundle = bundle_io.load_bundle(path, loader=startup.model_loader())  # --trust-code: here only
+        bundle = bundle_io.load_bundle(path, loader=startup.model_loader(),  # --trust-code: here only
+                                       limits=startup.limits())
     except ExplainError as error:
         # the full paths stay here, in the server log; the page shows them relative (ui.show.plain)
         LOG.error("the bundle %s could not be opened: %s", path, error)

@@ -77,13 +77,13 @@ def static_ui(bundle, cid, settings, scenario, values, version: int) -> None:
         with columns[j % 3]:
             categories = observed.static_categories[j]
             if categories is not None:
-                st.selectbox(label, categories, index=categories.index(float(values[j])), key=key,
+                st.selectbox(show.md(label), categories, index=categories.index(float(values[j])), key=key,
                              format_func=whatif._number, on_change=_static_changed, args=args)
             else:
                 low, high = observed.limits("static", j)
                 integer = bool(observed.static_integer[j])
                 cast = int if integer else float
-                st.number_input(label, min_value=cast(low), max_value=cast(high), value=cast(values[j]),
+                st.number_input(show.md(label), min_value=cast(low), max_value=cast(high), value=cast(values[j]),
                                 step=1 if integer else None, format=None if integer else "%.2f", key=key,
                                 on_change=_static_changed, args=args,
                                 help=f"observed in the data: {low:g} to {high:g}")

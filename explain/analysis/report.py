@@ -12,7 +12,7 @@ import pandas as pd
 
 from explain.core import verdict
 from explain.core.errors import ExplainError
-from explain.core.files import write_atomic
+from explain.core.files import csv_download, write_atomic
 from explain.core.periods import Words, unit_of
 from explain.core.periods import words as periods_words
 from explain.core.text import unit_after
@@ -248,8 +248,8 @@ def write_attributions(path, attribution, bundle, ids, request=None) -> Path:
         text = json.dumps(to_json_dict(attribution, bundle, ids, request), indent=1)
         return write_atomic(path, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"))
     frame = long_frame(attribution, bundle, ids)
-    if suffix == ".csv":
-        return write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
+    if suffix == ".csv":  # opened in spreadsheets: no cell may run as a formula
+        return write_atomic(path, lambda tmp: tmp.write_bytes(csv_download(frame).encode("utf-8")))
     return write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
@@ -349,8 +349,9 @@ def summary_text(attribution, bundle, i: int, top: int = 3, customer_id=None) ->
 
 
 def csv_bytes(attribution, bundle, ids) -> bytes:
-    """The long format (``LONG_COLUMNS``) as UTF-8 CSV bytes."""
-    return long_frame(attribution, bundle, ids).to_csv(index=False).encode("utf-8")
+    """The long format (``LONG_COLUMNS``) as UTF-8 CSV bytes, no text cell read as a formula
+    (``explain.core.files.csv_download``)."""
+    return csv_download(long_frame(attribution, bundle, ids)).encode("utf-8")
 
 
 def json_bytes(attribution, bundle, ids, request=None) -> bytes:

@@ -11,7 +11,9 @@ from typing import Any
 
 from explain.bundle.problems import CONFIG_FILE, TABLE_FILES, ValidationReport
 from explain.core import verdict
+from explain.core.bounded_json import TOO_LARGE, JsonBoundError, load_bounded
 from explain.core.text import examples as _examples
+from explain.modelfile.limits import DEFAULT_LIMITS, Limits
 
 DEFAULT_ID_COLUMN = "customer_id"
 DEFAULT_PERIOD_COLUMN = "period"
@@ -25,6 +27,9 @@ INPUTS_INCOMPLETE = ("'inputs' must list 'features' for every model input; missi
                      "List each input's table columns in the model's order.")
 INVALID_JSON = ("{file} is not valid JSON: {reason} (line {line}, column {col}). Fix the syntax "
                 "or delete {file} to use the defaults.")
+JSON_TOO_LARGE = ("{file} is too large to read: {reason}. It holds column roles and display names (a few KB). "
+                  "To fix: shorten it; if you trust the file, raise the limit with --limit {field}=N on the "
+                  "command line.")
 JSON_NOT_OBJECT = "{file} must hold a JSON object ({{\"key\": value, ...}}); it holds {found}."
 JSON_BAD_TYPE = "'{key}' must be {expected}; it is {found}."
 JSON_UNKNOWN_KEY_NOTE = "{file}: unknown key(s) {keys} were ignored (known keys: {known})."
@@ -54,6 +59,7 @@ class Config:
     target: int | str | None = None  # the output explained by default: an index or an output name
     period_unit: str | None = None   # day | week | month | quarter | year (default: read from the periods)
     raw: bytes = b""
+    oversized: bool = False          # over a JSON limit: not parsed
 
 
 def _input_config(config: Config, layout, spec) -> dict:
@@ -105,15 +111,25 @@ def input_plan(config: Config, layout, report: ValidationReport) -> dict:
     return plan
 
 
-def read_config(folder: Path, report: ValidationReport) -> Config:
+def read_config(folder: Path, report: ValidationReport, limits: Limits = DEFAULT_LIMITS) -> Config:
+    """``bundle.json`` of ``folder`` (defaults when there is none), every problem in ``report``; its size,
+    depth and number of values are bounded by ``limits`` before it is parsed."""
     config = Config()
     path = folder / CONFIG_FILE
     if not path.is_file():
         return config
-    config.raw = path.read_bytes()
     config.present = True
+    size = path.stat().st_size
     try:
-        data = json.loads(config.raw.decode("utf-8-sig"))
+        if size > limits.max_json_bytes:
+            raise JsonBoundError(TOO_LARGE.format(size=size, limit=limits.max_json_bytes), "max_json_bytes")
+        config.raw = path.read_bytes()
+        data = load_bounded(config.raw, max_bytes=limits.max_json_bytes, max_depth=limits.max_json_depth,
+                            max_values=limits.max_json_values)
+    except JsonBoundError as error:
+        report.add(CONFIG_FILE, JSON_TOO_LARGE.format(file=CONFIG_FILE, reason=error.reason, field=error.field))
+        config.oversized = True
+        return config
     except UnicodeDecodeError as error:
         report.add(CONFIG_FILE, INVALID_JSON.format(
             file=CONFIG_FILE, reason="it is not UTF-8 text", line="?", col=error.start))

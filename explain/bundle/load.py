@@ -112,6 +112,7 @@ from explain.bundle.roles import (  # noqa: F401 (re-exported)
 from explain.bundle.tables import (  # noqa: F401 (re-exported)
     AMBIGUOUS_FILE,
     MISSING_FILE,
+    oversized_table,
     read_table,
 )
 from explain.core import labels as label_values
@@ -121,6 +122,7 @@ from explain.core.inputs import input_layout
 from explain.core.periods import unit_of
 from explain.core.text import examples as _examples
 from explain.core.text import first_line
+from explain.modelfile.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:  # annotations only: the module is imported before TensorFlow is needed
     import keras
@@ -135,6 +137,8 @@ MODEL_REFUSED = "{file} was refused before loading: {reason}"
 MODEL_INPUT_PROBLEM = "{problem}"
 INPUTS_UNKNOWN = ("'inputs' names {names}, which the model does not have; its inputs are {known}. "
                   "Use the model's input names (or its dict keys).")
+SIZES_FIRST_NOTE = ("The model and the tables' contents were not checked: a file is over a size limit, and nothing "
+                    "is read or built from a bundle until every file is within the limits.")
 POSITIVE_LABEL_NOTE = "{file}: positive_label {label!r} does not occur in label column '{column}'."
 UNKNOWN_UPLOAD = ("cannot tell what the uploaded file '{name}' is. Expected a model '*.keras', "
                   "tables whose names contain 'static' or 'temporal' ending in .csv or .parquet, "
@@ -357,39 +361,42 @@ def trusted_loader(trust_code) -> ModelLoader | None:
     return functools.partial(safe_load.open_model, trusted=trust.load_trusted_code(trust_code))
 
 
-def validate_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> ValidationReport:
+def validate_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None,
+                    limits: Limits = DEFAULT_LIMITS) -> ValidationReport:
     """Check a bundle folder and return every problem and note found (never raises for data)."""
-    report, _ = _inspect(Path(path), loader)
+    report, _ = _inspect(Path(path), loader, limits)
     return report
 
 
-def inspect_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None
+def inspect_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None, limits: Limits = DEFAULT_LIMITS
                    ) -> tuple[ValidationReport, Bundle | None]:
     """(every problem and note, the bundle when there is no problem): ``check`` then looks at the model."""
-    return _inspect(Path(path), loader)
+    return _inspect(Path(path), loader, limits)
 
 
-def load_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> Bundle:
-    """Open a bundle folder; ``BundleError`` (text = the full report) if it has any problem.
+def load_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None,
+                limits: Limits = DEFAULT_LIMITS) -> Bundle:
+    """Open a bundle folder; ``BundleError`` (text = the report, cut to a few KB) if it has any problem.
 
-    ``loader(path) -> keras.Model`` opens model.keras or model.h5 (default ``safe_load.load_model`` / ``open_model``;
-    the dashboard passes ``safe_load.load_model_isolated`` for uploads).
+    ``loader(path) -> keras.Model`` opens model.keras or model.h5 (default ``safe_load.load_model`` / ``open_model``
+    under ``limits``; the dashboard passes ``safe_load.load_model_isolated`` for uploads). ``limits``: the sizes of
+    the tables and bundle.json (``explain.modelfile.limits``), each measured before the file is read.
     """
-    report, parts = _inspect(Path(path), loader)
+    report, parts = _inspect(Path(path), loader, limits)
     if not report.ok or parts is None:
         raise BundleError(report.format(), report.problems)
     return parts
 
 
 def load_bundle_from_uploads(files: Mapping[str, bytes], workdir: str | os.PathLike, *,
-                             loader: ModelLoader | None = None) -> Bundle:
+                             loader: ModelLoader | None = None, limits: Limits = DEFAULT_LIMITS) -> Bundle:
     """Write uploaded files into ``workdir`` under the bundle's own names, then load it.
 
     Names are matched loosely: one ``*.keras`` model, tables whose names contain ``static`` /
     ``temporal`` (``.csv``, ``.parquet`` or ``.pq``) and ``bundle.json``. Any other name is
     refused (``BundleError``) before anything is written. The bundle files already in
     ``workdir`` (model.keras, static.csv, ...) are replaced; other files there are left alone.
-    ``loader`` as in :func:`load_bundle`.
+    ``loader`` and ``limits`` as in :func:`load_bundle`.
     """
     report = ValidationReport(path=Path(workdir))
     targets: dict[str, list[str]] = {}
@@ -416,7 +423,7 @@ def load_bundle_from_uploads(files: Mapping[str, bytes], workdir: str | os.PathL
         (folder / stale).unlink(missing_ok=True)
     for target, names in targets.items():
         write_bytes_atomic(folder / target, bytes(files[names[0]]), readable=False)  # the server's copy: private
-    return load_bundle(folder, loader=loader)
+    return load_bundle(folder, loader=loader, limits=limits)
 
 
 @dataclass
@@ -429,19 +436,28 @@ class _ModelInfo:
     raw: bytes = b""
 
 
-def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[ValidationReport, Bundle | None]:
+def _inspect(folder: Path, loader: ModelLoader | None = None,
+             limits: Limits = DEFAULT_LIMITS) -> tuple[ValidationReport, Bundle | None]:
     report = ValidationReport(path=folder)
     if not folder.is_dir():
         report.add(str(folder), NOT_A_FOLDER.format(
             folder=folder, files=", ".join((MODEL_FILE, "static.csv", "temporal.csv"))))
         return report, None
 
-    config = read_config(folder, report)
-    static_table = read_table(folder, "static", report)
-    model_info = _read_model(folder, report, loader)
+    config = read_config(folder, report, limits)
+    oversized = [(path.name, problem) for path in sorted(folder.iterdir())  # every table, before the model
+                 if path.is_file() and path.suffix.lower() in (".csv", ".parquet")
+                 for problem in [oversized_table(path, limits)[0]] if problem]
+    if oversized or config.oversized:
+        for name, problem in oversized:
+            report.add(name, problem)
+        report.notes.append(SIZES_FIRST_NOTE)
+        return report, None
+    static_table = read_table(folder, "static", report, limits=limits)
+    model_info = _read_model(folder, report, loader, limits)
     layout = _model_layout(model_info, config, report)
     plan = input_plan(config, layout, report)
-    temporal_tables = {key: read_table(folder, "temporal", report, names)
+    temporal_tables = {key: read_table(folder, "temporal", report, names, limits)
                        for key, names in plan["tables"].items()}
 
     static = check_static(static_table, config, plan, report)
@@ -575,7 +591,8 @@ def _model_layout(model_info: _ModelInfo | None, config: Config, report: Validat
     return layout
 
 
-def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | None = None) -> _ModelInfo | None:
+def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | None = None,
+                limits: Limits = DEFAULT_LIMITS) -> _ModelInfo | None:
     path = folder / MODEL_FILE
     if not path.is_file() and (folder / LEGACY_MODEL_FILE).is_file():
         path = folder / LEGACY_MODEL_FILE  # a legacy HDF5 model: the same checks (explain.modelfile.h5)
@@ -590,7 +607,8 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
     from explain.modelfile import safe_load  # imports keras (seconds); only when a model is opened
 
     try:
-        model = (loader or (safe_load.open_model if path.name == LEGACY_MODEL_FILE else safe_load.load_model))(path)
+        default = safe_load.open_model if path.name == LEGACY_MODEL_FILE else safe_load.load_model
+        model = loader(path) if loader is not None else default(path, limits=limits)
     except UnsafeModelError as error:  # its message names the file and says how to fix it
         report.add(MODEL_FILE, MODEL_REFUSED.format(file=MODEL_FILE, reason=str(error).strip()))
         return None

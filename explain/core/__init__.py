@@ -5,8 +5,8 @@ Imports nothing above it."""
 import importlib
 
 _MODULES = (
-    'adaptive', 'baselines', 'engine', 'errors', 'files', 'ig', 'inputs', 'labels', 'periods', 'quadrature',
-    'settings', 'text', 'verdict', 'xla'
+    'adaptive', 'baselines', 'bounded_json', 'engine', 'errors', 'files', 'ig', 'inputs', 'labels', 'periods',
+    'quadrature', 'settings', 'text', 'verdict', 'xla'
 )
 
 

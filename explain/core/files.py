@@ -52,3 +52,26 @@ def umask() -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 0o022
+
+
+# The first characters that make a spreadsheet read a cell as a formula (OWASP's "CSV injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(frame):
+    """A copy of the DataFrame ``frame`` for a CSV download: every text cell that starts with
+    FORMULA_STARTS gets a leading ``'``, so that a spreadsheet shows it as text instead of running it
+    (``=HYPERLINK(...)`` from a customer id or a feature name). Numbers stay numbers: only text cells
+    change, and a negative number is a number, not text."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object or str(out[column].dtype) in ("string", "str"):
+            out[column] = out[column].map(
+                lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_STARTS) else v)
+    return out
+
+
+def csv_download(frame) -> str:
+    """``frame`` as CSV text for people and spreadsheets: :func:`spreadsheet_safe`, without the index, with
+    RFC 4180's CRLF line ends (so that a text holding a lone CR or LF is quoted and stays one cell)."""
+    return spreadsheet_safe(frame).to_csv(index=False, lineterminator="\r\n")
