@@ -94,6 +94,15 @@ def earlier(bundle, current: Path) -> list[tuple[str, Path]]:
     return [(label, folder) for _, label, folder in sorted(found, key=lambda x: x[0], reverse=True)]
 
 
+def default_against(bundle, current: Path) -> Path | None:
+    """The store drift is measured against by default: the newest of :func:`earlier`, or None."""
+    try:
+        found = earlier(bundle, current)
+    except ExplainError:
+        return None
+    return found[0][1] if found else None
+
+
 def rows(bundle) -> int:
     """The rows of this bundle's store (customers x (S + T x F))."""
     per = bundle.n_static + bundle.n_periods * bundle.n_temporal
