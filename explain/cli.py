@@ -16,7 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from explain.core.errors import ExplainError  # noqa: E402
 from explain.core.quadrature import METHODS  # noqa: E402
-from explain.core.settings import DEFAULT_TOLERANCE, PARSERS, Settings  # noqa: E402
+from explain.core.settings import DEFAULT_MAX_POINTS, DEFAULT_TOLERANCE, PARSERS, Settings  # noqa: E402
 from explain.core.text import one_line  # noqa: E402
 
 CUSTOMERS_FILE_MISSING = "The customers file {path} does not exist (--customers-file: one customer id per line)."
@@ -49,6 +49,9 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE),
                         help="with --steps auto: largest |delta| as a fraction of |f(x) - f(b)| "
                              f"(default {DEFAULT_TOLERANCE})")
+    parser.add_argument("--max-points", dest="max_points", default=str(DEFAULT_MAX_POINTS),
+                        help="with --steps auto: the most gradient evaluations per customer and baseline "
+                             f"(default {DEFAULT_MAX_POINTS}); customers still outside the tolerance are counted")
     parser.add_argument("--seed", default="0", help="seed of sample:K baselines")
     parser.add_argument("--categorical", default="mode",
                         help="baseline of categorical inputs (ids into an Embedding): mode | mean-embedding | "

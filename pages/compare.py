@@ -5,7 +5,7 @@ import streamlit as st
 from explain.analysis import report
 from explain.core import labels
 from explain.plots import figures
-from ui import frame, pickers, show, state
+from ui import frame, options, pickers, show, state
 from ui import inputs as more_inputs
 
 COHORT_NOTE = ("The cohort's mean is over {n:,} of the {total:,} customers with {label} = {value}, drawn at random "
@@ -38,8 +38,11 @@ def compare_page():
     other = pickers.compare_ui(bundle)
     first = state.attributions(bundle, [cid], settings)
     b = second(bundle, other, settings)
-    st.caption(show.md(f"Baseline {settings.baseline} for both · {settings.steps} steps · one colour scale for "
-                       "both heatmaps (the same shade means the same effect); the difference has its own scale."))
+    technical = f" · {settings.steps} steps ({settings.method})" if pickers.technical_view() else ""
+    compared = options.BASELINE_LABELS.get(settings.baseline.kind, str(settings.baseline))
+    st.caption(show.md(f"Both compared with {compared}{technical} · one colour "
+                       "scale for both heatmaps (the same shade means the same effect); the difference has its own "
+                       "scale."))
 
     m1, m2 = st.columns(2)
     with m1:

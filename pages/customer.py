@@ -1,13 +1,15 @@
 """Customer: why one customer gets their score (the default page)."""
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 from explain.analysis import report
-from explain.core import baselines, verdict
+from explain.analysis import words as analyst_words
+from explain.core import baselines, labels, verdict
 from explain.plots import figures
 from explain.plots import html as html_report
-from ui import frame, show, speed, state
+from ui import frame, keep, pickers, show, speed, state
 from ui import inputs as more_inputs
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
@@ -31,9 +33,36 @@ def how_to_read(baseline, advice: str) -> None:
                     "(or choose 'auto').")
 
 
+def base_rate(bundle, target: str) -> str:
+    """What is usual, in words: the share of customers with the positive label, else the average score."""
+    positive = labels.positive(bundle)
+    if positive is not None:
+        share = float(np.mean(labels.mask(bundle.labels, positive)))
+        return f"{share:.0%} of customers {target}".replace("%", " %")
+    return f"the average customer scores {float(np.mean(state.predictions(bundle))):.0%}".replace("%", " %")
+
+
+def baseline_vs_rate(bundle, target: str, fb: float) -> str:
+    """Why the baseline's prediction is not the churn rate (both are true)."""
+    return (f"Its prediction ({fb:.2f}) need not equal how often customers {target} ({base_rate(bundle, target)}): "
+            "the model scores combinations of values, and an average profile has none of the risky ones. "
+            "'A sample of customers' as the comparison has the average prediction as its prediction.")
+
+
+def why(bundle, cid, attribution, inputs, base, target) -> None:
+    """The answer first, in the analyst's words: the score, what is usual, the main reasons with the values."""
+    if attribution.space_used != "output" or attribution.temporal is None:
+        return
+    values = {"static": inputs["static"][0], "temporal": inputs["temporal"][0]}
+    found = analyst_words.drivers_of(attribution, bundle, 0, values, base)
+    st.markdown(show.md(analyst_words.why_sentence(
+        cid, float(attribution.prediction[0]), target, found, base_rate=base_rate(bundle, target))))
+
+
 def words(attribution, bundle, settings, described, advice) -> None:
-    """The summary in words, the colour legend, the baseline in words and how to read it all."""
-    st.info(show.md(report.summary_text(attribution, bundle, 0)), icon=":material/summarize:")
+    """The summary in words (bundles with more inputs), the colour legend, the baseline in words and how to read it."""
+    if not bundle.plain:
+        st.info(show.md(report.summary_text(attribution, bundle, 0)), icon=":material/summarize:")
     st.markdown(LEGEND)
     st.markdown(f"**Compared with** ({show.md(settings.baseline)} baseline): {described}")
     how_to_read(settings.baseline, advice)
@@ -63,9 +92,12 @@ def customer_page():
     status, advice = report.delta_status(delta, fx, fb)
     described = show.md(more_inputs.baseline_words(bundle, settings))
 
-    st.title(f"Customer {show.md(cid)}")
-    st.caption(show.md(f"Explaining {target}{unit} · baseline: {settings.baseline} · {attribution.steps[0]} steps "
-                       f"({settings.method}) · {settings.path} path"))
+    st.markdown(f"#### Customer {show.md(cid)}")  # small: the sentence below names the customer again
+    if pickers.technical_view():  # the engineers' caption, while the IG settings are open
+        st.caption(show.md(f"Explaining {target}{unit} · baseline: {settings.baseline} · {attribution.steps[0]} "
+                           f"steps ({settings.method}) · {settings.path} path"))
+    if bundle.plain:  # the answer first (bundles with more inputs: the summary below their heatmaps)
+        why(bundle, cid, attribution, inputs, state.baseline_arrays(bundle, cid, settings), target)
     for note in attribution.notes:  # an input the model does not use: its attributions are exactly 0
         st.info(show.md(note), icon=":material/info:")
     score = float(state.predictions(bundle, attribution.settings.target)[bundle.index_of(cid)])
@@ -78,7 +110,7 @@ def customer_page():
             "Steps": f"{attribution.steps[0]} ({settings.method}, {settings.path} path)"})
     m1.metric(f"Predicted {show.md(target)}{unit}", f"{fx:.3f}",
               help=show.md(f"Score {score:.3f}: in the band '{said.band}' ({said.range_text})."))
-    m2.metric(f"Baseline prediction{unit}", f"{fb:.3f}", help=described)
+    m2.metric(f"Baseline prediction{unit}", f"{fb:.3f}", help=described + " " + baseline_vs_rate(bundle, target, fb))
     m3.metric("Difference explained", f"{fx - fb:+.3f}",
               help="prediction minus baseline prediction: what the attributions below share out")
     if not bundle.plain:  # categorical, padded or several histories: one heatmap per history
@@ -101,6 +133,7 @@ def customer_page():
                                title="The customer's monthly history (dashed: the baseline)")))
     show.plot(shown[0], key="temporal_heatmap")
     speed.heatmap_first()
+    keep.card(bundle, cid, settings, score, target)
     words(attribution, bundle, settings, described, advice)
     left, right = st.columns(2)
     with left:

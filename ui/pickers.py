@@ -170,8 +170,9 @@ def baseline_ui(bundle) -> Baseline:
     """Baseline: every kind; the customer, cohort, blur width or K when the kind needs one."""
     ss = st.session_state
     kinds = [k for k in options.KINDS if k != "cohort" or bundle.labels is not None]
-    st.selectbox("Baseline (what the customer is compared with)", kinds, key="baseline_kind",
-                 format_func=options.BASELINE_LABELS.get)
+    st.selectbox("Compared with", kinds, key="baseline_kind", format_func=options.BASELINE_LABELS.get,
+                 help="Every explanation splits the difference between this customer's score and the score of "
+                      "who they are compared with. The average customer is the usual choice.")
     kind = ss["baseline_kind"]
     if kind == "customer":
         ss.setdefault("baseline_customer", str(bundle.ids[0]))
@@ -192,13 +193,32 @@ def baseline_ui(bundle) -> Baseline:
 
 def steps_ui() -> str:
     st.select_slider("Steps (gradient evaluations; more = more exact)", options.STEP_OPTIONS, key="steps",
-                     help="'auto' doubles the steps from 16 until the attributions add up (delta within 0.5%).")
+                     help="'auto' places the evaluations where the prediction changes along the path, until the "
+                          "attributions add up (within 0.5 %).")
     return st.session_state["steps"]
 
 
+def technical_view() -> bool:
+    """Whether the IG settings are open: pages then also say the rule, steps, path and space in their captions
+    (closed, the main area speaks the analyst's words only)."""
+    return bool(st.session_state.get("ig_settings_open"))
+
+
+def _ig_settings_changed() -> bool:
+    """A link or a session that set any IG setting away from its default opens the section, so the view it set
+    is seen."""
+    ss, default = st.session_state, Settings()
+    return (ss.get("steps") != str(default.steps) or ss.get("method") != default.method
+            or ss.get("space") != default.space or ss.get("path") != default.path)
+
+
 def advanced_ui(bundle) -> None:
-    """Integration rule, target and space, path."""
-    with st.expander("More IG settings"):
+    """Steps, integration rule, target, space and path: the engineers' settings, in a closed section by default."""
+    box = st.expander("Advanced (IG settings)", expanded=_ig_settings_changed(), key="ig_settings",
+                      on_change="rerun", icon=":material/tune:")
+    st.session_state["ig_settings_open"] = box.open
+    with box:  # always drawn (closed too): the widgets keep their values and the URL keeps them
+        steps_ui()
         st.selectbox("Integration rule", options.METHODS, key="method")
         st.selectbox("Target (output explained)", bundle.output_names, key="target")
         st.radio("Space", options.SPACES, key="space", format_func=options.SPACE_LABELS.get, horizontal=True)
@@ -215,7 +235,6 @@ def sidebar_ui(bundle) -> Choice:
         customer_ui(bundle)
         st.divider()
         baseline_ui(bundle)
-        steps_ui()
         advanced_ui(bundle)
     link = _link(bundle)
     url.write(url.encode(link, bundle.output_names))

@@ -111,9 +111,12 @@ def guard():
 
 
 def delta_badge(status: str, advice: str) -> None:
-    """The completeness badge (fine / check / too few steps) with its advice."""
-    st.badge(status, icon=BADGE_ICONS.get(status), color=BADGE_COLOURS.get(status, "gray"))
-    st.caption(md(advice))
+    """The completeness badge (fine / check / too few steps); its advice (the gap in numbers) behind Details, so
+    that pages with two badges do not say it twice in the main area."""
+    with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+        st.badge(status, icon=BADGE_ICONS.get(status), color=BADGE_COLOURS.get(status, "gray"), help=QUALITY_HELP)
+        with st.popover("Details", icon=":material/engineering:", type="tertiary"):
+            st.markdown(md(advice))
 
 
 VERDICT_COLOURS = ("green", "orange", "red")  # lowest band, middle bands, highest band

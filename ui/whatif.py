@@ -118,7 +118,7 @@ def _quick_edit(bundle, cid, settings, scenario) -> None:
     first, last = ss["wi_q_months"]
     periods = (bundle.periods.index(first), bundle.periods.index(last))
     kind, _, cohort = ss["wi_q_action"].partition(":")
-    value = float(ss["wi_q_k"]) if kind == "scale" else None
+    value = float(ss.get("wi_q_k", 0.5)) if kind == "scale" else None
     try_scenario(bundle, cid, settings, scenario.plus(Edit("temporal", ss["wi_q_feature"], kind, value, periods,
                                                         cohort or None)))
 
@@ -129,13 +129,16 @@ def quick_ui(bundle, cid, settings, scenario) -> None:
     actions = {"baseline": "the baseline", "median": "the median of all customers",
                **{f"median:{v}": f"the median of the customers with {bundle.label_name} = {v}" for v in cohorts},
                "scale": "its own values multiplied by k"}
+    # "Set to" outside the form: choosing it redraws the form, which asks for k only when k is used
+    st.selectbox("Set to", list(actions), format_func=actions.get, key="wi_q_action")
+    scaling = st.session_state.get("wi_q_action") == "scale"
     with st.form("wi_quick", border=False):  # callbacks, not return values: they survive the frame's rerun
-        c1, c2, c3, c4 = st.columns([2, 3, 3, 1])
+        c1, c2, c4 = st.columns([2, 3, 1]) if scaling else (*st.columns([2, 3]), None)
         c1.selectbox("Monthly feature", range(bundle.n_temporal), format_func=bundle.temporal_labels.__getitem__,
                      key="wi_q_feature")
         c2.select_slider("Months", bundle.periods, value=(bundle.periods[-3], bundle.periods[-1]), key="wi_q_months")
-        c3.selectbox("Set to", list(actions), format_func=actions.get, key="wi_q_action")
-        c4.number_input("k", min_value=0.0, max_value=whatif.MAX_SCALE, value=0.5, step=0.1, key="wi_q_k")
+        if scaling:
+            c4.number_input("k", min_value=0.0, max_value=whatif.MAX_SCALE, value=0.5, step=0.1, key="wi_q_k")
         st.form_submit_button("Apply this edit", icon=":material/edit:", on_click=_quick_edit,
                               args=(bundle, cid, settings, scenario))
 

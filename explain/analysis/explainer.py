@@ -68,7 +68,8 @@ def explain_customers(bundle, ids, settings: Settings = Settings(), *, batch_siz
     attribution = integrated_gradients(
         bundle.model, inputs, baseline,
         steps=settings.steps, method=settings.method, target=settings.target, space=settings.space,
-        path=settings.path, batch_size=batch_size, tolerance=settings.tolerance, ids=ids,
+        path=settings.path, batch_size=batch_size, tolerance=settings.tolerance, max_points=settings.max_points,
+        ids=ids,
         output_names=bundle.output_names, should_stop=should_stop, roles=getattr(bundle, "roles", None) or None,
     )
     return dataclasses.replace(attribution, settings=settings)

@@ -484,7 +484,8 @@ def run(bundle, settings: Settings = Settings(), *, customers: int = DEFAULT_CUS
     def attribute(model):
         return ig.integrated_gradients(
             model, inputs, baselines, steps=settings.steps, method=settings.method, target=target, space=space,
-            path=settings.path, batch_size=batch_size, tolerance=settings.tolerance, ids=ids, should_stop=should_stop)
+            path=settings.path, batch_size=batch_size, tolerance=settings.tolerance, max_points=settings.max_points,
+            ids=ids, should_stop=should_stop)
 
     randomisation = model_randomisation(bundle.model, inputs, baselines, attribute, seed=seed, repeats=repeats,
                                         target=target, space=space, original=attribution)

@@ -427,7 +427,8 @@ def explain_inputs(bundle, inputs: dict, settings: Settings, ids=None, should_st
     attribution = integrated_gradients(
         bundle.model, inputs, baseline_for(bundle, inputs, settings.baseline, settings.seed),
         steps=settings.steps, method=settings.method, target=settings.target, space=settings.space,
-        path=settings.path, tolerance=settings.tolerance, ids=ids, output_names=bundle.output_names,
+        path=settings.path, tolerance=settings.tolerance, max_points=settings.max_points, ids=ids,
+        output_names=bundle.output_names,
         should_stop=should_stop,
     )
     return dataclasses.replace(attribution, settings=settings)

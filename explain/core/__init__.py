@@ -1,10 +1,11 @@
 """The IG engine on arrays: settings, inputs, baselines, quadrature, the compiled gradients, completeness, and the
-shared vocabulary (errors, risk bands, labels, text). Imports nothing above it."""
+shared vocabulary (errors, risk bands, labels, text); adaptive: the panel quadrature of steps="auto".
+Imports nothing above it."""
 
 import importlib
 
-_MODULES = ('baselines', 'engine', 'errors', 'files', 'ig', 'inputs', 'labels', 'quadrature', 'settings', 'text',
-            'verdict', 'xla')
+_MODULES = ('adaptive', 'baselines', 'engine', 'errors', 'files', 'ig', 'inputs', 'labels', 'quadrature', 'settings',
+            'text', 'verdict', 'xla')
 
 
 def __getattr__(name: str):

@@ -3,8 +3,9 @@
 The engine works in *interpolation space*: one float tensor per model input, the input itself
 for a numeric input and the output of its ``Embedding`` for a categorical one (layer IG).
 ``embed`` maps category ids (or text, through the model's lookup layer) to their vectors;
-``path_sums`` (one call per chunk of customers) returns the quadrature-weighted gradient sums
-of every input, f(x) and f(b); ``forward`` and ``point_gradients`` complete it. While such a
+``path_sums`` (one call per chunk of rows) returns the quadrature-weighted gradient sums of
+every input, each row at its own alphas and weights; ``sweep`` returns the model's output
+along each row's path (model calls only); ``forward_points`` and ``point_gradients`` complete it. While such a
 function is traced, each Embedding's ``call`` is replaced (for the tracing thread only) by one
 that returns the interpolated vectors, while the model still receives the customer's ids: its
 lookups and ``mask_zero`` masks see the customer's real ids all along the path.
@@ -125,7 +126,7 @@ class Engine:
         out_shape = tuple(outputs[0].shape) if outputs else (None, 1)
         self.n_outputs = int(out_shape[-1]) if len(out_shape) == 2 and out_shape[-1] else 1
         self.head, self.logit_kind = _logit_head(model)
-        self.traces = {"path": 0, "forward": 0, "points": 0, "embed": 0}
+        self.traces = {"path": 0, "forward": 0, "sweep": 0, "points": 0, "embed": 0}
         self.disconnected: dict[str, dict[str, bool]] = {}
         self._functions: dict[tuple[str, str], object] = {}
 
@@ -157,7 +158,7 @@ class Engine:
         return [tf.TensorSpec((None, *self.shapes[k]), self.raw_dtypes[k]) for k in self.categorical]
 
     def function(self, kind: str, space: str):
-        """The compiled function ``kind`` ("path", "forward", "points") for ``space``, or
+        """The compiled function ``kind`` ("path", "sweep", "forward", "points") for ``space``, or
         ("embed", key): the ids of one categorical input to their vectors."""
         key = (kind, space)
         with self.lock:
@@ -165,23 +166,29 @@ class Engine:
                 self._functions[key] = getattr(self, f"_build_{kind}")(space)
             return self._functions[key]
 
+    def _path_points(self, xs, bs, alphas):
+        """{key: (c * k, *shape)}: b + a (x - b) of every row at each of its own k alphas (c, k)."""
+        c, k = tf.shape(alphas)[0], tf.shape(alphas)[1]
+        points = {}
+        for key, x, b in zip(self.keys, xs, bs):
+            shape = self.point_shapes[key]
+            a = tf.reshape(tf.cast(alphas, x.dtype), (c, k, *([1] * len(shape))))  # (c, k, 1, ...)
+            # points: (c, k, *shape) -> (c * k, *shape)
+            points[key] = tf.reshape(b[:, None] + a * (x - b)[:, None], (c * k, *shape))
+        return points
+
     def _build_path(self, space):
         signature = [
             self._point_specs(), self._point_specs(), self._raw_specs(),
-            tf.TensorSpec((None,), tf.float64),  # alphas (k,)
-            tf.TensorSpec((None,), tf.float64),  # weights (k,)
+            tf.TensorSpec((None, None), tf.float64),  # alphas (c, k): each row its own
+            tf.TensorSpec((None, None), tf.float64),  # weights (c, k)
             tf.TensorSpec((), tf.int32),  # target column
         ]
 
         def path_gradients(xs, bs, raws, alphas, weights, target):
             self.traces["path"] += 1  # Python side effect: runs at trace time only
-            c, k = tf.shape(xs[0])[0], tf.shape(alphas)[0]
-            points = {}
-            for key, x, b in zip(self.keys, xs, bs):
-                shape = self.point_shapes[key]
-                a = tf.reshape(tf.cast(alphas, x.dtype), (1, -1, *([1] * len(shape))))  # (1, k, 1, ...)
-                # points: (c, k, *shape) -> (c * k, *shape)
-                points[key] = tf.reshape(b[:, None] + a * (x - b)[:, None], (c * k, *shape))
+            c, k = tf.shape(alphas)[0], tf.shape(alphas)[1]
+            points = self._path_points(xs, bs, alphas)
             raw = {key: tf.repeat(r, k, axis=0) for key, r in zip(self.categorical, raws)}  # (c * k, ...)
             with tf.GradientTape() as tape:
                 tape.watch(list(points.values()))
@@ -193,19 +200,26 @@ class Engine:
             for key, g in zip(self.keys, grads):
                 shape = self.point_shapes[key]
                 g = tf.zeros_like(points[key]) if g is None else g
-                # grads: (c * k, *shape) -> (c, k, prod(shape)); weighted sum over k in float64
+                # grads: (c * k, *shape) -> (c, k, prod(shape)); each row's weighted sum over its k in float64
                 g = tf.reshape(tf.cast(g, tf.float64), (c, k, -1))
-                sums.append(tf.reshape(tf.einsum("ckp,k->cp", g, weights), (c, *shape)))
+                sums.append(tf.reshape(tf.einsum("ckp,ck->cp", g, weights), (c, *shape)))
                 finite = tf.logical_and(finite, tf.reduce_all(tf.math.is_finite(g), axis=[1, 2]))
-            # f(x) and f(b) of the same customers, in the same call: (c,) each
-            ends_points = {key: tf.concat([x, b], 0) for key, x, b in zip(self.keys, xs, bs)}
-            ends_raw = {key: tf.concat([r, r], 0) for key, r in zip(self.categorical, raws)}
-            ends = tf.cast(tf.gather(self._call(ends_points, ends_raw, space), target, axis=1), tf.float64)
-            return sums, finite, ends[:c], ends[c:]
+            return sums, finite
 
         concrete = _trace(path_gradients, signature)  # called directly: less overhead per call
         concrete.python_function = path_gradients  # explain.core.xla compiles the same body
         return concrete
+
+    def _build_sweep(self, space):
+        def sweep(xs, bs, raws, alphas, target):
+            self.traces["sweep"] += 1
+            c, k = tf.shape(alphas)[0], tf.shape(alphas)[1]
+            raw = {key: tf.repeat(r, k, axis=0) for key, r in zip(self.categorical, raws)}
+            out = tf.gather(self._call(self._path_points(xs, bs, alphas), raw, space), target, axis=1)
+            return tf.reshape(tf.cast(out, tf.float64), (c, k))
+
+        return _trace(sweep, [self._point_specs(), self._point_specs(), self._raw_specs(),
+                              tf.TensorSpec((None, None), tf.float64), tf.TensorSpec((), tf.int32)])
 
     def _build_forward(self, space):
         def forward(xs, raws):
@@ -298,40 +312,79 @@ class Engine:
             out, grads = fn(xs, raws, tf.constant(target, tf.int32))
         return out.numpy(), {key: g.numpy() for key, g in zip(self.keys, grads)}
 
-    def path_sums(self, x, b, raw, alphas, weights, target, space, batch_size, should_stop: StopCheck = None):
+    def path_sums(self, x, b, raw, alphas, weights, target, space, batch_size, should_stop: StopCheck = None,
+                  index=None):
         """Path integrals of every row b -> x, in chunks of at most ``batch_size`` points.
 
         ``x``, ``b``: {key: (n, *point shape)}; ``raw``: {key: (n, *shape)} ids of the categorical
-        inputs. Returns {key: sum_j w_j * grad f(b + a_j (x - b))} float64, whether all those
-        gradients were finite (n,), f(x) (n,) and f(b) (n,).
+        inputs; ``alphas``, ``weights``: (k,) shared by every row, or (n, k), each row its own.
+        ``index`` (m,): the rows are x[index], b[index] (several panels of one customer), gathered
+        chunk by chunk. Returns {key: sum_j w_j * grad f(b + a_j (x - b))} float64 and whether all
+        those gradients were finite, per row. How the rows are chunked never changes a row's result.
         """
         fn = self.function("path", space)
-        n, k = len(x[self.keys[0]]), alphas.shape[0]
+        n, k = (len(x[self.keys[0]]) if index is None else len(index)), np.shape(alphas)[-1]
+        alphas, weights = (np.broadcast_to(np.asarray(a, np.float64), (n, k)) for a in (alphas, weights))
         sums = {key: np.zeros((n, *self.point_shapes[key]), np.float64) for key in self.keys}
         finite = np.ones(n, bool)
-        fx, fb = np.zeros(n), np.zeros(n)
         target = tf.constant(target, tf.int32)
-        per_call = max(1, batch_size // k)  # customers per call
+        per_call = max(1, batch_size // k)  # rows per call
         alpha_block = min(k, batch_size)  # alphas per call (< k only when k > batch_size)
-        blocks = [(tf.constant(alphas[a0:a0 + alpha_block]), tf.constant(weights[a0:a0 + alpha_block]))
-                  for a0 in range(0, k, alpha_block)]
         fn = xla.for_chunks(self, space, fn, min(n, per_call), k if alpha_block == k else 0)  # small: XLA
         for start in range(0, n, per_call):
             rows = slice(start, min(n, start + per_call))
-            xs, raws = self._points_args(x, raw, rows)
-            bs = [tf.constant(b[key][rows], self.point_dtypes[key]) for key in self.keys]
-            for a, w in blocks:
+            xs, bs, raws = self._path_args(x, b, raw, rows if index is None else index[rows])
+            for a0 in range(0, k, alpha_block):
+                block = (rows, slice(a0, a0 + alpha_block))
                 check_stop(should_stop)
                 with self.lock:
-                    s, ok, f_x, f_b = fn(xs, bs, raws, a, w, target)
+                    s, ok = fn(xs, bs, raws, tf.constant(alphas[block]), tf.constant(weights[block]), target)
                 for key, part in zip(self.keys, s):
                     sums[key][rows] += part.numpy()
                 finite[rows] &= ok.numpy()
-            fx[rows], fb[rows] = f_x.numpy(), f_b.numpy()
         problems = self.disconnected_problems(space, int(target))
         if problems:
             raise AttributionError(problems[0])
-        return sums, finite, fx, fb
+        return sums, finite
+
+    def sweep(self, x, b, raw, rows, alphas, target, space, batch_size, should_stop: StopCheck = None,
+              width: int = 32) -> np.ndarray:
+        """f(b + a (x - b)) at points (m,) of rows ``rows`` (m,) at ``alphas`` (m,): (m,) float64,
+        the ``target`` column in ``space``; model calls only (no gradient). The points of one row
+        share a call row of up to ``width`` alphas (x and b are sent once for them; a call row of
+        fewer points repeats one); calls hold at most ``batch_size`` points."""
+        rows, alphas = np.asarray(rows, np.int64), np.asarray(alphas, np.float64)
+        m = len(rows)
+        if m == 0:
+            return np.zeros(0)
+        order = np.argsort(rows, kind="stable")
+        r, a = rows[order], alphas[order]
+        starts = np.concatenate([[0], np.flatnonzero(np.diff(r)) + 1])
+        counts = np.diff(np.concatenate([starts, [m]]))
+        width = int(min(width, counts.max()))
+        position = np.arange(m) - np.repeat(starts, counts)
+        piece, slot = position // width, position % width
+        first = np.concatenate([[True], (np.diff(r) != 0) | (np.diff(piece) != 0)])
+        group = np.cumsum(first) - 1  # call row of each point
+        grid = np.repeat(a[first][:, None], width, axis=1)  # padding repeats a point of the same call row
+        grid[group, slot] = a
+        fn = self.function("sweep", space)
+        target = tf.constant(target, tf.int32)
+        owners, out = r[first], np.zeros(grid.shape)
+        per_call = max(1, batch_size // width)
+        for start in range(0, len(owners), per_call):
+            block = slice(start, start + per_call)
+            xs, bs, raws = self._path_args(x, b, raw, owners[block])
+            check_stop(should_stop)
+            with self.lock:
+                out[block] = fn(xs, bs, raws, tf.constant(grid[block], tf.float64), target).numpy()
+        values = np.empty(m)
+        values[order] = out[group, slot]
+        return values
+
+    def _path_args(self, x, b, raw, rows):
+        xs, raws = self._points_args(x, raw, rows)
+        return xs, [tf.constant(b[key][rows], self.point_dtypes[key]) for key in self.keys], raws
 
     def disconnected_problems(self, space: str, target: int) -> list[str]:
         """Inputs whose gradient is None although the graph connects them to the output (a

@@ -4,8 +4,9 @@
 their embedding vectors (layer IG), keeps padded periods padded along the whole path, lays
 out one row per (customer, baseline sample), asks the compiled engine
 (``explain/core/engine.py``) for the quadrature-weighted gradient sums chunk by chunk, multiplies
-by ``(x - b)`` and reports f(x), f(b) and the delta of every customer. ``steps="auto"``
-doubles the steps per customer until the attributions add up.
+by ``(x - b)`` and reports f(x), f(b), the delta and the points spent of every customer.
+``steps="auto"`` integrates adaptively, each customer with its own points
+(``explain/core/adaptive.py``), until the attributions add up.
 
 Inputs, baselines and attributions are dicts keyed as ``explain.core.inputs`` decides:
 ``"static"`` and ``"temporal"`` for the common two-input model, the model's input names
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from explain.core import adaptive
 from explain.core.engine import (
     AMBIGUOUS_ROLES,
     DISCONNECTED_INPUT,
@@ -38,8 +40,10 @@ __all__ = ["ABSOLUTE_TOLERANCE", "AMBIGUOUS_ROLES", "AUTO_MAX_STEPS", "AUTO_STAR
            "model_notes", "model_problems", "path_profile"]
 
 DEFAULT_BATCH_SIZE = 4096  # interpolation points per gradient call
-AUTO_START_STEPS = 16
-AUTO_MAX_STEPS = 1024
+AUTO_START_STEPS = adaptive.START_POINTS  # steps="auto" first tries the rule with 16 points
+AUTO_MAX_STEPS = adaptive.DEFAULT_MAX_POINTS  # and spends at most 1,024 gradient evaluations per row by default
+ADAPTIVE_MEMORY = 256 * 2 ** 20  # bytes of gradient sums held for live panels (rows are taken in groups)
+ADAPTIVE_PANELS_HELD = 64  # live panels per row assumed by that bound
 ABSOLUTE_TOLERANCE = 1e-4  # floor, for customers whose f(x) is close to f(b)
 
 # Message templates (tests import them).
@@ -96,7 +100,10 @@ class Attribution:
     None when the model has several (read ``inputs``). ``padding[key]`` (n, T) is True where a
     history is padding (Masking or mask_zero): those cells have no attribution.
 
-    ``delta`` = f(x) - f(b) - (sum of all attributions), in ``space_used``. With
+    ``delta`` = f(x) - f(b) - (sum of all attributions), in ``space_used``. ``steps``: the
+    points of the final rule per baseline (with steps="auto" they differ per customer);
+    ``gradient_points`` and ``forward_points``: every gradient and model evaluation spent on
+    each customer (all baselines, paths and discarded tries together). With
     ``path="per-input"`` each input has its own path and its own completeness:
     ``per_input[key]`` holds ``reference_prediction`` (the model with only that input at its
     baseline), ``delta`` (f(x) - reference - sum of that input's attributions) and ``steps``;
@@ -112,17 +119,21 @@ class Attribution:
     prediction: np.ndarray  # (n,) f(x)
     baseline_prediction: np.ndarray  # (n,) f(b); the mean over samples for a distribution
     delta: np.ndarray  # (n,)
-    steps: np.ndarray  # (n,) int: gradient evaluations used per customer (per baseline)
+    steps: np.ndarray  # (n,) int: points of the final rule per customer (per baseline)
     settings: Settings
     space_used: str  # "output", "logit" (pre-activation) or "log-odds" (of the output)
     per_input: dict | None = None
     inputs: dict = field(default_factory=dict)  # key -> (n, *input shape)
     padding: dict = field(default_factory=dict)  # key -> (n, T) bool, temporal inputs only
     roles: dict = field(default_factory=dict)  # key -> "static" | "temporal"
+    gradient_points: np.ndarray | None = None  # (n,) int: gradient evaluations spent per customer
+    forward_points: np.ndarray | None = None  # (n,) int: model evaluations without a gradient, f(x), f(b) included
     ignored_inputs: tuple = ()  # keys of the inputs the model does not use: attributions exactly 0
     notes: tuple = ()  # sentences a reader of the result needs (an ignored input, ...)
 
     def __post_init__(self):
+        if self.gradient_points is None:  # read from an older store: a rule of ``steps`` points
+            object.__setattr__(self, "gradient_points", np.asarray(self.steps, np.int64).copy())
         if not self.inputs:
             object.__setattr__(self, "inputs", {"static": self.static, "temporal": self.temporal})
             object.__setattr__(self, "roles", {"static": "static", "temporal": "temporal"})
@@ -358,6 +369,7 @@ def integrated_gradients(
     path: str = "joint",
     batch_size: int | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
+    max_points: int = AUTO_MAX_STEPS,
     ids=None,
     output_names=None,
     should_stop: StopCheck = None,
@@ -371,8 +383,11 @@ def integrated_gradients(
     ``(1 or n, K, ...)`` for expected gradients (IG averaged over the K baselines); a
     categorical input's baseline may be ids or a ``MeanEmbedding``. Padded periods of a
     customer (Masking, mask_zero) are padding in the baseline too.
-    steps: gradient evaluations per customer (and baseline), or "auto": doubled from 16 per
-    customer until |delta| <= tolerance * |f(x) - f(b)| (at least 1e-4) or 1024 steps.
+    steps: gradient evaluations per customer (and baseline), the rule's points on [0, 1]; or
+    "auto": adaptive integration per customer (``explain.core.adaptive``): the rule with 16
+    points first, then, where that does not add up, panels placed where the prediction changes
+    along the path, refined until |delta| <= tolerance * |f(x) - f(b)| (at least 1e-4) or
+    ``max_points`` gradient evaluations per customer and baseline.
     target: an output column index, or a name from ``output_names``. space: "output", or
     "logit" for the pre-activation output (log-odds of the output if there is none).
     path: "joint" (all inputs move together) or "per-input" (one moves, the others stay at
@@ -387,11 +402,10 @@ def integrated_gradients(
                                    or batch_size < 1):
         raise AttributionError(BAD_BATCH_SIZE.format(value=batch_size))
     settings = Settings(baseline=None, steps=steps, method=method, target=target, space=space, path=path,
-                        tolerance=tolerance)  # checks every setting
+                        tolerance=tolerance, max_points=max_points)  # checks every setting
     target_index = resolve_target(settings.target, engine.n_outputs, output_names)
     settings = settings.replace(target=target_index)
-    steps, method, space, path, tolerance = (settings.steps, settings.method, settings.space, settings.path,
-                                             settings.tolerance)
+    space, path = settings.space, settings.path
     x, raw, padding, n = _check_inputs(engine, inputs, ids)
     b, k = _check_baselines(engine, baselines, n, ids, x, padding)
     chunk = int(batch_size or DEFAULT_BATCH_SIZE)
@@ -413,14 +427,17 @@ def integrated_gradients(
     leg_results = {}
     fx = None
     for leg, (leg_b, moving) in legs.items():
-        a, used, fx, f_ref = _integrate(engine, xr, leg_b, rawr, moving, steps, method, target_index, space, chunk,
-                                        tolerance, row_labels, should_stop)
+        a, used, fx, f_ref = _integrate(engine, xr, leg_b, rawr, moving, settings, target_index, chunk, row_labels,
+                                        should_stop)
         for key in moving:
             attrs[key] += a[key]
         leg_results[leg] = (f_ref, fx - f_ref - _row_total(a), used)
 
     def mean_k(a):  # (n * K, ...) -> (n, ...)
         return a.reshape(n, k, *a.shape[1:]).mean(axis=1)
+
+    def total_k(spent):  # what every leg and baseline sample of a customer spent: (n,)
+        return sum(getattr(leg[2], spent) for leg in leg_results.values()).reshape(n, k).sum(axis=1)
 
     per_key = {}
     for spec in engine.specs:
@@ -432,7 +449,7 @@ def integrated_gradients(
     per_input = None
     if path == "joint":
         baseline_prediction = mean_k(leg_results["joint"][0])
-        steps_used = leg_results["joint"][2]
+        steps_used = leg_results["joint"][2].steps
         delta = prediction - baseline_prediction - sum(v.reshape(n, -1).sum(1) for v in per_key.values())
     else:
         fb = engine.forward_points(br, rawr, space, chunk, should_stop)[:, target_index]
@@ -440,12 +457,13 @@ def integrated_gradients(
         baseline_prediction = mean_k(fb)
         per_input = {
             key: {"reference_prediction": mean_k(leg_results[key][0]), "delta": mean_k(leg_results[key][1]),
-                  "steps": leg_results[key][2].reshape(n, k).max(axis=1)}
+                  "steps": leg_results[key][2].steps.reshape(n, k).max(axis=1),
+                  "gradient_points": leg_results[key][2].gradient_points.reshape(n, k).sum(axis=1)}
             for key in engine.keys
         }
         deltas = np.stack([per_input[key]["delta"] for key in engine.keys])  # (inputs, n)
         delta = deltas[np.abs(deltas).argmax(axis=0), np.arange(n)]
-        steps_used = np.max([leg_results[key][2] for key in engine.keys], axis=0)
+        steps_used = np.max([leg_results[key][2].steps for key in engine.keys], axis=0)
     static_keys = engine.layout.keys_of("static")
     temporal_keys = engine.layout.keys_of("temporal")
     static = np.concatenate([per_key[key].reshape(n, -1) for key in static_keys], axis=1)
@@ -453,6 +471,7 @@ def integrated_gradients(
         static=static, temporal=per_key[temporal_keys[0]] if len(temporal_keys) == 1 else None,
         prediction=prediction, baseline_prediction=baseline_prediction, delta=delta,
         steps=steps_used.reshape(n, k).max(axis=1), settings=settings, space_used=space_used, per_input=per_input,
+        gradient_points=total_k("gradient_points"), forward_points=total_k("forward_points"),
         inputs=per_key, padding={key: padding[key] for key in temporal_keys}, roles=dict(engine.roles),
         ignored_inputs=engine.ignored, notes=tuple(engine.ignored_notes()),
     )
@@ -470,48 +489,80 @@ def _check_outputs(values, labels, where):
                                                         where=where))
 
 
-def _integrate(engine, x, b, raw, moving, steps, method, target, space, chunk, tolerance, labels, should_stop=None):
+def _integrate(engine, x, b, raw, moving, settings, target, chunk, labels, should_stop=None, max_points=None):
     """Attributions along b -> x of every row for the ``moving`` inputs ({key: (rows, *point shape)}),
-    steps used (rows,), f(x) (rows,) and f(b) (rows,).
+    what was spent (:class:`Spent`), f(x) (rows,) and f(b) (rows,).
 
-    With steps="auto", rows whose |delta| exceeds ``tolerance`` * |f(x) - f(b)| (at least
-    ABSOLUTE_TOLERANCE) are recomputed with twice the steps until they meet it or reach
-    AUTO_MAX_STEPS.
+    A fixed ``steps`` is the rule with that many points for every row; "auto" is adaptive
+    integration (``explain.core.adaptive``) per row until |delta| <= tolerance * |f(x) - f(b)|
+    (at least ABSOLUTE_TOLERANCE) or ``settings.max_points`` gradient evaluations.
     """
     rows = len(x[engine.keys[0]])
-    attrs = {key: np.zeros((rows, *engine.point_shapes[key])) for key in moving}
-    used = np.zeros(rows, dtype=np.int64)
-    fx = fb = None
-    todo = np.arange(rows)
-    m = AUTO_START_STEPS if steps == AUTO else int(steps)
-    while todo.size:
-        alphas, weights = alphas_and_weights(method, m)
-        sums, finite, f_x, f_b = engine.path_sums(
-            {key: v[todo] for key, v in x.items()}, {key: v[todo] for key, v in b.items()},
-            {key: v[todo] for key, v in raw.items()}, alphas, weights, target, space, chunk, should_stop,
-        )
-        if fx is None:  # first round: every row
-            fx, fb = f_x, f_b
-            _check_outputs(fx, labels, "model output")
-            _check_outputs(fb, labels, "at the baseline")
+    ends = engine.forward_points({key: np.concatenate([x[key], b[key]]) for key in engine.keys},
+                                 {key: np.concatenate([v, v]) for key, v in raw.items()}, settings.space, chunk,
+                                 should_stop)[:, target]
+    fx, fb = ends[:rows], ends[rows:]
+    _check_outputs(fx, labels, "model output")
+    _check_outputs(fb, labels, "at the baseline")
+    direction = {key: x[key].astype(np.float64) - b[key] for key in moving}  # (x - b), float64
+
+    def gradients(index, alphas, weights):  # rows x[index] at their own alphas: flat sums (m, D) and q (m,)
+        sums, finite = engine.path_sums(x, b, raw, alphas, weights, target, settings.space, chunk, should_stop,
+                                        index=index)
         if not finite.all():
-            i = int(todo[np.flatnonzero(~finite)[0]])
-            raise AttributionError(
-                NOT_FINITE_RESULT.format(what="gradients", customer=_customer_label(labels, i),
-                                         where="along the path from the baseline")
-            )
-        # attributions: (x - b) * average gradient, in float64
-        part = {key: (x[key][todo].astype(np.float64) - b[key][todo]) * sums[key] for key in moving}
-        for key in moving:
-            attrs[key][todo] = part[key]
-        used[todo] = m
-        if steps != AUTO or 2 * m > AUTO_MAX_STEPS:
-            break
-        difference = fx[todo] - fb[todo]
-        err = np.abs(difference - _row_total(part))
-        todo = todo[err > np.maximum(tolerance * np.abs(difference), ABSOLUTE_TOLERANCE)]
-        m *= 2
-    return attrs, used, fx, fb
+            i = int(index[np.flatnonzero(~finite)[0]])
+            raise AttributionError(NOT_FINITE_RESULT.format(
+                what="gradients", customer=_customer_label(labels, i), where="along the path from the baseline"))
+        flat = np.concatenate([sums[key].reshape(len(index), -1) for key in moving], axis=1)
+        q = sum((direction[key][index] * sums[key]).reshape(len(index), -1).sum(axis=1) for key in moving)
+        return flat, q
+
+    if settings.steps != AUTO:
+        alphas, weights = alphas_and_weights(settings.method, settings.steps)
+        every = np.arange(rows)
+        flat, _ = gradients(every, np.broadcast_to(alphas, (rows, alphas.size)),
+                            np.broadcast_to(weights, (rows, alphas.size)))
+        spent = Spent.fixed(rows, settings.steps)
+    else:
+        def forward(index, alphas):
+            return engine.sweep(x, b, raw, index, alphas, target, settings.space, chunk, should_stop)
+
+        limit = np.maximum(settings.tolerance * np.abs(fx - fb), ABSOLUTE_TOLERANCE)
+        width = sum(int(np.prod(engine.point_shapes[key])) for key in moving)
+        flat, spent = np.zeros((rows, width)), Spent.fixed(rows, 0)
+        group = max(1, min(rows, ADAPTIVE_MEMORY // max(1, 8 * flat.shape[1] * ADAPTIVE_PANELS_HELD)))
+        for start in range(0, rows, group):  # groups of rows: the live panels' sums stay within ADAPTIVE_MEMORY
+            part = np.arange(start, min(rows, start + group))
+            found = adaptive.integrate(lambda i, a: forward(part[i], a),
+                                       lambda i, a, w: gradients(part[i], a, w),
+                                       fb[part], fx[part], limit[part], method=settings.method,
+                                       max_points=settings.max_points)
+            flat[part] = found.sums
+            spent.put(part, found)
+    attrs, offset = {}, 0
+    for key in moving:  # the flat sums back to each input's shape: attributions = (x - b) * sums
+        size = int(np.prod(engine.point_shapes[key]))
+        attrs[key] = direction[key] * flat[:, offset:offset + size].reshape(rows, *engine.point_shapes[key])
+        offset += size
+    return attrs, spent, fx, fb
+
+
+@dataclass
+class Spent:
+    """Per row: the final rule's points (``steps``), every gradient evaluation and every forward
+    evaluation spent (f(x) and f(b) included)."""
+
+    steps: np.ndarray
+    gradient_points: np.ndarray
+    forward_points: np.ndarray
+
+    @classmethod
+    def fixed(cls, rows: int, steps: int) -> "Spent":
+        return cls(np.full(rows, steps, np.int64), np.full(rows, steps, np.int64), np.full(rows, 2, np.int64))
+
+    def put(self, part, found) -> None:
+        self.steps[part], self.gradient_points[part] = found.final_points, found.gradient_points
+        self.forward_points[part] = found.forward_points
 
 
 def path_profile(model, inputs: dict, baselines: dict, *, points: int = 33, target: int = 0, space: str = "output",

@@ -25,6 +25,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from explain.core.adaptive import DEFAULT_MAX_POINTS, START_POINTS
 from explain.core.errors import AttributionError
 from explain.core.quadrature import METHODS, alphas_and_weights
 
@@ -52,6 +53,11 @@ UNKNOWN_SETTING = "{name}={value!r} is not valid; expected one of: {expected}."
 BAD_STEPS_TEXT = "steps={value!r} is out of range: expected an integer (32-64 is a good start) or \"auto\"."
 BAD_TOLERANCE = "tolerance={value!r} must be a positive number (a fraction of |f(x) - f(b)|)."
 BAD_SEED = "seed={value!r} must be an integer (the seed of sample:K baselines)."
+BAD_MAX_POINTS = (
+    "max_points={value!r} must be an integer from {low} to {high}: the most gradient evaluations "
+    "steps=\"auto\" spends per customer and baseline (default {default})."
+)
+MAX_POINTS_LIMIT = 65536
 TARGET_OUT_OF_RANGE = (
     "target={target!r} is out of range: the model has {k} output column(s), so the target must "
     "be an integer from 0 to {last}{names}."
@@ -198,6 +204,14 @@ def parse_tolerance(text) -> float:
     return value
 
 
+def parse_max_points(text) -> int:
+    try:
+        return int(str(text).strip())
+    except ValueError:
+        raise AttributionError(BAD_MAX_POINTS.format(value=text, low=START_POINTS, high=MAX_POINTS_LIMIT,
+                                                     default=DEFAULT_MAX_POINTS)) from None
+
+
 def parse_seed(text) -> int:
     try:
         return int(str(text).strip())
@@ -225,7 +239,7 @@ def parse_categorical(text) -> str:
 PARSERS: dict[str, Callable[[str], object]] = {
     "baseline": parse_baseline, "steps": parse_steps, "method": parse_method, "target": parse_target,
     "space": parse_space, "path": parse_path, "tolerance": parse_tolerance, "seed": parse_seed,
-    "categorical": parse_categorical,
+    "categorical": parse_categorical, "max_points": parse_max_points,
 }
 
 
@@ -281,6 +295,7 @@ class Settings:
     tolerance: float = DEFAULT_TOLERANCE
     seed: int = 0  # of sample:K
     categorical: str = DEFAULT_CATEGORICAL  # categorical inputs: mode | mean-embedding | category:F=V;...
+    max_points: int = DEFAULT_MAX_POINTS  # steps="auto": gradient evaluations per customer and baseline at most
 
     def __post_init__(self) -> None:
         def put(name, value):
@@ -306,6 +321,11 @@ class Settings:
             raise AttributionError(BAD_SEED.format(value=seed))
         put("seed", int(seed))
         put("categorical", parse_categorical(self.categorical))
+        points = parse_max_points(self.max_points) if isinstance(self.max_points, str) else self.max_points
+        if not _is_int(points) or not START_POINTS <= points <= MAX_POINTS_LIMIT:
+            raise AttributionError(BAD_MAX_POINTS.format(value=points, low=START_POINTS, high=MAX_POINTS_LIMIT,
+                                                         default=DEFAULT_MAX_POINTS))
+        put("max_points", int(points) if self.steps == AUTO else DEFAULT_MAX_POINTS)  # a fixed rule never reads it
 
     # -- building ----------------------------------------------------------
 
@@ -337,7 +357,8 @@ class Settings:
         """Every setting's string form; ``from_strings`` reads it back to equal settings."""
         return {"baseline": str(self.baseline), "steps": str(self.steps), "method": self.method,
                 "target": str(self.target), "space": self.space, "path": self.path,
-                "tolerance": repr(self.tolerance), "seed": str(self.seed), "categorical": self.categorical}
+                "tolerance": repr(self.tolerance), "seed": str(self.seed), "categorical": self.categorical,
+                "max_points": str(self.max_points)}
 
     def as_dict(self) -> dict:
         """The settings of the CLI's JSON (docs/cli.md): baseline (spec), steps, method, target, space, path."""
@@ -346,6 +367,8 @@ class Settings:
                     "space": self.space, "path": self.path})
         if self.categorical != DEFAULT_CATEGORICAL:  # left out by default: earlier runs' settings stay equal
             out["categorical"] = self.categorical
+        if self.steps == AUTO:  # the budget of adaptive integration (a fixed rule does not read it)
+            out["max_points"] = self.max_points
         return out
 
     def identity(self) -> dict:

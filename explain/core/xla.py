@@ -103,7 +103,7 @@ class XlaPath:
         engine = self.engine_ref()
         xs = [tf.zeros((bucket, *engine.point_shapes[k]), engine.point_dtypes[k]) for k in engine.keys]
         raws = [tf.zeros((bucket, *engine.shapes[k]), engine.raw_dtypes[k]) for k in engine.categorical]
-        a = tf.constant(np.linspace(0.0, 1.0, alphas), tf.float64)
+        a = tf.constant(np.tile(np.linspace(0.0, 1.0, alphas), (bucket, 1)), tf.float64)  # (bucket, alphas)
         args = (xs, xs, raws, a, a, tf.constant(0, tf.int32))
         with engine.lock:  # tracing calls the model's Python code: one thread at a time
             fn = self._function(space).get_concrete_function(*args)
@@ -149,8 +149,8 @@ class _Padded:
         self.owner, self.fn, self.bucket = owner, fn, bucket
 
     def __call__(self, xs, bs, raws, alphas, weights, target):
-        """The engine's path call: lists of per-customer tensors (points x, baselines b, raw ids),
-        alphas, weights, target; returns (sums per input, finite, f(x), f(b)) of the real rows."""
+        """The engine's path call: lists of per-row tensors (points x, baselines b, raw ids), each
+        row's alphas and weights (rows, k), target; returns (sums per input, finite) of the real rows."""
         rows = int(xs[0].shape[0])
         pad = self.bucket - rows
 
@@ -158,8 +158,9 @@ class _Padded:
             return [tf.concat([p, tf.repeat(p[-1:], pad, axis=0)], 0) for p in parts] if pad else list(parts)
 
         self.owner.calls += 1
-        sums, finite, fx, fb = self.fn(padded(xs), padded(bs), padded(raws), alphas, weights, target)
-        return [part[:rows] for part in sums], finite[:rows], fx[:rows], fb[:rows]
+        alphas, weights = padded([alphas, weights])
+        sums, finite = self.fn(padded(xs), padded(bs), padded(raws), alphas, weights, target)
+        return [part[:rows] for part in sums], finite[:rows]
 
 
 def enable(engine, *, buckets=BUCKETS, max_points: int = MAX_POINTS, background: bool = True) -> XlaPath:

@@ -33,7 +33,7 @@ CASES = [
     {"baseline": "customer:id with:colon"}, {"baseline": "cohort:0"}, {"baseline": "cohort:yes"},
     {"baseline": "flat"}, {"baseline": "blur"}, {"baseline": "blur:1.5"}, {"baseline": "blur:0.25"},
     {"baseline": "sample:16", "seed": "7"},
-    {"steps": "8"}, {"steps": "512"}, {"steps": "auto", "tolerance": "0.01"},
+    {"steps": "8"}, {"steps": "512"}, {"steps": "auto", "tolerance": "0.01"}, {"steps": "auto", "max_points": "256"},
     {"method": "trapezoid"}, {"method": "left"}, {"method": "right"}, {"method": "middle"},
     {"method": "gausslegendre"}, {"target": "1"}, {"target": "churn"}, {"space": "logit"},
     {"path": "per-input"},
@@ -45,7 +45,7 @@ CASES = [
 def _cli_words(strings: dict) -> list[str]:
     words = []
     for name, value in strings.items():
-        words += [f"--{name}", value]
+        words += [f"--{name.replace('_', '-')}", value]
     return words
 
 
