@@ -209,7 +209,8 @@ class Store:
         per = len(expected["input"])
         for chunk in self.done_chunks():
             long_path, summary_path = chunk_paths(self.path, chunk)
-            table = _read_table(long_path, ["customer_id", *expected, "value", "attribution"])
+            table = _read_table(long_path, ["customer_id", *expected, "value", "attribution"],
+                                text=["customer_id", *expected])
             k = _check_layout(self.path, chunk, table, expected, per)
             codes, names = _codes(table["customer_id"])
             ids = names[codes[::per]]
@@ -267,18 +268,23 @@ class StoredAttributions:
         return self.static.sum(axis=1) + np.nansum(self.temporal, axis=(1, 2))
 
 
-def _read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
-    """One Parquet file of a store; ``StoreError`` (not an Arrow traceback) if it is damaged."""
+def _read_table(path: Path, columns: Sequence[str] | None = None, text: Sequence[str] = ()) -> pa.Table:
+    """One Parquet file of a store; ``StoreError`` (not an Arrow traceback) if it is damaged.
+    ``text``: columns read as Arrow dictionaries (codes and distinct values, as Parquet keeps
+    them: no string per row is made)."""
     try:
-        return pq.read_table(path, columns=None if columns is None else list(columns))
+        return pq.read_table(path, columns=None if columns is None else list(columns),
+                             read_dictionary=list(text) or None)
     except (OSError, pa.ArrowException) as error:
         raise StoreError(UNREADABLE_CHUNK.format(path=path, why=one_line(error))) from None
 
 
 def _codes(column) -> tuple[np.ndarray, np.ndarray]:
-    """(codes (rows,) int, distinct values (object)) of a text column: one hash pass in Arrow, so
-    that millions of rows are compared as integers."""
-    encoded = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+    """(codes (rows,) int, distinct values (object)) of a text column (read as a dictionary, or
+    encoded here in one hash pass): millions of rows are compared as integers."""
+    encoded = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not pa.types.is_dictionary(encoded.type):
+        encoded = pc.dictionary_encode(encoded)
     return encoded.indices.to_numpy(zero_copy_only=False), np.asarray(encoded.dictionary.to_pylist(), dtype=object)
 
 
