@@ -7,16 +7,18 @@ import streamlit as st
 from explain.analysis import cohort
 from explain.core import verdict
 from explain.plots import figures
-from ui import frame, jobs, pickers, show, state
+from ui import frame, jobs, options, pickers, show, state
 from ui import inputs as more_inputs
 
 
 def cohort_page():
     bundle, choice = frame.page()
-    more_inputs.one_history_only(bundle, "Cohort", needs="one history")
+    more_inputs.one_history_only(bundle, "Cohort")
     settings = choice.settings
     st.title("Cohort")
-    st.caption(show.md(f"Baseline {settings.baseline} · {settings.steps} steps · {settings.method}."))
+    technical = f" · {settings.steps} steps ({settings.method})" if pickers.technical_view() else ""
+    compared = options.BASELINE_LABELS.get(settings.baseline.kind, str(settings.baseline))
+    st.caption(show.md(f"Each customer compared with {compared}{technical}."))
     ids = cohort.sample_ids(bundle, pickers.sample_ui())
     explained = jobs.attributions_ui(bundle, ids, settings)
     if explained is None:

@@ -1,13 +1,15 @@
 """Customer: why one customer gets their score (the default page)."""
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 from explain.analysis import report
-from explain.core import baselines, verdict
+from explain.analysis import words as analyst_words
+from explain.core import baselines, labels, periods, verdict
 from explain.plots import figures
 from explain.plots import html as html_report
-from ui import frame, show, speed, state
+from ui import frame, keep, pickers, show, speed, state
 from ui import inputs as more_inputs
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
@@ -16,27 +18,56 @@ LEGEND = ("Each bar and cell is a share of the difference between this customer'
           "All shares add up to the difference; the badge says how closely.")
 
 
-def how_to_read(baseline, advice: str) -> None:
+def how_to_read(baseline, advice: str, said) -> None:
     # lazy: the text is made and sent only while the expander is open (a customer switch sends none of it)
     box = st.expander("How to read this", icon=":material/help:", key="how_to_read", on_change="rerun")
     if not box.open:
         return
     with box:
         st.markdown(show.md(report.HOW_TO_READ))
-        st.markdown(f"**The baseline here** ({show.md(baseline)}): {show.md(baselines.describe(baseline))}")
-        st.markdown("**The heatmap**: periods run left to right, one row per monthly feature. Hover a cell for "
+        st.markdown(f"**The baseline here** ({show.md(baseline)}): "
+                    f"{show.md(baselines.describe(baseline, unit=said.unit))}")
+        st.markdown(f"**The heatmap**: {said.units} run left to right, one row per {said.adjective} feature. "
+                    "Hover a cell for "
                     "the customer's value, the baseline's value and the attribution. The bars above sum each "
                     "period over features; the bars on the right sum each feature over periods.")
         st.markdown(f"**The badge**: {show.md(advice)} When it is not 'fine', raise the steps in the sidebar "
                     "(or choose 'auto').")
 
 
+def base_rate(bundle, target: str) -> str:
+    """What is usual, in words: the share of customers with the positive label, else the average score."""
+    positive = labels.positive(bundle)
+    if positive is not None:
+        share = float(np.mean(labels.mask(bundle.labels, positive)))
+        return f"{share:.0%} of customers {target}".replace("%", " %")
+    return f"the average customer scores {float(np.mean(state.predictions(bundle))):.0%}".replace("%", " %")
+
+
+def baseline_vs_rate(bundle, target: str, fb: float) -> str:
+    """Why the baseline's prediction is not the churn rate (both are true)."""
+    return (f"Its prediction ({fb:.2f}) need not equal how often customers {target} ({base_rate(bundle, target)}): "
+            "the model scores combinations of values, and an average profile has none of the risky ones. "
+            "'A sample of customers' as the comparison has the average prediction as its prediction.")
+
+
+def why(bundle, cid, attribution, inputs, base, target) -> None:
+    """The answer first, in the analyst's words: the score, what is usual, the main reasons with the values."""
+    if attribution.space_used != "output" or attribution.temporal is None:
+        return
+    values = {"static": inputs["static"][0], "temporal": inputs["temporal"][0]}
+    found = analyst_words.drivers_of(attribution, bundle, 0, values, base)
+    st.markdown(show.md(analyst_words.why_sentence(
+        cid, float(attribution.prediction[0]), target, found, base_rate=base_rate(bundle, target))))
+
+
 def words(attribution, bundle, settings, described, advice) -> None:
-    """The summary in words, the colour legend, the baseline in words and how to read it all."""
-    st.info(show.md(report.summary_text(attribution, bundle, 0)), icon=":material/summarize:")
+    """The summary in words (bundles with more inputs), the colour legend, the baseline in words and how to read it."""
+    if not bundle.plain:
+        st.info(show.md(report.summary_text(attribution, bundle, 0)), icon=":material/summarize:")
     st.markdown(LEGEND)
     st.markdown(f"**Compared with** ({show.md(settings.baseline)} baseline): {described}")
-    how_to_read(settings.baseline, advice)
+    how_to_read(settings.baseline, advice, periods.words(bundle))
 
 
 def downloads(attribution, bundle, cid, settings, figs) -> None:
@@ -63,9 +94,12 @@ def customer_page():
     status, advice = report.delta_status(delta, fx, fb)
     described = show.md(more_inputs.baseline_words(bundle, settings))
 
-    st.title(f"Customer {show.md(cid)}")
-    st.caption(show.md(f"Explaining {target}{unit} · baseline: {settings.baseline} · {attribution.steps[0]} steps "
-                       f"({settings.method}) · {settings.path} path"))
+    st.markdown(f"#### Customer {show.md(cid)}")  # small: the sentence below names the customer again
+    if pickers.technical_view():  # the engineers' caption, while the IG settings are open
+        st.caption(show.md(f"Explaining {target}{unit} · baseline: {settings.baseline} · {attribution.steps[0]} "
+                           f"steps ({settings.method}) · {settings.path} path"))
+    if bundle.plain:  # the answer first (bundles with more inputs: the summary below their heatmaps)
+        why(bundle, cid, attribution, inputs, state.baseline_arrays(bundle, cid, settings), target)
     for note in attribution.notes:  # an input the model does not use: its attributions are exactly 0
         st.info(show.md(note), icon=":material/info:")
     score = float(state.predictions(bundle, attribution.settings.target)[bundle.index_of(cid)])
@@ -78,29 +112,33 @@ def customer_page():
             "Steps": f"{attribution.steps[0]} ({settings.method}, {settings.path} path)"})
     m1.metric(f"Predicted {show.md(target)}{unit}", f"{fx:.3f}",
               help=show.md(f"Score {score:.3f}: in the band '{said.band}' ({said.range_text})."))
-    m2.metric(f"Baseline prediction{unit}", f"{fb:.3f}", help=described)
+    m2.metric(f"Baseline prediction{unit}", f"{fb:.3f}", help=described + " " + baseline_vs_rate(bundle, target, fb))
     m3.metric("Difference explained", f"{fx - fb:+.3f}",
               help="prediction minus baseline prediction: what the attributions below share out")
+    if close := report.close_baseline_note(fx, fb):
+        st.warning(show.md(close), icon=":material/compare_arrows:")
     if not bundle.plain:  # categorical, padded or several histories: one heatmap per history
         words(attribution, bundle, settings, described, advice)
-        shown = more_inputs.customer_figures(attribution, bundle, cid)
+        shown = more_inputs.customer_figures(attribution, bundle, cid, state.baseline_arrays(bundle, cid, settings))
         st.subheader("Download")
         return downloads(attribution, bundle, cid, settings, shown)
 
     base = state.baseline_arrays(bundle, cid, settings)
+    said = periods.words(bundle)
     units_s, units_t = show.units(bundle, bundle.static_features), show.units(bundle, bundle.temporal_features)
     (fig_panel, fig_static, fig_history), shown = speed.figures(bundle, "customer", cid, settings, lambda: (
         figures.temporal_panel_spec(bundle.periods, bundle.temporal_labels, attribution.temporal[0],
                                values=inputs["temporal"][0], baseline=base["temporal"], units=units_t,
-                               title="Monthly features: effect of each feature in each period"),
+                               title=f"{said.adjective.capitalize()} features: effect of each feature in each period"),
         figures.static_bars_spec(bundle.static_labels, attribution.static[0], inputs["static"][0],
                             units=units_s, baseline=base["static"],
                             title="Static features (label: the customer's value)"),
         figures.history_spec(bundle.periods, bundle.temporal_labels, inputs["temporal"][0],
                                baseline=base["temporal"], units=units_t, columns=2,
-                               title="The customer's monthly history (dashed: the baseline)")))
+                               title=f"The customer's {said.adjective} history (dashed: the baseline)")))
     show.plot(shown[0], key="temporal_heatmap")
     speed.heatmap_first()
+    keep.card(bundle, cid, settings, score, target)
     words(attribution, bundle, settings, described, advice)
     left, right = st.columns(2)
     with left:
@@ -114,7 +152,8 @@ def customer_page():
 
     st.subheader("Download")
     downloads(attribution, bundle, cid, settings,
-              [("Monthly features", fig_panel), ("Static features", fig_static), ("History", fig_history)])
+              [(f"{said.adjective.capitalize()} features", fig_panel), ("Static features", fig_static),
+               ("History", fig_history)])
 
 
 with show.guard():

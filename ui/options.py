@@ -15,10 +15,11 @@ TOP_RISK = 25
 FULL_LIST = 500
 RECENT = 10
 MATCHES_LISTED = 20
-BASELINE_LABELS = {
-    "zero": "zero (all features 0)", "mean": "mean customer", "median": "median customer",
-    "customer": "another customer", "cohort": "a cohort's mean (by label)",
-    "flat": "own history held flat", "blur": "own history blurred", "sample": "K random customers (expected gradients)",
+BASELINE_LABELS = {  # in words: who the customer is compared with (the spec stays in the URL)
+    "zero": "a customer with every feature at 0", "mean": "the average customer", "median": "the median customer",
+    "customer": "another customer", "cohort": "a group of customers (by outcome)",
+    "flat": "their own history, held flat", "blur": "their own history, smoothed",
+    "sample": "a sample of customers (expected gradients)",
 }
 PATH_LABELS = {"joint": "joint (both inputs move together)", "per-input": "per input (one moves, the other stays)"}
 SPACE_LABELS = {"output": "output (probability)", "logit": "logit (log-odds)"}

@@ -95,7 +95,7 @@ def _random_churner(bundle) -> None:
     if positive is not None:
         rows = np.flatnonzero(labels.mask(bundle.labels, positive))
     else:  # no labels: a customer the model scores above 0.5
-        rows = np.flatnonzero(state.predictions(bundle) > 0.5)
+        rows = np.flatnonzero(state.predictions(bundle, st.session_state.get("target")) > 0.5)
     rows = rows if rows.size else np.arange(bundle.n_customers)
     st.session_state["customer"] = str(bundle.ids[int(rng.choice(rows))])
 
@@ -129,8 +129,8 @@ def _typed_customer(bundle) -> None:
     """The customer box changed: an id typed or picked becomes the customer; text that names no
     single id keeps the customer shown and says why."""
     ss = st.session_state
-    found, matches, note = find_customer(speed.ranking(bundle, state.predictions(bundle), options.TOP_RISK)[0],
-                                         ss.get("customer"))
+    found, matches, note = find_customer(speed.ranking(bundle, state.predictions(bundle, ss.get("target")),
+                                                       options.TOP_RISK, ss.get("target"))[0], ss.get("customer"))
     found = found if found is not None else ss["_customer_recent"][0]  # the customer shown (customer_ui)
     if found != ss.get("customer"):  # written only when it differs: a value written is sent with the box again
         ss["customer"] = found
@@ -145,7 +145,9 @@ def customer_ui(bundle) -> str:
     listing 3,000 ids took the browser 0.06-0.1 s to handle Enter, on every customer switch, and
     its 72 KB were sent again whenever its value changed."""
     ss = st.session_state
-    ids, top, label = speed.ranking(bundle, state.predictions(bundle), options.TOP_RISK)
+    # the sidebar's target: the box's scores and the highest-risk list follow it
+    ids, top, label = speed.ranking(bundle, state.predictions(bundle, ss.get("target")), options.TOP_RISK,
+                                    ss.get("target"))
     current = ss["customer"]
     recent = [current] + [i for i in ss.get("_customer_recent", []) if i != current and i in label]
     ss["_customer_recent"] = recent[:options.RECENT]
@@ -170,8 +172,9 @@ def baseline_ui(bundle) -> Baseline:
     """Baseline: every kind; the customer, cohort, blur width or K when the kind needs one."""
     ss = st.session_state
     kinds = [k for k in options.KINDS if k != "cohort" or bundle.labels is not None]
-    st.selectbox("Baseline (what the customer is compared with)", kinds, key="baseline_kind",
-                 format_func=options.BASELINE_LABELS.get)
+    st.selectbox("Compared with", kinds, key="baseline_kind", format_func=options.BASELINE_LABELS.get,
+                 help="Every explanation splits the difference between this customer's score and the score of "
+                      "who they are compared with. The average customer is the usual choice.")
     kind = ss["baseline_kind"]
     if kind == "customer":
         ss.setdefault("baseline_customer", str(bundle.ids[0]))
@@ -179,7 +182,7 @@ def baseline_ui(bundle) -> Baseline:
     elif kind == "cohort":
         counts, positive = labels.counts(bundle), labels.positive(bundle)
         ss.setdefault("baseline_cohort", next(iter(counts)))
-        st.selectbox(f"Cohort: customers whose {bundle.label_name} is", list(counts), key="baseline_cohort",
+        st.selectbox(f"Cohort: customers whose {show.md(bundle.label_name)} is", list(counts), key="baseline_cohort",
                      format_func=lambda v: f"{v} ({counts[v]} customers{', positive' if v == positive else ''})")
     elif kind == "blur":
         ss.setdefault("blur_width", DEFAULT_BLUR_WIDTH)
@@ -192,13 +195,32 @@ def baseline_ui(bundle) -> Baseline:
 
 def steps_ui() -> str:
     st.select_slider("Steps (gradient evaluations; more = more exact)", options.STEP_OPTIONS, key="steps",
-                     help="'auto' doubles the steps from 16 until the attributions add up (delta within 0.5%).")
+                     help="'auto' places the evaluations where the prediction changes along the path, until the "
+                          "attributions add up (within 0.5 %).")
     return st.session_state["steps"]
 
 
+def technical_view() -> bool:
+    """Whether the IG settings are open: pages then also say the rule, steps, path and space in their captions
+    (closed, the main area speaks the analyst's words only)."""
+    return bool(st.session_state.get("ig_settings_open"))
+
+
+def _ig_settings_changed() -> bool:
+    """A link or a session that set any IG setting away from its default opens the section, so the view it set
+    is seen."""
+    ss, default = st.session_state, Settings()
+    return (ss.get("steps") != str(default.steps) or ss.get("method") != default.method
+            or ss.get("space") != default.space or ss.get("path") != default.path)
+
+
 def advanced_ui(bundle) -> None:
-    """Integration rule, target and space, path."""
-    with st.expander("More IG settings"):
+    """Steps, integration rule, target, space and path: the engineers' settings, in a closed section by default."""
+    box = st.expander("Advanced (IG settings)", expanded=_ig_settings_changed(), key="ig_settings",
+                      on_change="rerun", icon=":material/tune:")
+    st.session_state["ig_settings_open"] = box.open
+    with box:  # always drawn (closed too): the widgets keep their values and the URL keeps them
+        steps_ui()
         st.selectbox("Integration rule", options.METHODS, key="method")
         st.selectbox("Target (output explained)", bundle.output_names, key="target")
         st.radio("Space", options.SPACES, key="space", format_func=options.SPACE_LABELS.get, horizontal=True)
@@ -215,7 +237,6 @@ def sidebar_ui(bundle) -> Choice:
         customer_ui(bundle)
         st.divider()
         baseline_ui(bundle)
-        steps_ui()
         advanced_ui(bundle)
     link = _link(bundle)
     url.write(url.encode(link, bundle.output_names))
@@ -237,13 +258,14 @@ def compare_ui(bundle) -> Baseline:
     if ss.get("_compare") not in choices:
         ss["_compare"] = url.compare_text(url.default_compare(bundle))
     ss["w_compare"] = ss["_compare"]
-    scores = dict(zip(bundle.ids.tolist(), state.predictions(bundle).tolist()))
+    target = ss.get("target") or bundle.output_names[bundle.target]
+    scores = dict(zip(bundle.ids.tolist(), state.predictions(bundle, target).tolist()))
 
     def label(option):
         other = url.parse_compare(option)
         if other.kind == "cohort":
             return f"Mean of the cohort {bundle.label_name} = {other.argument}"
-        return f"{option}  ·  {bundle.output_names[0]} {scores.get(option, float('nan')):.2f}"
+        return f"{option}  ·  {target} {scores.get(option, float('nan')):.2f}"
 
     st.selectbox("Compare with (a customer, or the mean of a cohort)", choices, key="w_compare",
                  format_func=label, on_change=_persist, args=("w_compare", "_compare"))

@@ -80,13 +80,15 @@ def places(folder: Path) -> list[Path]:
     return [folder / CACHE_DIR, base / key]
 
 
-def read(folder: Path) -> Checked | None:
-    """The bundle's cached arrays (memory-mapped), or None: no cache, off, stale or damaged."""
+def read(folder: Path, limits: dict | None = None) -> Checked | None:
+    """The bundle's cached arrays (memory-mapped), or None: no cache, off, stale or damaged, or built under
+    looser table ``limits`` ({name: value or None for no limit}) than these (then the tables are measured)."""
     if not enabled():
         return None
     for place in places(folder):
         manifest = _manifest(place)
-        if manifest is None or manifest.get("format") != FORMAT or not _fresh(folder, manifest):
+        if manifest is None or manifest.get("format") != FORMAT or not _within(manifest["limits"], limits or {}) \
+                or not _fresh(folder, manifest):
             continue
         arrays = _arrays(place, manifest["arrays"])
         if arrays is None:
@@ -101,9 +103,10 @@ def read(folder: Path) -> Checked | None:
     return None
 
 
-def write(folder: Path, sources: Sources, checked: Checked) -> Path | None:
-    """Write the cache of a bundle that has just been checked; where it went, or None (off, small tables, texts
-    that cannot be memory-mapped, or no place that can be written: the bundle opens the same, only slower)."""
+def write(folder: Path, sources: Sources, checked: Checked, limits: dict | None = None) -> Path | None:
+    """Write the cache of a bundle that has just been checked under the table ``limits``; where it went, or None
+    (off, small tables, texts that cannot be memory-mapped, or no place that can be written: the bundle opens the
+    same, only slower)."""
     if not enabled() or sum((folder / name).stat().st_size for name in sources.used) < MIN_BYTES:
         return None
     if any(np.asarray(a).dtype == object for a in checked.arrays.values()):
@@ -113,7 +116,7 @@ def write(folder: Path, sources: Sources, checked: Checked) -> Path | None:
     if checked.labels is not None:
         arrays["labels"] = (np.asarray(checked.labels, dtype=str) if checked.labels.dtype == object
                             else checked.labels)
-    manifest = {"format": FORMAT, "content_hash": checked.content_hash,
+    manifest = {"format": FORMAT, "content_hash": checked.content_hash, "limits": dict(limits or {}),
                 "files": [_stat(folder / name) for name in sources.used], "absent": list(sources.absent),
                 "inputs": list(checked.arrays), "labels_are_text": bool(
                     checked.labels is not None and checked.labels.dtype == object),
@@ -138,6 +141,12 @@ def _manifest(place: Path) -> dict | None:
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return data if stored == _checksum(data) else None
+
+
+def _within(built: dict, now: dict) -> bool:
+    """Tables that passed the limits ``built`` pass ``now``: every limit now is as loose (None: no limit)."""
+    return all(now.get(name) is None or (limit is not None and limit <= now[name]) for name, limit in built.items()) \
+        and set(now) <= set(built)
 
 
 def _fresh(folder: Path, manifest: dict) -> bool:

@@ -21,6 +21,7 @@ from tests.support.apptest import (
     bundle_files,
     charts,
     choose_customer,
+    customer_heading,
     errors,
     heatmap,
     plain,
@@ -59,10 +60,22 @@ def test_customer_page_shows_prediction_badge_words_and_downloads():
     labels = [m.label for m in at.metric]
     assert any(label.startswith("Predicted") for label in labels) and "Baseline prediction" in labels
     assert any("badge[" in m.value and "fine" in m.value for m in at.markdown)  # st.badge
-    assert any("against" in i.value for i in at.info)  # report.summary_text
+    # the answer in words first (explain.analysis.words), with the customer's values against the usual ones
+    assert any("likely to churn" in m.value and "mainly because" in m.value and "(usually" in m.value
+               for m in at.markdown)
+    assert not any("gausslegendre" in c.value for c in at.caption)  # the IG settings are closed: no jargon
     assert {"static_bars", "temporal_heatmap", "history"} <= set(charts(at))
     downloads = at.get("download_button")
     assert len(downloads) == 3
+
+
+def test_engineers_settings_stay_in_their_section_and_a_link_that_sets_them_opens_it():
+    at = app()
+    assert not at.session_state["ig_settings_open"]
+    assert at.select_slider(key="steps").value == "64"  # drawn (closed): the value and the URL are kept
+    linked = app({"customer": "C00010", "steps": "16", "method": "trapezoid"})
+    assert linked.session_state["ig_settings_open"]
+    assert any("16 steps" in c.value and "trapezoid" in c.value for c in linked.caption)
 
 
 def test_heatmap_is_centred_on_zero_with_symmetric_limits():
@@ -88,7 +101,7 @@ def test_changing_customer_baseline_and_steps_changes_the_figure():
     assert not at.exception
     z1 = heatmap(charts(at)["temporal_heatmap"])["z"]
     assert changed(z1, z0) and at.query_params["customer"] == other
-    assert other in at.title[0].value
+    assert other in customer_heading(at)
 
     at.selectbox(key="baseline_kind").set_value("median").run()
     z2 = heatmap(charts(at)["temporal_heatmap"])["z"]
@@ -131,7 +144,7 @@ def test_query_params_open_the_chosen_view():
     assert at.selectbox(key="baseline_kind").value == "cohort"
     assert at.selectbox(key="baseline_cohort").value == "0"
     assert at.radio(key="space").value == "logit" and at.radio(key="path").value == "per-input"
-    assert "C00010" in at.title[0].value
+    assert "C00010" in customer_heading(at)
     caption = plain(at.caption[0].value)
     assert "cohort:0" in caption and "16 steps" in caption and "trapezoid" in caption
     assert not at.warning

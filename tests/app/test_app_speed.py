@@ -11,7 +11,7 @@ from explain.analysis.explainer import explain_customers
 from explain.bundle import load as bundle_io
 from explain.core.settings import Baseline, Settings
 from explain.plots import figures
-from tests.support.apptest import DEMO, app, array, charts, choose_customer, heatmap
+from tests.support.apptest import DEMO, app, array, charts, choose_customer, customer_heading, heatmap
 from ui import speed
 
 
@@ -37,7 +37,7 @@ def test_the_heatmap_follows_every_change_of_customer_and_settings_back_and_fort
         at.selectbox(key="baseline_kind").set_value(kind)
         at.select_slider(key="steps").set_value(steps).run()
         assert not at.exception
-        assert customer in at.title[0].value
+        assert customer in customer_heading(at)
         z = heatmap(charts(at)["temporal_heatmap"])["z"]
         np.testing.assert_allclose(z, expected_z(demo, customer, kind, int(steps)), rtol=1e-6, atol=1e-7,
                                    err_msg=f"the heatmap of {customer}, {kind}, {steps} steps")
@@ -157,7 +157,7 @@ def test_the_customer_box_lists_a_few_customers_and_takes_any_id_typed():
     for typed, expected in [("C00017", "C00017"), ("c00003", "C00003"), ("2999", "C02999"), ("C00017", "C00017")]:
         choose_customer(at, typed).run()
         assert not at.exception and not at.warning
-        assert at.session_state["customer"] == expected and f"Customer {expected}" in at.title[0].value
+        assert at.session_state["customer"] == expected and f"Customer {expected}" in customer_heading(at)
         assert at.query_params["customer"] == expected
     assert [o.split()[0] for o in at.selectbox(key="customer").options] == ["C00017", "C02999", "C00003", "C00042"]
 

@@ -89,7 +89,7 @@ def test_a_deep_link_with_a_scenario_reopens_it(demo):
 
 
 @pytest.mark.parametrize("bad, named", [
-    ("t1@9-99=b", "names months 9 to 99"),
+    ("t1@9-99=b", "names periods 9 to 99"),
     ("s0=5000", "outside the range observed in the data"),
     ("s1=0.5", "not one of the values observed"),
     ("nonsense", "is not of the form"),
@@ -114,3 +114,15 @@ def test_the_search_finds_edits_with_its_caution_and_can_show_them():
     assert not errors(at)
     assert whatif.parse_scenario(at.query_params["whatif"], load_bundle(DEMO))  # the found edits, now the scenario
     assert predictions(at)[1] < 0.5 <= predictions(at)[0]
+
+
+def test_the_quick_edit_asks_for_k_only_when_it_scales():
+    at = app({"customer": "C00002", "steps": "16"}, page=PAGE)
+    assert not [n for n in at.number_input if n.label == "k"]  # default: set to the baseline
+    at.selectbox(key="wi_q_action").set_value("scale").run()
+    assert [n for n in at.number_input if n.label == "k"]
+    at.number_input(key="wi_q_k").set_value(2.0)
+    at.button[[b.label for b in at.button].index("Apply this edit")].click().run()
+    assert not errors(at)
+    original, edited = predictions(at)
+    assert edited != original  # months of a feature doubled: the model's score moved

@@ -22,7 +22,7 @@ from streamlit.runtime.scriptrunner import RerunData
 from streamlit.testing.v1 import local_script_runner
 
 from tests.support import hostile as H
-from tests.support.apptest import DEMO, app, bundle_files, charts, errors, heatmap, plain, upload
+from tests.support.apptest import DEMO, app, bundle_files, charts, customer_heading, errors, heatmap, plain, upload
 from ui import state, uploads
 
 pytestmark = pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="the demo bundle is not built")
@@ -74,7 +74,7 @@ def test_two_sessions_uploading_the_same_names_see_only_their_own_bundle(two_bun
         assert not at.exception and not errors(at)
         options = at.selectbox(key="customer").options
         assert len(options) == count and all(plain(o).startswith(prefix) for o in options)
-        assert at.session_state["customer"].startswith(prefix) and prefix in at.title[0].value
+        assert at.session_state["customer"].startswith(prefix) and prefix in customer_heading(at)
         assert "temporal_heatmap" in charts(at)
 
     # replacing an upload removes the previous folder; going back to the demo removes it too

@@ -125,3 +125,32 @@ def test_an_unknown_page_path_says_so(server, sized_page):  # noqa: F811
     assert warning.first.is_visible()
     assert "/compare" in warning.first.inner_text()  # it lists the pages there are
     assert page.get_by_role("heading", name="Customer C00004").is_visible()
+
+
+WHY_SENTENCE = "likely to churn ("
+JARGON = ("gausslegendre", "joint path", "per-input", "logit", "delta")
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_the_answer_in_words_comes_first_without_jargon(server, sized_page, viewport):  # noqa: F811
+    """Issue 29: on the first screen, above the first chart, one sentence names a driver with the customer's value
+    against the usual one; with the IG settings closed the main area says none of the engineers' words."""
+    page = sized_page(viewport)
+    open_page(page, f"{server}/")
+    sentence = page.get_by_text(WHY_SENTENCE).first
+    sentence.wait_for()
+    box = sentence.bounding_box()
+    assert box["y"] + box["height"] <= viewport["height"], box  # inside the first screen
+    first_chart = page.locator(".js-plotly-plot").first.bounding_box()
+    assert box["y"] < first_chart["y"]
+    text = sentence.inner_text()
+    assert "mainly because" in text and "(usually" in text and "% of customers churn" in text
+    main = page.locator("[data-testid=stMain]").inner_text().lower()
+    assert not [word for word in JARGON if word in main]
+
+
+def test_a_link_with_engineers_settings_opens_them(server, sized_page):  # noqa: F811
+    page = sized_page(LAPTOP)
+    open_page(page, f"{server}/?customer=C00010&steps=16&method=trapezoid")
+    assert page.get_by_text("16 steps (trapezoid)").first.is_visible()
+    assert page.locator("[data-testid=stSidebar]").get_by_text("Integration rule").first.is_visible()

@@ -96,3 +96,45 @@ def test_a_cell_typed_into_the_table_becomes_an_edit(server, page):  # noqa: F81
     assert parse_qs(urlparse(page.url).query)["whatif"] == ["t1@1=1"]
     assert metric(page, "What-if: predicted") != before
     assert page.get_by_text("Support calls, 2025-02: set to 1").first.is_visible()
+
+
+def test_the_customer_page_card_opens_what_would_keep_the_customer_on_what_if(server, page):  # noqa: F811
+    """Issue 29: a high-risk customer's page says in one sentence what would keep them; its link opens the same
+    edits on What-if, where the model's score with them is below 0.5."""
+    open_page(page, f"{server}/?customer=C00877")
+    card = page.get_by_text("What would keep this customer?").first
+    card.wait_for()
+    said = page.locator("[data-testid=stMain]").get_by_text("would bring the churn score from").first.inner_text()
+    after = float(said.rsplit(" to ", 1)[1].rstrip(".").strip())
+    assert after < 0.5, said
+    page.get_by_text("Open these edits on What-if").click()
+    page.wait_for_url("**/whatif?**", timeout=60_000)
+    assert "whatif=" in page.url and "customer=C00877" in page.url
+    page.locator("[data-testid=stMetric]").filter(has_text="What-if: predicted").first.wait_for()
+    wait_idle(page)
+    assert abs(float(metric(page, "What-if: predicted")) - after) < 0.01  # the same edits, the same score
+
+
+def test_a_low_risk_customer_gets_no_card(server, page):  # noqa: F811
+    open_page(page, f"{server}/?customer=C00001")  # the demo model scores C00001 at 0.025
+    text = page.locator("[data-testid=stMain]").inner_text()
+    assert "Low risk" in text and "What would keep this customer?" not in text
+
+
+def test_the_presenter_link_walks_overview_top_customer_and_what_keeps_them(server, page):  # noqa: F811
+    open_page(page, f"{server}/")
+    page.get_by_text("Present: a guided demo").click()
+    page.get_by_text("Step 1 of 3").wait_for()
+    assert "/drivers" in page.url
+    page.get_by_text("Next").click()
+    page.get_by_text("Step 2 of 3").wait_for()
+    assert "customer=C00877" in page.url  # the demo's highest score
+    page.get_by_text("likely to churn (").first.wait_for()
+    page.get_by_text("Next").click()
+    page.get_by_text("Step 3 of 3").wait_for()
+    assert "/whatif" in page.url and "whatif=" in page.url
+    page.locator("[data-testid=stMetric]").filter(has_text="What-if: predicted").first.wait_for()
+    wait_idle(page)
+    assert float(metric(page, "What-if: predicted")) < 0.5
+    page.get_by_text("End the tour").click()
+    page.wait_for_url(lambda url: "tour=" not in url)

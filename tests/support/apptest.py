@@ -59,8 +59,8 @@ def heatmap(spec) -> dict:
 
 
 def plain(text: str) -> str:
-    """Markdown text without its backslash escapes (the app escapes untrusted text)."""
-    return re.sub(r"\\(.)", r"\1", text)
+    """Markdown text without its backslash escapes and word joiners (``ui.show.md`` escapes untrusted text)."""
+    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
 
 
 def errors(at) -> list[str]:
@@ -77,3 +77,8 @@ def upload(at: AppTest, files: dict) -> AppTest:
 def bundle_files(folder: Path) -> dict:
     """{name: bytes} of the bundle files in ``folder``."""
     return {name: (folder / name).read_bytes() for name in BUNDLE_FILES if (folder / name).is_file()}
+
+
+def customer_heading(at) -> str:
+    """The Customer page's heading ("Customer C00042"), a small markdown heading above the sentence that says why."""
+    return next(m.value for m in at.markdown if m.value.startswith("#### Customer "))

@@ -173,3 +173,16 @@ def test_no_cache_when_turned_off_or_for_small_tables(bundle, monkeypatch):
     monkeypatch.setattr(cache, "MIN_BYTES", 16 << 20)
     load_bundle(folder)
     assert not (folder / cache.CACHE_DIR).exists()
+
+
+def test_a_cache_built_under_looser_table_limits_does_not_bypass_stricter_ones(bundle, monkeypatch):
+    from explain.modelfile.limits import DEFAULT_LIMITS
+
+    folder, reference = bundle
+    loose = DEFAULT_LIMITS.but(max_table_cells=10**9)
+    load_bundle(folder, limits=loose)
+    strict = DEFAULT_LIMITS.but(max_table_cells=20)
+    problems = validate_bundle(folder, limits=strict).problems
+    assert problems and all("max_table_cells=20" in p.message for p in problems), problems
+    tables_not_read(monkeypatch)
+    np.testing.assert_array_equal(load_bundle(folder, limits=loose.but(max_table_cells=None)).temporal, reference)
