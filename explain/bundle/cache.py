@@ -12,8 +12,10 @@ content hash; then it verifies every cache file's size and CRC-32 and memory-map
 
 A changed, added or removed bundle file makes the cache stale; a damaged one (a file missing, cut or
 altered, a manifest that does not add up) is never trusted: either way the loader checks the tables again
-and writes a new cache. Written atomically: a temporary folder renamed into place. The cache format is
-versioned (``FORMAT``): a cache from another version of the loader is rebuilt.
+and writes a new cache. A cache serves only opens whose table size limits (``explain.modelfile.limits``) are
+as loose as the ones it was built under: stricter limits measure the tables again. Written atomically: a
+temporary folder renamed into place. The cache format is versioned (``FORMAT``): a cache from another
+version of the loader is rebuilt.
 ``EXPLAIN_ARRAY_CACHE=off`` turns the cache off.
 """
 
@@ -31,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 CACHE_DIR = ".explain-cache"
-FORMAT = 1               # bump when the checks produce other arrays or notes from the same files
+FORMAT = 2               # bump when the checks produce other arrays or notes from the same files
 MIN_BYTES = 16 << 20     # tables smaller than this open in well under a second: no cache
 ENVIRONMENT = "EXPLAIN_ARRAY_CACHE"
 PIECE = 1 << 24          # bytes read at a time for hashes and checksums
@@ -86,21 +88,30 @@ def read(folder: Path, limits: dict | None = None) -> Checked | None:
     if not enabled():
         return None
     for place in places(folder):
-        manifest = _manifest(place)
-        if manifest is None or manifest.get("format") != FORMAT or not _within(manifest["limits"], limits or {}) \
-                or not _fresh(folder, manifest):
-            continue
-        arrays = _arrays(place, manifest["arrays"])
-        if arrays is None:
-            continue
-        labels = arrays.pop("labels", None)
-        if labels is not None:  # small: in memory, as the loader made them
-            labels = np.array(labels, dtype=object if manifest["labels_are_text"] else labels.dtype)
-        inputs = {key: arrays[f"input:{key}"] for key in manifest["inputs"]}
-        return Checked(ids=np.asarray(arrays["ids"]).astype(object), arrays=inputs, labels=labels,
-                       periods=manifest["periods"], features=manifest["features"], notes=manifest["notes"],
-                       content_hash=manifest["content_hash"])
+        try:
+            found = _open(place, folder, limits or {})
+        except (KeyError, TypeError, ValueError, AttributeError):  # a manifest of another shape: not trusted
+            found = None
+        if found is not None:
+            return found
     return None
+
+
+def _open(place: Path, folder: Path, limits: dict) -> Checked | None:
+    manifest = _manifest(place)
+    if manifest is None or manifest.get("format") != FORMAT or not _within(manifest["limits"], limits) \
+            or not _fresh(folder, manifest):
+        return None
+    arrays = _arrays(place, manifest["arrays"])
+    if arrays is None:
+        return None
+    labels = arrays.pop("labels", None)
+    if labels is not None:  # small: in memory, as the loader made them
+        labels = np.array(labels, dtype=object if manifest["labels_are_text"] else labels.dtype)
+    inputs = {key: arrays[f"input:{key}"] for key in manifest["inputs"]}
+    return Checked(ids=np.asarray(arrays["ids"]).astype(object), arrays=inputs, labels=labels,
+                   periods=manifest["periods"], features=manifest["features"], notes=manifest["notes"],
+                   content_hash=manifest["content_hash"])
 
 
 def write(folder: Path, sources: Sources, checked: Checked, limits: dict | None = None) -> Path | None:

@@ -186,3 +186,17 @@ def test_a_cache_built_under_looser_table_limits_does_not_bypass_stricter_ones(b
     assert problems and all("max_table_cells=20" in p.message for p in problems), problems
     tables_not_read(monkeypatch)
     np.testing.assert_array_equal(load_bundle(folder, limits=loose.but(max_table_cells=None)).temporal, reference)
+
+
+def test_a_cache_of_another_format_is_rebuilt(bundle):
+    folder, reference = bundle
+    load_bundle(folder)
+    place = folder / cache.CACHE_DIR
+    data = manifest(place)
+    data.pop("checksum")
+    del data["limits"]                          # as an older loader wrote it, checksum and all
+    (place / cache.MANIFEST).write_text(json.dumps({**data, "checksum": cache._checksum(data)}))
+    again = load_bundle(folder)
+    assert not isinstance(again.temporal, np.memmap)
+    np.testing.assert_array_equal(again.temporal, reference)
+    assert "limits" in manifest(place)
