@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 CHUNK = 1000  # customers per Parquet row group written
 OLD_REF = "4fe7236"  # the last commit before issue 26: pandas long frames, no array cache
 # The default table limits (issue 25: 10 million cells, 256 MiB) refuse a 20,000 x 365 long table (190 million
