@@ -18,6 +18,7 @@ from explain.core.errors import ExplainError  # noqa: E402
 from explain.core.quadrature import METHODS  # noqa: E402
 from explain.core.settings import DEFAULT_MAX_POINTS, DEFAULT_TOLERANCE, PARSERS, Settings  # noqa: E402
 from explain.core.text import one_line  # noqa: E402
+from explain.modelfile.config import TRUST_CODE_HINT, custom_code_refused  # noqa: E402
 
 CUSTOMERS_FILE_MISSING = "The customers file {path} does not exist (--customers-file: one customer id per line)."
 CUSTOMERS_FILE_UNREADABLE = "The customers file {path} cannot be read as UTF-8 text ({why})."
@@ -44,7 +45,9 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: mean)")
     parser.add_argument("--steps", default="64", help="gradient evaluations per customer, or 'auto' (default 64)")
     parser.add_argument("--method", default="gausslegendre", help=f"integration rule: {' | '.join(METHODS)}")
-    parser.add_argument("--target", default="0", help="output column: index or output name (default 0)")
+    parser.add_argument("--target", default=None,
+                        help="output column: index or output name (default: the bundle's target: bundle.json "
+                             "'target', else the positive_label class, else output 0)")
     parser.add_argument("--space", default="output",
                         help="output | logit: explain the output (probability) or its logit / log-odds")
     parser.add_argument("--path", default="joint",
@@ -214,6 +217,8 @@ def cmd_check(args) -> int:
 
         report.notes += [f"Warning: {note}" for note in ig.model_notes(bundle.model, roles=bundle.roles or None)]
     print(report.format())
+    if not report.ok and not args.trust_code and custom_code_refused(report.format()):
+        print(TRUST_CODE_HINT)
     return 0 if report.ok else 1
 
 
@@ -326,6 +331,8 @@ def main(argv=None) -> int:
                 "drivers": cmd_drivers, "faithfulness": cmd_faithfulness, "serve": cmd_serve}[args.command](args)
     except ExplainError as error:
         print(f"error: {error}", file=sys.stderr)
+        if hasattr(args, "trust_code") and not args.trust_code and custom_code_refused(str(error)):
+            print(TRUST_CODE_HINT, file=sys.stderr)  # the command line only: an upload never gets this
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

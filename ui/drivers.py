@@ -98,7 +98,7 @@ def against_ui(bundle, store: Path) -> Path | None:
     folders = {label: folder for label, folder in found}
     choices = [NO_EARLIER, *folders]
     ss = st.session_state
-    if ss.get("_drivers_against") not in choices:
+    if ss.get("_drivers_against") not in choices:  # the default: the newest (stores.default_against)
         ss["_drivers_against"] = choices[1]
     ss["w_drivers_against"] = ss["_drivers_against"]
     st.selectbox("Drift: compare with an earlier store of the same settings", choices, key="w_drivers_against",

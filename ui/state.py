@@ -155,14 +155,18 @@ def warm_up(bundle) -> None:
     """Outside any session (``ui/launch.py``, while the first visitor's browser loads): every
     customer's score and the default view's attribution (:func:`default_customer`, default
     settings) into the caches the sessions share; this also traces the model's forward and
-    gradient functions. Then, for a small bundle without a store of every customer, its store
-    starts in the background (``ui.stores``: the What drives churn page reads it)."""
+    gradient functions. Then the What drives churn page's summary of the bundle's store of every
+    customer (default settings) into its cache, or, for a small bundle without one, that store
+    starts in the background (``ui.stores``)."""
     customer = default_customer(bundle)
-    settings = Settings().resolved(bundle.output_names)
+    settings = Settings().for_bundle(bundle)
     if bundle.plain:  # the default view of other layouts is computed by its first visitor
         _attributions(bundle, bundle.content_hash, (customer,), settings.key())
-    if stores.find(bundle, settings) is None:
+    store = stores.find(bundle, settings)
+    if store is None:
         stores.start(bundle, settings)
+    else:
+        drivers(bundle, store, None, stores.default_against(bundle, store))
 
 
 def _stores_fingerprint(folder: Path) -> tuple:
@@ -242,10 +246,10 @@ def _predictions(_bundle, content_hash: str) -> np.ndarray:
         return cohort.scores(_bundle, should_stop=runtime.should_stop)  # (n, K)
 
 
-def predictions(bundle, target=0) -> np.ndarray:
+def predictions(bundle, target=None) -> np.ndarray:
     """Every customer's predicted output (probability for a sigmoid/softmax model), (n,)."""
     return _predictions(bundle, bundle.content_hash)[:, resolve_target(target, len(bundle.output_names),
-                                                                       bundle.output_names)]
+                                                                       bundle.output_names, bundle.target)]
 
 
 @st.cache_data(max_entries=32, ttl=TTL, show_spinner="Computing the delta for each rule and step count...")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -92,6 +93,15 @@ def earlier(bundle, current: Path) -> list[tuple[str, Path]]:
                 found.append((done, f"{folder.name} (finished {done.replace('T', ' ')[:16]} UTC, "
                                     f"{store.n_customers:,} customers)", folder))
     return [(label, folder) for _, label, folder in sorted(found, key=lambda x: x[0], reverse=True)]
+
+
+def default_against(bundle, current: Path) -> Path | None:
+    """The store drift is measured against by default: the newest of :func:`earlier`, or None."""
+    try:
+        found = earlier(bundle, current)
+    except ExplainError:
+        return None
+    return found[0][1] if found else None
 
 
 def rows(bundle) -> int:
@@ -177,6 +187,8 @@ def _run(job: Job, bundle, settings: Settings) -> None:
             job.state = "finished"
         except Exception as error:  # noqa: BLE001 - reported on the page that waits for it
             job.state, job.error = "failed", str(error) if isinstance(error, ExplainError) else type(error).__name__
-            LOG.warning("the dashboard's store %s failed", job.folder, exc_info=not isinstance(error, ExplainError))
+            if not sys.is_finalizing():  # a server stopping mid-job: nothing to report (the next start resumes it)
+                LOG.warning("the dashboard's store %s failed", job.folder,
+                            exc_info=not isinstance(error, ExplainError))
         finally:
             job.seconds = time.monotonic() - started

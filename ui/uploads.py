@@ -28,6 +28,7 @@ from pathlib import Path
 import streamlit as st
 
 from explain.bundle import load as bundle_io
+from explain.core import periods
 from explain.core.errors import BundleError
 from ui import runtime, show, startup
 
@@ -240,7 +241,7 @@ def open_uploaded_files() -> None:
     else:
         st.session_state["upload_result"] = ("ok", f"Opened the uploaded bundle: {bundle.n_customers} customers, "
                                                    f"{bundle.n_static} static features, {bundle.n_periods} periods x "
-                                                   f"{bundle.n_temporal} monthly features.")
+                                                   f"{bundle.n_temporal} {periods.words(bundle).adjective} features.")
     st.rerun()  # the sidebar and every page now use the new bundle
 
 

@@ -4,7 +4,9 @@ sentences)."""
 
 import importlib
 
-_MODULES = ('cohort', 'counterfactual', 'diagnostics', 'drivers', 'explainer', 'faithfulness', 'report', 'whatif')
+_MODULES = (
+    'cohort', 'counterfactual', 'diagnostics', 'drivers', 'explainer', 'faithfulness', 'report', 'whatif', 'words'
+)
 
 
 def __getattr__(name: str):

@@ -37,6 +37,7 @@ from statistics import NormalDist
 from typing import Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 
 from explain.analysis.report import input_views
 from explain.core import labels as label_text
@@ -45,7 +46,7 @@ from explain.core.errors import ExplainError
 RECENT_SHARE = 0.9      # the time profile's "recent periods holding 90 % of the attribution"
 K_RANGE = (2, 8)        # segment counts tried
 SEED = 0
-FIT_SAMPLE = 20_000     # customers k-means is fitted on (every customer is then assigned)
+FIT_SAMPLE = 10_000     # customers k-means is fitted on (every customer is then assigned)
 SILHOUETTE_SAMPLE = 2_500  # customers the silhouette score of each k is measured on
 N_INIT = 4              # k-means restarts per k
 RESAMPLES = 200         # bootstrap resamples of the drift intervals
@@ -661,13 +662,9 @@ def outcomes(bundle, ids) -> np.ndarray | None:
     if getattr(bundle, "labels", None) is None:
         return None
     positive = label_text.positive(bundle)
-    position = {str(i): k for k, i in enumerate(bundle.ids)}
-    out = np.full(len(ids), np.nan)
-    for k, cid in enumerate(ids):
-        row = position.get(str(cid))
-        if row is not None:
-            out[k] = float(label_text.text(bundle.labels[row]) == positive)
-    return out
+    known = pd.Series([float(label_text.text(v) == positive) for v in bundle.labels],
+                      index=[str(i) for i in bundle.ids])
+    return pd.Series(np.asarray(ids, dtype=object).astype(str)).map(known).to_numpy(np.float64)
 
 
 def compute(bundle, rows: Iterable[Rows], *, window: int | None = None, against: Iterable[Rows] | None = None,

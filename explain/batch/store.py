@@ -108,7 +108,8 @@ class Store:
         return self.summary()["customer_id"].tolist()
 
     def summary(self, ids: Sequence[str] | None = None) -> pd.DataFrame:
-        """One row per customer: customer_id, prediction, baseline_prediction, delta, steps."""
+        """One row per customer: customer_id, prediction, baseline_prediction, delta, steps,
+        gradient_points, forward_points (the last two missing from a store of format 1)."""
         return self._summary_of(self._summaries(), ids)
 
     def _summaries(self) -> dict[int, pa.Table]:
@@ -193,6 +194,7 @@ class Store:
             prediction=summary["prediction"].to_numpy(np.float64),
             baseline_prediction=summary["baseline_prediction"].to_numpy(np.float64),
             delta=summary["delta"].to_numpy(np.float64), steps=summary["steps"].to_numpy(np.int64),
+            gradient_points=summary["gradient_points"].to_numpy(np.int64) if "gradient_points" in summary else None,
             path=self.path, settings=self.settings, completed=str(self.manifest.get("completed", "")))
 
     def rows(self, bundle, *, same_periods: bool = True) -> Iterator[Rows]:
@@ -207,7 +209,8 @@ class Store:
         per = len(expected["input"])
         for chunk in self.done_chunks():
             long_path, summary_path = chunk_paths(self.path, chunk)
-            table = _read_table(long_path, ["customer_id", *expected, "value", "attribution"])
+            table = _read_table(long_path, ["customer_id", *expected, "value", "attribution"],
+                                text=["customer_id", *expected])
             k = _check_layout(self.path, chunk, table, expected, per)
             codes, names = _codes(table["customer_id"])
             ids = names[codes[::per]]
@@ -254,6 +257,7 @@ class StoredAttributions:
     path: Path
     settings: dict
     completed: str  # when the batch run finished (UTC, ISO 8601)
+    gradient_points: np.ndarray | None = None  # (n,) evaluations spent per customer (None: a format-1 store)
 
     @property
     def n_customers(self) -> int:
@@ -264,18 +268,23 @@ class StoredAttributions:
         return self.static.sum(axis=1) + np.nansum(self.temporal, axis=(1, 2))
 
 
-def _read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
-    """One Parquet file of a store; ``StoreError`` (not an Arrow traceback) if it is damaged."""
+def _read_table(path: Path, columns: Sequence[str] | None = None, text: Sequence[str] = ()) -> pa.Table:
+    """One Parquet file of a store; ``StoreError`` (not an Arrow traceback) if it is damaged.
+    ``text``: columns read as Arrow dictionaries (codes and distinct values, as Parquet keeps
+    them: no string per row is made)."""
     try:
-        return pq.read_table(path, columns=None if columns is None else list(columns))
+        return pq.read_table(path, columns=None if columns is None else list(columns),
+                             read_dictionary=list(text) or None)
     except (OSError, pa.ArrowException) as error:
         raise StoreError(UNREADABLE_CHUNK.format(path=path, why=one_line(error))) from None
 
 
 def _codes(column) -> tuple[np.ndarray, np.ndarray]:
-    """(codes (rows,) int, distinct values (object)) of a text column: one hash pass in Arrow, so
-    that millions of rows are compared as integers."""
-    encoded = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+    """(codes (rows,) int, distinct values (object)) of a text column (read as a dictionary, or
+    encoded here in one hash pass): millions of rows are compared as integers."""
+    encoded = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not pa.types.is_dictionary(encoded.type):
+        encoded = pc.dictionary_encode(encoded)
     return encoded.indices.to_numpy(zero_copy_only=False), np.asarray(encoded.dictionary.to_pylist(), dtype=object)
 
 

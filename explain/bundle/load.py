@@ -29,6 +29,7 @@ Where things are: the report and file names in ``explain.bundle.problems``, ``bu
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from explain.bundle import objects
+from explain.bundle import many, objects
 from explain.bundle.checks import (  # noqa: F401 (re-exported)
     CATEGORY_IDS_FIX,
     DECIMAL_COMMA_FIX,
@@ -80,7 +81,9 @@ from explain.bundle.config import (  # noqa: F401 (re-exported)
     JSON_UNKNOWN_COLUMN,
     JSON_UNKNOWN_KEY_NOTE,
     PADDING_SIDES,
+    UNKNOWN_TARGET,
     Config,
+    default_target,
     input_plan,
     read_config,
 )
@@ -116,6 +119,7 @@ from explain.core import labels as label_values
 from explain.core.errors import BundleError, ExplainError, UnsafeModelError
 from explain.core.files import write_bytes_atomic
 from explain.core.inputs import input_layout
+from explain.core.periods import unit_of
 from explain.core.text import examples as _examples
 from explain.core.text import first_line
 from explain.modelfile.limits import DEFAULT_LIMITS, Limits
@@ -164,6 +168,8 @@ class Bundle:
     label_name: str | None = None
     positive_label: Any = None
     risk_bands: tuple | None = None      # explain.core.verdict bands from bundle.json, None: the defaults
+    target: int = 0                      # the output explained by default (bundle.json 'target', see default_target)
+    period_unit: str = ""                # day | week | month | ... (bundle.json 'period_unit', else read from periods)
     content_hash: str = ""
     notes: list[str] = field(default_factory=list)
     input_roles: tuple[str, ...] = ("static", "temporal")   # roles in model.inputs order
@@ -193,6 +199,8 @@ class Bundle:
             object.__setattr__(self, "temporal_labels", list(self.temporal_features))
         if not self.periods:
             object.__setattr__(self, "periods", [f"t{i + 1}" for i in range(self.n_periods)])
+        if not self.period_unit:
+            object.__setattr__(self, "period_unit", unit_of(self.periods))
         if not self.output_names:
             object.__setattr__(self, "output_names", default_output_names(output_width(self.model)))
         object.__setattr__(self, "_positions", {str(i): k for k, i in enumerate(self.ids)})
@@ -256,10 +264,20 @@ class Bundle:
             input_roles=roles)
 
     @classmethod
-    def from_objects(cls, model: "keras.Model", static, temporal, **names) -> "Bundle":
+    def from_objects(cls, model: "keras.Model", static, temporal=None, *, trust_code=None, **names) -> "Bundle":
         """An in-memory bundle from a model, a DataFrame or (n, S) array and an (n, T, F) array
-        or long DataFrame, every argument checked (see :mod:`explain.bundle.objects`)."""
-        return cls(path=None, **objects.fields(model, static, temporal, **names))
+        or long DataFrame, every argument checked (see :mod:`explain.bundle.objects`); or from
+        ``(model, inputs)`` for any model (:mod:`explain.bundle.many`: a dict {input name: array
+        or DataFrame} or a list in the model's input order), read back as ``load_bundle`` reads
+        the folder ``save_bundle`` writes (through a temporary folder), holding ``model`` itself."""
+        if temporal is None and many.is_inputs(static):
+            return _from_inputs(model, static, trust_code, names)
+        extra = {key: names.pop(key) for key in ("target", "period_unit") if names.get(key) is not None}
+        fields = objects.fields(model, static, temporal, **names)
+        target, problem = default_target(fields["output_names"], extra.get("target"))
+        if problem:
+            raise BundleError(f"target: {problem}", [])
+        return cls(path=None, target=target, period_unit=extra.get("period_unit", ""), **fields)
 
     # ---- sizes ----
     @property
@@ -316,6 +334,31 @@ class Bundle:
                 unknown=_examples(unknown), n=self.n_customers,
                 examples=_examples(self.ids[:3].tolist(), limit=3, more=False)))
         return [self._positions[key] for key in keys]
+
+
+def _from_inputs(model, inputs, trust_code, names: dict) -> Bundle:
+    """``Bundle.from_objects(model, inputs)``: the folder ``many.write_folder`` writes, loaded, with
+    ``model`` itself (and its input layout) in place of the copy read back; no path, no content hash."""
+    import tempfile
+
+    loader = trusted_loader(trust_code)
+    with tempfile.TemporaryDirectory(prefix="explain-objects-") as folder:
+        many.write_folder(Path(folder), model, inputs, "parquet", **names)
+        bundle = load_bundle(folder, loader=loader)
+    layout = input_layout(model, bundle.roles or None)
+    return dataclasses.replace(bundle, path=None, model=model, layout=layout, content_hash="")
+
+
+def trusted_loader(trust_code) -> ModelLoader | None:
+    """The model loader for the owner's trusted file ``trust_code`` (``--trust-code``; it is imported and
+    runs), or None without one. Never for uploads."""
+    if not trust_code:
+        return None
+    import functools
+
+    from explain.modelfile import safe_load, trust
+
+    return functools.partial(safe_load.open_model, trusted=trust.load_trusted_code(trust_code))
 
 
 def validate_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None,
@@ -379,7 +422,7 @@ def load_bundle_from_uploads(files: Mapping[str, bytes], workdir: str | os.PathL
     for stale in BUNDLE_FILES:
         (folder / stale).unlink(missing_ok=True)
     for target, names in targets.items():
-        write_bytes_atomic(folder / target, bytes(files[names[0]]))
+        write_bytes_atomic(folder / target, bytes(files[names[0]]), readable=False)  # the server's copy: private
     return load_bundle(folder, loader=loader, limits=limits)
 
 
@@ -427,10 +470,17 @@ def _inspect(folder: Path, loader: ModelLoader | None = None,
         if static and checked:
             check_same_customers(static, checked, static_table, temporal_tables[key],
                                   config.id_column, report)
+    target = 0
     if model_info and model_info.outputs is not None and config.output_names is not None:
         if len(config.output_names) != model_info.outputs:
             report.add(CONFIG_FILE, OUTPUT_NAMES_COUNT.format(
                 file=CONFIG_FILE, given=len(config.output_names), expected=model_info.outputs))
+    if model_info and model_info.outputs is not None:
+        names = list(config.output_names or default_output_names(model_info.outputs))
+        if len(names) == model_info.outputs:
+            target, problem = default_target(names, config.target, config.positive_label)
+            if problem:
+                report.add(CONFIG_FILE, problem, column="target")
 
     complete = static and temporal and all(temporal.values()) and model_info and layout is not None
     if not report.ok or not complete:
@@ -477,6 +527,8 @@ def _inspect(folder: Path, loader: ModelLoader | None = None,
         label_name=config.label_column if labels is not None else None,
         positive_label=config.positive_label,
         risk_bands=config.risk_bands,
+        target=target,
+        period_unit=config.period_unit or "",
         content_hash=_content_hash(model_info.raw, static_table.raw,
                                    *[t.raw for t in temporal_tables.values()], config.raw),
         notes=list(report.notes),

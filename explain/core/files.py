@@ -10,11 +10,12 @@ from typing import Callable
 TEMP_SUFFIX = ".part"  # temporary files are ``.<name>.<random>.part`` next to the target
 
 
-def write_atomic(path, write: Callable[[Path], object], *, readable: bool = False) -> Path:
+def write_atomic(path, write: Callable[[Path], object], *, readable: bool = True) -> Path:
     """Call ``write(temporary_path)``, then rename onto ``path``: never a half-written file.
 
-    The temporary file is private (0600) while it is written; with ``readable`` the result
-    gets the usual permissions (0666 minus the umask), as a file written with ``open`` would.
+    The temporary file is private (0600) while it is written; the result gets the usual
+    permissions (0666 minus the umask), as a file written with ``open`` would, unless
+    ``readable=False`` keeps it private (the server's copies of uploaded files).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -31,8 +32,15 @@ def write_atomic(path, write: Callable[[Path], object], *, readable: bool = Fals
     return path
 
 
-def write_bytes_atomic(path, data: bytes, *, readable: bool = False) -> Path:
+def write_bytes_atomic(path, data: bytes, *, readable: bool = True) -> Path:
     return write_atomic(path, lambda tmp: tmp.write_bytes(data), readable=readable)
+
+
+def make_readable(folder) -> Path:
+    """Give a folder made private by ``tempfile.mkdtemp`` (0700) the usual permissions (0777 minus
+    the umask), as ``mkdir`` would; returns it."""
+    os.chmod(folder, 0o777 & ~umask())
+    return Path(folder)
 
 
 def umask() -> int:

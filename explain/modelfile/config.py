@@ -98,6 +98,22 @@ REASON_REGISTERED = (
     "rebuild it with built-in Keras layers (custom layers cannot be uploaded), then save "
     "the model again.",
 )
+# The command line's hint when a model is refused for code of its own (never shown for an upload).
+TRUST_CODE_HINT = (
+    "hint: if these are your own custom layers, your own model on your own machine, add --trust-code LAYERS.py "
+    "(the Python file that defines them: it is imported and runs) to this command; the dashboard's uploads never "
+    "run such code."
+)
+# the refusals that code of the model's own causes (a custom class registered, or from another module)
+_CUSTOM_CODE = re.compile(r"registered as .* \(with @keras\.saving\.register_keras_serializable\)|"
+                          r"its module .* is not part of Keras|it names no module, so Keras would look")
+
+
+def custom_code_refused(text: str) -> bool:
+    """True when ``text`` (a check report or an error) refuses a model for custom code of its own."""
+    return bool(_CUSTOM_CODE.search(str(text)))
+
+
 REASON_FUNCTION = (
     "its {field} refers to the Python function {module}.{name}, which is not a built-in "
     "Keras function.",

@@ -27,6 +27,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from explain.core.text import unit_after
+from explain.plots import periods as periods_display
 
 # The style every figure shares (colours, escaping, number format, layout) lives in
 # explain.plots.style; the Diagnostics page's figures in explain.plots.diagnostics.
@@ -204,14 +205,18 @@ def _cell_text(periods, features, attributions, values, baseline, units, padding
 def heatmap_dict(periods, features, attributions, *, values=None, baseline=None, units=None,
                  zmax: float | None = None, colorbar_title: str = ATTRIBUTION_TITLE,
                  colorscale: str = DIVERGING, zmin: float | None = None, colorbar: dict | None = None,
-                 padding=None) -> dict:
+                 padding=None, hover_periods=None) -> dict:
     """:func:`heatmap_trace` as a plain trace dict."""
     attributions = np.asarray(attributions, np.float64)
     padding = None if padding is None or not np.any(padding) else np.asarray(padding, bool)
     values = None if values is None else np.asarray(values, np.float64)
     baseline = None if baseline is None else np.asarray(baseline, np.float64)
     units = _units_for(features, units)
-    m = float(zmax) if zmax is not None else symmetric_limit(attributions)
+    if zmax is None:
+        m, clipped = periods_display.robust_limit(attributions)
+        colorbar_title += periods_display.clipped_note(m) if clipped else ""
+    else:
+        m = float(zmax)
     low = -m if zmin is None else float(zmin)
     bar = dict(title=dict(text=colorbar_title, side="top"), thickness=14, len=0.9)
     bar.update(colorbar or {})
@@ -219,24 +224,31 @@ def heatmap_dict(periods, features, attributions, *, values=None, baseline=None,
     z = attributions.T.copy() if padding is None else np.where(padding[None, :], np.nan, attributions.T)
     return dict(
         type="heatmap", z=z, x=esc_all(periods), y=esc_all(features), colorscale=_colorscale(colorscale), **scale,
-        text=_cell_text(periods, features, attributions, values, baseline, units, padding),
-        hovertemplate="%{text}<extra></extra>", colorbar=bar, xgap=1, ygap=1, hoverongaps=False,
+        text=_cell_text(hover_periods or periods, features, attributions, values, baseline, units, padding),
+        hovertemplate="%{text}<extra></extra>", colorbar=bar, xgap=_gap(periods), ygap=1, hoverongaps=False,
     )
+
+
+def _gap(periods) -> int:
+    """Pixels between cells along the periods: none once cells are narrow (a gap would take half of each)."""
+    return 0 if len(periods) > periods_display.GAPLESS else 1
 
 
 def heatmap_trace(periods, features, attributions, *, values=None, baseline=None, units=None,
                   zmax: float | None = None, colorbar_title: str = ATTRIBUTION_TITLE,
                   colorscale: str = DIVERGING, zmin: float | None = None, colorbar: dict | None = None,
-                  padding=None) -> go.Heatmap:
+                  padding=None, hover_periods=None) -> go.Heatmap:
     """A period x feature heatmap trace (periods on x, features on y) of ``attributions`` (T, F).
 
     Diverging (the default): centred on zero, limits [-zmax, zmax] (zmax defaults to the
-    largest |attribution|; pass one zmax to every figure that is compared). ``padding`` (T,)
-    bool: padded periods are left empty here (``no_data_trace`` draws them grey).
+    largest |attribution|, or to a robust limit on a large heatmap with an extreme cell, said in
+    the colour bar: ``explain.plots.periods.robust_limit``; pass one zmax to every figure that is
+    compared). ``padding`` (T,) bool: padded periods are left empty here (``no_data_trace`` draws
+    them grey). ``hover_periods``: what the hover says of each period (default: ``periods``).
     """
     return go.Heatmap(heatmap_dict(periods, features, attributions, values=values, baseline=baseline, units=units,
                                    zmax=zmax, colorbar_title=colorbar_title, colorscale=colorscale, zmin=zmin,
-                                   colorbar=colorbar, padding=padding))
+                                   colorbar=colorbar, padding=padding, hover_periods=hover_periods))
 
 
 def no_data_dict(periods, features, padding) -> dict | None:
@@ -246,7 +258,7 @@ def no_data_dict(periods, features, padding) -> dict | None:
     pad = np.asarray(padding, bool)
     z = np.where(np.broadcast_to(pad[None, :], (len(features), len(pad))), 1.0, np.nan)
     return dict(type="heatmap", z=z, x=esc_all(periods), y=esc_all(features), zmin=0.0, zmax=1.0, showscale=False,
-                colorscale=[[0.0, NO_DATA], [1.0, NO_DATA]], name="no data", xgap=1, ygap=1,
+                colorscale=[[0.0, NO_DATA], [1.0, NO_DATA]], name="no data", xgap=_gap(periods), ygap=1,
                 hovertemplate=f"period: %{{x}}<br>%{{y}}<br>{NO_DATA_TEXT}<extra></extra>", hoverongaps=False)
 
 
@@ -257,29 +269,58 @@ def no_data_trace(periods, features, padding) -> go.Heatmap | None:
     return None if grey is None else go.Heatmap(grey)
 
 
+def _plan(periods, features, *arrays, padding=None) -> "periods_display.Plan":
+    """How a heatmap of ``arrays`` (T, F) each shows long histories and many features (one plan
+    for figures that are compared: the rows ordered by their total |attribution| together)."""
+    importance = sum(np.nansum(np.abs(np.asarray(a, np.float64)), axis=0) for a in arrays)
+    return periods_display.plan(periods, features, importance, padding=padding)
+
+
+def _period_title(plan) -> str:
+    """The x-axis title: "period", and what was binned or folded."""
+    return "period" if not plan.note else f"period ({esc(plan.note)})"
+
+
+def _units_shown(plan, features, units) -> list:
+    units = _units_for(features, units)
+    return [units[j] if j is not None else None for j in plan.rows]
+
+
 def temporal_heatmap(periods, features, attributions, *, values=None, baseline=None, units=None,
                      zmax: float | None = None, title: str | None = None,
                      colorbar_title: str = ATTRIBUTION_TITLE, height: int | None = None, padding=None) -> go.Figure:
     """One heatmap of ``attributions`` (T, F): periods on x, features on y (first at the top);
-    padded periods (``padding`` (T,) bool) grey, "no data"."""
-    grey = no_data_trace(periods, features, padding)
+    padded periods (``padding`` (T,) bool) grey, "no data". A long history is binned and many
+    features folded (``explain.plots.periods``; the axis title says how)."""
+    plan = _plan(periods, features, attributions, padding=padding)
+    return _heatmap_figure(plan, features, plan.sums(attributions), values=plan.means(values),
+                           baseline=plan.means(baseline), units=_units_shown(plan, features, units), zmax=zmax,
+                           title=title, colorbar_title=colorbar_title, height=height)
+
+
+def _heatmap_figure(plan, features, shown, *, values=None, baseline=None, units=None, zmax=None, title=None,
+                    colorbar_title: str = ATTRIBUTION_TITLE, height: int | None = None, **trace) -> go.Figure:
+    """The heatmap of ``shown`` (T', F'), the arrays ``plan`` made, with its grey padding."""
+    rows = plan.row_names(features)
+    grey = no_data_trace(plan.labels, rows, plan.padding)
     fig = go.Figure([grey] if grey is not None else [])
-    fig.add_trace(heatmap_trace(periods, features, attributions, values=values, baseline=baseline,
-                                units=units, zmax=zmax, colorbar_title=colorbar_title, padding=padding))
+    fig.add_trace(heatmap_trace(plan.labels, rows, shown, values=values, baseline=baseline, units=units, zmax=zmax,
+                                colorbar_title=colorbar_title, padding=plan.padding, hover_periods=plan.ranges,
+                                **trace))
     fig.update_yaxes(autorange="reversed", automargin=True)
-    fig.update_xaxes(title="period", type="category", tickangle=-90)
-    return _layout(fig, title, height=height or max(280, 40 * len(features) + 130))
+    fig.update_xaxes(title=_period_title(plan), type="category", tickangle=-90)
+    return _layout(fig, title, height=height or max(280, 40 * len(rows) + 130))
 
 
 def magnitude_heatmap(periods, features, magnitudes, *, title: str | None = None,
                       colorbar_title: str = MAGNITUDE_TITLE) -> go.Figure:
-    """Sequential heatmap of non-negative sizes (T, F), from 0 to the largest."""
-    magnitudes = np.asarray(magnitudes, np.float64)
-    fig = go.Figure(heatmap_trace(periods, features, magnitudes, zmax=symmetric_limit(magnitudes), zmin=0.0,
-                                  colorscale=SEQUENTIAL, colorbar_title=colorbar_title))
-    fig.update_yaxes(autorange="reversed", automargin=True)
-    fig.update_xaxes(title="period", type="category", tickangle=-90)
-    return _layout(fig, title, height=max(280, 40 * len(features) + 130))
+    """Sequential heatmap of non-negative sizes (T, F), from 0 to the largest (a robust limit on a
+    large heatmap with an extreme cell); long histories binned, many features folded."""
+    plan = _plan(periods, features, magnitudes)
+    shown = plan.sums(magnitudes)
+    m, clipped = periods_display.robust_limit(shown)
+    return _heatmap_figure(plan, features, shown, zmax=m, zmin=0.0, colorscale=SEQUENTIAL, title=title,
+                           colorbar_title=colorbar_title + (periods_display.clipped_note(m) if clipped else ""))
 
 
 PANEL_GRID = dict(rows=2, cols=2, column_widths=(0.8, 0.2), row_heights=(0.24, 0.76), shared_xaxes=True,
@@ -290,7 +331,10 @@ PANEL_GRID = dict(rows=2, cols=2, column_widths=(0.8, 0.2), row_heights=(0.24, 0
 def temporal_panel_spec(periods, features, attributions, *, values=None, baseline=None, units=None,
                         zmax: float | None = None, title: str | None = None, padding=None) -> dict:
     """:func:`temporal_panel` as a plain figure dict (no template)."""
-    attributions = np.asarray(attributions, np.float64)
+    plan = _plan(periods, features, attributions, padding=padding)
+    attributions, values, baseline = plan.sums(attributions), plan.means(values), plan.means(baseline)
+    units, periods, padding = _units_shown(plan, features, units), plan.labels, plan.padding
+    features = plan.row_names(features)
     px, fy = esc_all(periods), esc_all(features)
     layout = subplots_layout(**PANEL_GRID)
     data = []
@@ -299,7 +343,7 @@ def temporal_panel_spec(periods, features, attributions, *, values=None, baselin
         data.append(_placed(grey, 2, 1, 2))
     data.append(_placed(heatmap_dict(periods, features, attributions, values=values, baseline=baseline, units=units,
                                      zmax=zmax, colorbar=dict(x=1.02, y=0.38, len=0.76, yanchor="middle"),
-                                     padding=padding), 2, 1, 2))
+                                     padding=padding, hover_periods=plan.ranges), 2, 1, 2))
     per_period = attributions.sum(axis=1)
     per_feature = attributions.sum(axis=0)
     data.append(_placed(dict(type="bar", x=px, y=per_period, marker=dict(color=_signed_colours(per_period)),
@@ -310,7 +354,7 @@ def temporal_panel_spec(periods, features, attributions, *, values=None, baselin
     for col in (1, 2):
         merge(layout[_axis("y", 2, col, 2)], dict(autorange="reversed", automargin=True))
     # upright periods: no overlap on a phone
-    merge(layout[_axis("x", 2, 1, 2)], dict(type="category", title=dict(text="period"), tickangle=-90))
+    merge(layout[_axis("x", 2, 1, 2)], dict(type="category", title=dict(text=_period_title(plan)), tickangle=-90))
     merge(layout[_axis("x", 1, 1, 2)], dict(type="category"))
     merge(layout[_axis("y", 1, 1, 2)], dict(zeroline=True, zerolinecolor="#444", gridcolor="#eee"))
     merge(layout[_axis("x", 2, 2, 2)], dict(zeroline=True, zerolinecolor="#444", gridcolor="#eee"))
@@ -393,21 +437,33 @@ def history_figure(periods, labels, values, *, baseline=None, units=None, title:
 
 
 def compare_figures(periods, features, first, second, *, names=("A", "B"), values=(None, None),
-                    units=None) -> tuple[go.Figure, go.Figure, go.Figure]:
+                    units=None, padding=(None, None)) -> tuple[go.Figure, go.Figure, go.Figure]:
     """Two heatmaps on ONE shared scale (same zmin/zmax) and their difference (first - second).
 
-    first, second: (T, F) attributions aligned by period. The difference has its own
-    symmetric scale, titled as such.
+    first, second: (T, F) attributions aligned by period; ``padding``: each one's padded periods
+    (T,) bool (or None), grey "no data"; the difference is no data where either has none. The
+    difference has its own symmetric scale, titled as such.
     """
-    first, second = np.asarray(first, np.float64), np.asarray(second, np.float64)
-    m = symmetric_limit(first, second)
-    figs = [temporal_heatmap(periods, features, a, values=v, units=units, zmax=m, title=str(n), height=360,
-                             colorbar_title="Effect<br>(shared<br>scale)<br>red: raises<br>blue: lowers")
-            for a, v, n in zip((first, second), values, names)]
+    pads = [None if p is None else np.asarray(p, bool) for p in padding]
+    first, second = (np.where(p[:, None], np.nan, np.asarray(a, np.float64)) if p is not None
+                     else np.asarray(a, np.float64) for a, p in zip((first, second), pads))
+    either = None if pads[0] is None and pads[1] is None else np.logical_or(*(
+        p if p is not None else np.zeros(len(periods), bool) for p in pads))
+    # one binning and row order for the three (the same importance); each grey where it has no data
+    plans = [_plan(periods, features, first, second, padding=p) for p in (*pads, either)]
+    plan = plans[2]
+    first, second = plans[0].sums(first), plans[1].sums(second)
+    shown_units = _units_shown(plan, features, units)
+    m, clipped = periods_display.robust_limit(first, second)
+    shared = "Effect<br>(shared<br>scale)<br>red: raises<br>blue: lowers" + (
+        periods_display.clipped_note(m) if clipped else "")
+    figs = [_heatmap_figure(pl, features, a, values=pl.means(v), units=shown_units, zmax=m, title=str(n),
+                            height=360, colorbar_title=shared)
+            for pl, a, v, n in zip(plans, (first, second), values, names)]
     figs[0].update_traces(showscale=False)  # the same scale as the second one's colorbar
-    diff = first - second
-    figs.append(temporal_heatmap(
-        periods, features, diff, units=units, zmax=symmetric_limit(diff), height=360,
+    diff = first - second  # no data (NaN) where either has none
+    figs.append(_heatmap_figure(
+        plan, features, diff, units=shown_units, height=360,
         title=f"Difference: {names[0]} minus {names[1]} (own scale)",
         colorbar_title="Difference<br>red: first higher<br>blue: second higher"))
     return figs[0], figs[1], figs[2]
@@ -493,25 +549,29 @@ def risk_histogram(predictions, bands=None, *, title: str | None = None, x_title
 
 
 def whatif_figures(periods, features, original, edited, *, changed=None, values=(None, None), units=None,
-                   names=("Original", "What-if")) -> tuple[go.Figure, go.Figure, go.Figure]:
+                   names=("Original", "What-if"), padding=None) -> tuple[go.Figure, go.Figure, go.Figure]:
     """The original's and the edited customer's heatmaps on ONE shared symmetric scale, and the
     change (edited minus original) on its own; ``changed`` (T, F) bool outlines the edited cells.
 
-    original, edited: (T, F) attributions; values: their raw values (T, F) for the hover text.
+    original, edited: (T, F) attributions; values: their raw values (T, F) for the hover text;
+    ``padding`` (T,) bool: the customer's padded periods (never edited), grey "no data" in all three.
     """
     fig_edited, fig_original, fig_change = compare_figures(
         periods, features, edited, original, names=(names[1], names[0]), values=(values[1], values[0]),
-        units=units)
+        padding=(padding, padding), units=units)
     fig_original.update_traces(showscale=False)
-    fig_edited.update_traces(showscale=True)
+    fig_edited.update_traces(showscale=True, selector=lambda trace: trace.name != "no data")
     fig_change.update_layout(title_text=esc(f"Change: {names[1]} minus {names[0]} (own scale)"))
     fig_change.update_traces(colorbar_title_text="Change<br>red: the edit<br>raised the effect<br>"
                                                  "blue: lowered it", selector=dict(type="heatmap"))
     if changed is not None and np.asarray(changed).any():
+        plan = _plan(periods, features, edited, original)  # the plan compare_figures drew with
         rows, cols = np.nonzero(np.asarray(changed, bool))  # (period, feature) of each edited cell
+        cells = sorted({(int(plan.which[i]), plan.row_of(int(j))) for i, j in zip(rows, cols)})
+        names_shown = plan.row_names(features)
         for fig in (fig_edited, fig_change):
             fig.add_trace(go.Scatter(
-                x=[esc(periods[i]) for i in rows], y=[esc(features[j]) for j in cols], mode="markers",
+                x=[esc(plan.labels[b]) for b, _ in cells], y=[esc(names_shown[r]) for _, r in cells], mode="markers",
                 marker=dict(symbol="square-open", size=13, color="#111", line=dict(width=2)),
                 hovertemplate="edited: %{x}, %{y}<extra></extra>", showlegend=False))
     return fig_original, fig_edited, fig_change

@@ -1,5 +1,6 @@
 """Exports and words: exact numbers on a linear model, the long format, atomic writes."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -80,6 +81,19 @@ def test_failed_write_leaves_nothing(tmp_path):
 def test_delta_status(delta, status):
     # difference explained 0.5: fine up to 1 % of it, check up to 5 %
     assert report.delta_status(delta, 0.7, 0.2)[0] == status
+
+
+def test_no_largest_effects_while_the_attributions_do_not_add_up(case):
+    # the same customer with attributions whose sum has the wrong sign (a delta of 3.6 times the difference)
+    bundle, attribution, *_ = case
+    gap = float(attribution.prediction[0] - attribution.baseline_prediction[0])
+    broken = dataclasses.replace(attribution, delta=np.array([3.58 * gap, 0.0, 0.0]))
+    text = report.summary_text(broken, bundle, 0, customer_id="A")
+    assert "Largest effects" not in text
+    assert "-258 %, the sign is wrong" in text and "cannot be trusted" in text and "Choose 'auto'" in text
+    auto = dataclasses.replace(broken, settings=broken.settings.replace(steps="auto"))
+    assert "--max-points" in report.summary_text(auto, bundle, 0)
+    assert "Largest effects" in report.summary_text(attribution, bundle, 0)  # when they add up: named
 
 
 def test_summary_text_names_the_largest_effect_with_its_sign(case):

@@ -1,0 +1,210 @@
+"""The What drives churn page from a store of 100,000 customers of the demo's shape, in a real browser
+(not a test): how long from navigation to the last chart drawn.
+
+    python3 bench/drivers.py                          # 100,000 customers, 4 visits
+    python3 bench/drivers.py --customers 20000 --visits 3
+
+Builds in a temporary folder, with no model call:
+
+- a bundle of N customers shaped like the demo (9 static features, 12 months x 6): the demo's own
+  table generator (``explain.demo.churn.make_demo_tables``), Parquet tables, the demo's model file;
+- a finished batch store of every customer, written directly in the store format (the page's
+  default settings in its manifest): the attributions of a linear stand-in for the demo's churn
+  rule (weight x (value - mean value), the rule's planted weights), predictions its sigmoid.
+
+Then it times, in one run:
+
+- ``compute``: ``explain.drivers(bundle)`` in this process (what the page's cache holds: the store
+  read chunk by chunk, the ranking, the segments);
+- ``page``: ``explain serve`` on that bundle (the launcher opens the bundle, scores every customer
+  and summarises the store into the cache while Streamlit starts); Chromium (1280x720) opens
+  ``/drivers`` in a new browser context per visit; the time from ``page.goto`` to every chart of
+  the page drawn (five Plotly graphs holding data) and the script run finished. Visit 1 is the
+  first of a fresh browser (Streamlit's scripts and the chart library are fetched); the others
+  reuse nothing but the server's cache, as a second user would.
+
+It prints each visit's time, the server's own script run time (``EXPLAIN_TIMING``) and the
+ratios to the compute time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from latency import CHROMIUM, CHROMIUM_ARGS, Server, machine  # noqa: E402
+
+from explain.batch.format import MANIFEST, completed, new_manifest, write_chunk, write_json, write_success  # noqa: E402
+from explain.bundle.load import load_bundle  # noqa: E402
+from explain.core.settings import Settings  # noqa: E402
+from explain.demo import churn  # noqa: E402
+
+CHUNK = 5_000
+CHARTS = 5  # ranking, beeswarm, segments, dependence, time profile
+DRAWN = f"""() => !document.querySelector('[data-testid=stStatusWidget]') &&
+  Array.from(document.querySelectorAll('[class*="st-key-plot-drivers_"] .js-plotly-plot'))
+    .filter(g => (g._fullData || []).length).length >= {CHARTS}"""
+IDLE = "() => !document.querySelector('[data-testid=stStatusWidget]') && document.querySelector('.js-plotly-plot')"
+# the linear stand-in of the demo's rule: weight per static feature, per temporal (feature, months)
+STATIC_WEIGHTS = {"contract_month_to_month": 2.0, "tenure_months": -0.045}
+TEMPORAL_WEIGHTS = {"support_calls": ((9, 12, 1.2 / 3), (0, 9, -1.2 / 9)),
+                    "data_usage_gb": ((9, 12, -5.0 / 24), (0, 9, 5.0 / 72)),
+                    "late_payments": ((6, 12, 0.9),)}
+SCALE = 0.12  # log-odds to probability near the base rate: p (1 - p) at p ~ 0.2
+
+
+def build_bundle(folder: Path, n: int) -> None:
+    static, temporal, _ = churn.make_demo_tables(n, seed=11)
+    folder.mkdir(parents=True)
+    static.to_parquet(folder / "static.parquet", index=False)
+    temporal.to_parquet(folder / "temporal.parquet", index=False)
+    shutil.copy(ROOT / "bundles" / "demo" / "model.keras", folder / "model.keras")
+    config = json.loads((ROOT / "bundles" / "demo" / "bundle.json").read_text())
+    (folder / "bundle.json").write_text(json.dumps(config))
+
+
+def build_store(bundle, out: Path) -> float:
+    """A finished store of every customer of ``bundle`` (the stand-in's attributions); seconds."""
+    start = time.perf_counter()
+    ids = [str(i) for i in bundle.ids]
+    settings = Settings().resolved(bundle.output_names)
+    manifest = new_manifest(bundle, ids, settings, CHUNK)
+    out.mkdir(parents=True)
+    (out / "_summary").mkdir()
+    write_json(out / MANIFEST, manifest)
+    s, t, f = bundle.n_static, bundle.n_periods, bundle.n_temporal
+    static_w = np.array([STATIC_WEIGHTS.get(c, 0.0) for c in bundle.static_features])
+    temporal_w = np.zeros((t, f))
+    for j, column in enumerate(bundle.temporal_features):
+        for first, last, weight in TEMPORAL_WEIGHTS.get(column, ()):
+            temporal_w[first:last, j] = weight
+    static_mean, temporal_mean = bundle.static.mean(axis=0), bundle.temporal.mean(axis=0)
+    inputs = [v.key for v in _views(bundle)]
+    periods = [str(p) for p in bundle.periods]
+    for chunk, at in enumerate(range(0, len(ids), CHUNK)):
+        rows = slice(at, at + CHUNK)
+        k = len(ids[rows])
+        xs, xt = bundle.static[rows].astype(np.float64), bundle.temporal[rows].astype(np.float64)
+        a_s = SCALE * static_w * (xs - static_mean)            # (k, S)
+        a_t = SCALE * temporal_w * (xt - temporal_mean)        # (k, T, F)
+        score = -1.4 + (a_s.sum(axis=1) + a_t.sum(axis=(1, 2))) / SCALE
+        prediction = 1 / (1 + np.exp(-score))
+        base = 1 / (1 + np.exp(1.4))
+        per = s + t * f
+        long = pd.DataFrame({
+            "customer_id": np.repeat(np.array(ids[rows], dtype=object), per),
+            "input": np.tile(np.array([inputs[0]] * s + [inputs[1]] * (t * f), dtype=object), k),
+            "period": np.tile(np.array([""] * s + [p for p in periods for _ in range(f)], dtype=object), k),
+            "feature": np.tile(np.array(list(bundle.static_features) + list(bundle.temporal_features) * t,
+                                        dtype=object), k),
+            "value": np.concatenate([xs, xt.reshape(k, -1)], axis=1).ravel(),
+            "attribution": np.concatenate([a_s, a_t.reshape(k, -1)], axis=1).ravel(),
+        })
+        summary = pd.DataFrame({"customer_id": ids[rows], "prediction": prediction,
+                                "baseline_prediction": np.full(k, base),
+                                "delta": prediction - base - a_s.sum(axis=1) - a_t.sum(axis=(1, 2)),
+                                "steps": np.full(k, 64, np.int64)})
+        write_chunk(out, manifest, chunk, long, summary)
+    write_json(out / MANIFEST, completed(manifest))
+    write_success(out)
+    return time.perf_counter() - start
+
+
+def _views(bundle):
+    from explain.analysis.report import input_views
+
+    return input_views(bundle)
+
+
+def visit(browser, url: str) -> tuple[float, float]:
+    """(a new browser context opens /drivers, a click on the page in the sidebar from the Customer
+    page of that session): seconds to the last chart drawn."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    try:
+        start = time.perf_counter()
+        page.goto(f"{url}/drivers")
+        page.wait_for_function(DRAWN, timeout=600_000, polling=50)
+        fresh = time.perf_counter() - start
+        page.locator("[data-testid=stSidebarNav] a").filter(has_text="Customer").first.click()
+        page.wait_for_timeout(500)
+        page.wait_for_function(IDLE, timeout=600_000, polling=50)
+        page.wait_for_timeout(1000)
+        start = time.perf_counter()
+        page.locator("[data-testid=stSidebarNav] a").filter(has_text="What drives churn").first.click()
+        page.wait_for_function(DRAWN, timeout=600_000, polling=50)
+        return fresh, time.perf_counter() - start
+    finally:
+        context.close()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--customers", type=int, default=100_000)
+    parser.add_argument("--visits", type=int, default=4)
+    args = parser.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+
+    import explain
+
+    with tempfile.TemporaryDirectory(prefix="explain-drivers-bench-") as tmp:
+        folder = Path(tmp) / "bundle"
+        start = time.perf_counter()
+        build_bundle(folder, args.customers)
+        bundle = load_bundle(folder)
+        print(f"machine: {machine().replace('1400x1000', '1280x720')}")
+        print(f"bundle: {bundle.n_customers:,} customers, {bundle.n_static} static, {bundle.n_periods} x "
+              f"{bundle.n_temporal} temporal; built and loaded in {time.perf_counter() - start:.1f} s")
+        seconds = build_store(bundle, folder / "attributions" / "bench")
+        rows = bundle.n_customers * (bundle.n_static + bundle.n_periods * bundle.n_temporal)
+        print(f"store: {rows:,} rows written in {seconds:.1f} s (no model call)")
+        computes = []
+        for _ in range(2):
+            start = time.perf_counter()
+            d = explain.drivers(bundle)
+            computes.append(time.perf_counter() - start)
+        compute = min(computes)
+        print(f"compute: explain.drivers {', '.join(f'{c:.2f}' for c in computes)} s "
+              f"({len(d.segments)} segments; top 5: {', '.join(r.feature.name for r in d.ranking[:5])})")
+        del bundle, d
+        server = Server("drivers", {"EXPLAIN_BUNDLE": str(folder), "EXPLAIN_STORES": str(Path(tmp) / "stores")},
+                        Path(tmp), how="serve")
+        try:
+            server.wait_healthy(300)
+            started = time.perf_counter()
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                times = [visit(browser, server.url) for _ in range(args.visits)]
+                browser.close()
+            runs = [s for name, s in server.timings() if name == "drivers"]
+        finally:
+            server.stop()
+        print(f"page (the server was healthy {started - server.started:.1f} s after its start; server script runs of "
+              f"the page: {', '.join(f'{r:.2f}' for r in runs)} s):")
+        for k, (fresh, click) in enumerate(times):
+            print(f"  visit {k + 1}: new browser context -> /drivers {fresh:.2f} s; sidebar click from the Customer "
+                  f"page {click:.2f} s (to the last chart drawn)")
+        later = [f for f, _ in times[1:]] or [times[0][0]]
+        clicks = [c for _, c in times]
+        ratio = times[0][0] / statistics.median(later)
+        print(f"medians: new context (visits 2..{len(times)}) {statistics.median(later):.2f} s, sidebar click "
+              f"{statistics.median(clicks):.2f} s; first visit / later visits {ratio:.2f}; sidebar click / compute "
+              f"{statistics.median(clicks) / compute:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

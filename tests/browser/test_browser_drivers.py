@@ -1,0 +1,32 @@
+"""The What drives churn page in a real browser (the server and Chromium fixtures of
+tests/browser/test_browser.py): the demo has no store, so the page computes it in the background,
+shows its progress, draws every chart when it is stored, and a segment's link opens its customer."""
+
+import re
+
+import pytest
+
+from tests.browser.test_browser import browser, page, screenshot, server, wait_idle  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.browser
+
+DRAWN = """() => Array.from(document.querySelectorAll('[class*="st-key-plot-drivers_"] .js-plotly-plot'))
+  .filter(g => (g._fullData || []).length).length"""
+
+
+def test_drivers_page_computes_the_store_draws_it_and_opens_a_segments_customer(server, page):  # noqa: F811
+    page.goto(f"{server}/drivers")
+    page.get_by_role("heading", name="What drives churn").wait_for()
+    page.wait_for_function(f"() => ({DRAWN})() >= 5", timeout=300_000)  # the progress reran the page itself
+    wait_idle(page)
+    main = page.locator("[data-testid=stMain]")
+    assert main.get_by_text(re.compile(r"^Across 3,000 customers, the prediction is driven most by")).is_visible()
+    nav = page.locator("[data-testid=stSidebarNav] a").first.inner_text()
+    assert "What drives churn" in nav  # first in the navigation
+    screenshot(page, "drivers")
+    link = main.get_by_role("link", name=re.compile(r"Highest risk: C\d+")).first
+    customer = re.search(r"C\d+", link.inner_text()).group()
+    link.click()
+    page.get_by_role("heading", name=f"Customer {customer}").wait_for(timeout=120_000)
+    wait_idle(page)
+    assert f"customer={customer}" in page.url and "baseline=mean" in page.url
