@@ -112,7 +112,8 @@ def customer_page():
             "Steps": f"{attribution.steps[0]} ({settings.method}, {settings.path} path)"})
     m1.metric(f"Predicted {show.md(target)}{unit}", f"{fx:.3f}",
               help=show.md(f"Score {score:.3f}: in the band '{said.band}' ({said.range_text})."))
-    m2.metric(f"Baseline prediction{unit}", f"{fb:.3f}", help=described + " " + baseline_vs_rate(bundle, target, fb))
+    m2.metric(f"Baseline prediction{unit}", f"{fb:.3f}",
+              help=described + " " + show.md(baseline_vs_rate(bundle, target, fb)))
     m3.metric("Difference explained", f"{fx - fb:+.3f}",
               help="prediction minus baseline prediction: what the attributions below share out")
     if close := report.close_baseline_note(fx, fb):
