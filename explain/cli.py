@@ -18,6 +18,7 @@ from explain.core.errors import ExplainError  # noqa: E402
 from explain.core.quadrature import METHODS  # noqa: E402
 from explain.core.settings import DEFAULT_MAX_POINTS, DEFAULT_TOLERANCE, PARSERS, Settings  # noqa: E402
 from explain.core.text import one_line  # noqa: E402
+from explain.modelfile.config import TRUST_CODE_HINT, custom_code_refused  # noqa: E402
 
 CUSTOMERS_FILE_MISSING = "The customers file {path} does not exist (--customers-file: one customer id per line)."
 CUSTOMERS_FILE_UNREADABLE = "The customers file {path} cannot be read as UTF-8 text ({why})."
@@ -25,6 +26,9 @@ TRUST_LOCAL_ONLY = ("--trust-code works with --engine local only (Ray workers do
                     "--engine ray, or convert the custom layers to built-in Keras layers.")
 DRIVERS_SUFFIX = "--out {path} must end in .json or .html: the suffix picks the format."
 CHECK_CUSTOMERS = 8  # customers the model checks run on (the first ones of the static table)
+LIMIT_HELP = ("raise (or lower) one of the size limits a bundle's files are checked against before they are read, "
+              "for files you trust: max_table_cells, max_table_bytes, max_layers, max_params, max_json_bytes ... "
+              "(explain/modelfile/limits.py; repeat for several)")
 TRUST_HELP = ("a Python file defining your own custom Keras layers (it is imported and runs): for your own "
               "model on your own machine only")
 
@@ -41,7 +45,9 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: mean)")
     parser.add_argument("--steps", default="64", help="gradient evaluations per customer, or 'auto' (default 64)")
     parser.add_argument("--method", default="gausslegendre", help=f"integration rule: {' | '.join(METHODS)}")
-    parser.add_argument("--target", default="0", help="output column: index or output name (default 0)")
+    parser.add_argument("--target", default=None,
+                        help="output column: index or output name (default: the bundle's target: bundle.json "
+                             "'target', else the positive_label class, else output 0)")
     parser.add_argument("--space", default="output",
                         help="output | logit: explain the output (probability) or its logit / log-odds")
     parser.add_argument("--path", default="joint",
@@ -58,6 +64,10 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                              "category:FEATURE=VALUE;... (default: mode, the most frequent category)")
 
 
+def _limit_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--limit", action="append", metavar="FIELD=VALUE", help=LIMIT_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m explain",
                                      description="Integrated Gradients for static + temporal Keras models.")
@@ -69,10 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate a bundle; list every problem; exit 1 if any")
     check.add_argument("--bundle", required=True)
     check.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
+    _limit_argument(check)
 
     attribute = sub.add_parser("attribute", help="explain some customers; write JSON, CSV or Parquet")
     attribute.add_argument("--bundle", required=True)
     attribute.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
+    _limit_argument(attribute)
     attribute.add_argument("--customer", action="append", required=True, help="customer id (repeat for several)")
     _settings_arguments(attribute)
     attribute.add_argument("--batch-size", type=int, default=None, help="interpolation points per gradient call")
@@ -81,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch = sub.add_parser("batch", help="explain every customer, in resumable chunks, to Parquet")
     batch.add_argument("--bundle", required=True)
     batch.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
+    _limit_argument(batch)
     batch.add_argument("--out", required=True, help="output folder (a Parquet dataset) or FILE.parquet")
     batch.add_argument("--customers-file", help="a text file with one customer id per line (default: all)")
     _settings_arguments(batch)
@@ -95,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                                              "ranking, segments, time profile, drift; JSON or HTML")
     drivers.add_argument("--bundle", required=True)
     drivers.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
+    _limit_argument(drivers)
     drivers.add_argument("--store", help="the batch store (default: the latest finished store of every customer "
                                          "under BUNDLE/attributions/)")
     drivers.add_argument("--against", metavar="OLD_STORE", help="an earlier store of the same layout: which "
@@ -106,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     faith = sub.add_parser("faithfulness", help="deletion/insertion curves, model randomisation, occlusion; JSON")
     faith.add_argument("--bundle", required=True)
     faith.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
+    _limit_argument(faith)
     _settings_arguments(faith)  # --seed also seeds the customer sample, random orders, re-initialisations
     faith.add_argument("--customers", type=int, default=200, help="customers sampled with --seed (default 200)")
     faith.add_argument("--random-orders", type=int, default=5, help="seeded random orders (default 5)")
@@ -116,9 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="start the dashboard (Streamlit) on a bundle")
     serve.add_argument("--bundle", help="bundle folder (default: the demo bundle)")
     serve.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP + "; never for uploads")
+    _limit_argument(serve)
     serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
     serve.add_argument("--address", default="127.0.0.1",
-                       help="interface to listen on (default 127.0.0.1; 0.0.0.0 for every interface)")
+                       help="interface to listen on (default 127.0.0.1, this machine only; another address needs "
+                            "--behind-auth-proxy)")
+    serve.add_argument("--behind-auth-proxy", action="store_true",
+                       help="a reverse proxy that signs users in stands in front: allows a non-loopback --address")
     return parser
 
 
@@ -157,6 +176,13 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def limits_from_args(args):
+    """The ``Limits`` of the command line's ``--limit FIELD=VALUE`` options (the defaults without any)."""
+    from explain.modelfile.limits import parse_limits
+
+    return parse_limits(getattr(args, "limit", None))
+
+
 def model_loader(args):
     """The bundle's model loader for ``--trust-code FILE`` (None without it: the default, untrusted).
 
@@ -168,13 +194,20 @@ def model_loader(args):
 
     trusted = trust.load_trusted_code(args.trust_code)
     print(trusted.badge, file=sys.stderr)
-    return functools.partial(safe_load.open_model, trusted=trusted)
+    return functools.partial(safe_load.open_model, trusted=trusted, limits=limits_from_args(args))
+
+
+def open_bundle(args):
+    """The bundle of ``--bundle`` with ``--trust-code`` and ``--limit``; ``BundleError`` if it has problems."""
+    from explain.bundle.load import load_bundle
+
+    return load_bundle(args.bundle, loader=model_loader(args), limits=limits_from_args(args))
 
 
 def cmd_check(args) -> int:
     from explain.bundle import load as bundle_io
 
-    report, bundle = bundle_io.inspect_bundle(args.bundle, loader=model_loader(args))
+    report, bundle = bundle_io.inspect_bundle(args.bundle, loader=model_loader(args), limits=limits_from_args(args))
     if bundle is not None:  # the tables and the model fit: what would make every attribution fail
         model_file = next(name for name in (bundle_io.MODEL_FILE, bundle_io.LEGACY_MODEL_FILE)
                           if (bundle.path / name).is_file())
@@ -184,6 +217,8 @@ def cmd_check(args) -> int:
 
         report.notes += [f"Warning: {note}" for note in ig.model_notes(bundle.model, roles=bundle.roles or None)]
     print(report.format())
+    if not report.ok and not args.trust_code and custom_code_refused(report.format()):
+        print(TRUST_CODE_HINT)
     return 0 if report.ok else 1
 
 
@@ -202,9 +237,8 @@ def model_problems(bundle) -> list[str]:
 def cmd_attribute(args) -> int:
     from explain.analysis import report
     from explain.analysis.explainer import explain_customers
-    from explain.bundle.load import load_bundle
 
-    bundle = load_bundle(args.bundle, loader=model_loader(args))
+    bundle = open_bundle(args)
     settings = settings_from_args(args)
     ids = list(dict.fromkeys(args.customer))
     attribution = explain_customers(bundle, ids, settings, batch_size=args.batch_size)
@@ -220,7 +254,6 @@ def cmd_attribute(args) -> int:
 def cmd_batch(args) -> int:
     from explain.batch.local import check_ids, run_batch_job
     from explain.batch.ray_job import ONLY_WITH_RAY, run_ray_batch_job
-    from explain.bundle.load import load_bundle
 
     if args.engine == "ray":
         if args.trust_code:
@@ -237,7 +270,7 @@ def cmd_batch(args) -> int:
     ids = lines = None
     if args.customers_file:
         ids, lines = read_customers_file(args.customers_file, with_lines=True)
-    bundle = load_bundle(args.bundle, loader=model_loader(args))
+    bundle = open_bundle(args)
     if ids is not None:
         ids = check_ids(bundle, ids, source=f"The customers file {args.customers_file}", lines=lines)
     result = run_batch_job(bundle, args.out, settings, chunk_size=args.batch_size, ids=ids, progress=True)
@@ -250,14 +283,13 @@ def cmd_drivers(args) -> int:
 
     from explain.analysis.drivers import profile_sentence
     from explain.batch.drivers import drivers
-    from explain.bundle.load import load_bundle
     from explain.core.files import write_atomic
     from explain.plots.html import drivers_report
 
     suffix = Path(args.out).suffix.lower()
     if suffix not in (".json", ".html"):
         raise ExplainError(DRIVERS_SUFFIX.format(path=args.out))
-    result = drivers(load_bundle(args.bundle, loader=model_loader(args)), args.store, against=args.against,
+    result = drivers(open_bundle(args), args.store, against=args.against,
                      window=args.window)
     text = json.dumps(result.to_dict(), indent=1) if suffix == ".json" else drivers_report(result)
     path = write_atomic(args.out, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"), readable=True)
@@ -274,13 +306,11 @@ def cmd_drivers(args) -> int:
 
 def cmd_faithfulness(args) -> int:
     from explain.analysis import faithfulness
-    from explain.bundle.load import load_bundle
 
     faithfulness.check_out(args.out)
     settings = settings_from_args(args)
-    result = faithfulness.run(load_bundle(args.bundle, loader=model_loader(args)), settings, customers=args.customers,
-                              seed=settings.seed, random_orders=args.random_orders, repeats=args.repeats,
-                              batch_size=args.batch_size)
+    result = faithfulness.run(open_bundle(args), settings, customers=args.customers, seed=settings.seed,
+                              random_orders=args.random_orders, repeats=args.repeats, batch_size=args.batch_size)
     path = faithfulness.write_report(args.out, result)
     print("\n".join(faithfulness.summary_lines(result)))
     print(f"wrote {path}")
@@ -290,7 +320,8 @@ def cmd_faithfulness(args) -> int:
 def cmd_serve(args) -> int:
     from explain.serve import serve
 
-    return serve(args.bundle, args.port, args.address, args.trust_code)
+    return serve(args.bundle, args.port, args.address, args.trust_code, limits=limits_from_args(args),
+                 behind_auth_proxy=args.behind_auth_proxy)
 
 
 def main(argv=None) -> int:
@@ -300,6 +331,8 @@ def main(argv=None) -> int:
                 "drivers": cmd_drivers, "faithfulness": cmd_faithfulness, "serve": cmd_serve}[args.command](args)
     except ExplainError as error:
         print(f"error: {error}", file=sys.stderr)
+        if hasattr(args, "trust_code") and not args.trust_code and custom_code_refused(str(error)):
+            print(TRUST_CODE_HINT, file=sys.stderr)  # the command line only: an upload never gets this
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -19,7 +19,8 @@ from explain.analysis.diagnostics import shown_baseline
 from explain.analysis.report import DELTA_FINE
 from explain.core.errors import ExplainError
 from explain.core.files import write_atomic
-from explain.core.settings import Settings, resolve_target
+from explain.core.periods import words as periods_words
+from explain.core.settings import Settings
 from explain.plots import html as html_page
 from explain.plots.diagnostics import delta_by_steps, path_figure
 from explain.plots.figures import (
@@ -110,9 +111,11 @@ def _units(bundle, names) -> list:
     return [bundle.units.get(c) for c in names]
 
 
-def heatmap(a, bundle, customer=0, *, ids=None, baseline=None,
-            title: str | None = "Monthly features: effect of each feature in each period") -> go.Figure:
-    """The Customer page's period x feature heatmap with its totals per period and per feature."""
+def heatmap(a, bundle, customer=0, *, ids=None, baseline=None, title: str | None = "") -> go.Figure:
+    """The Customer page's period x feature heatmap with its totals per period and per feature
+    (``title`` "": "Monthly features: effect of each feature in each period", in the bundle's period)."""
+    if title == "":
+        title = f"{periods_words(bundle).adjective.capitalize()} features: effect of each feature in each period"
     row, cid = customer_row(a, bundle, customer, ids)
     base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
     return temporal_panel(bundle.periods, bundle.temporal_labels, a.temporal[row],
@@ -126,7 +129,7 @@ def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None) -> list[
     ("no data"): one for a plain bundle (``heatmap``), one per history for more inputs."""
     row, cid = customer_row(a, bundle, customer, ids)
     if getattr(bundle, "plain", True):
-        title = "Monthly features: effect of each feature in each period"
+        title = f"{periods_words(bundle).adjective.capitalize()} features: effect of each feature in each period"
         return [(title, heatmap(a, bundle, row, ids=ids, baseline=baseline, title=title))]
     values = bundle.inputs_for([cid])
     out = []
@@ -137,7 +140,10 @@ def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None) -> list[
         attr = np.asarray(a.inputs[spec.key][row], np.float64).reshape(len(bundle.input_periods[spec.key]), -1)
         own = np.asarray(values[spec.key][0])
         own = own.reshape(attr.shape).astype(np.float64) if own.dtype.kind in "fiub" else None
-        title = f"{bundle.input_labels.get(spec.key, spec.key)}: effect of each feature in each period"
+        label = bundle.input_labels.get(spec.key, spec.key)
+        if label == spec.key == "temporal":  # no display name: the history by its period ("Weekly features")
+            label = f"{periods_words(bundle).adjective.capitalize()} features"
+        title = f"{label}: effect of each feature in each period"
         if spec.kind == "categorical":
             title += " (category ids, summed over the embedding)"
         out.append((title, temporal_panel(
@@ -181,8 +187,11 @@ def static(a, bundle, customer=0, *, ids=None, baseline=None,
 
 
 def history(a, bundle, customer=0, *, ids=None, baseline=None, columns: int = 2,
-            title: str | None = "The customer's monthly history (dashed: the baseline)") -> go.Figure:
-    """The Customer page's raw monthly history of the customer, one small chart per feature."""
+            title: str | None = "") -> go.Figure:
+    """The Customer page's raw history of the customer, one small chart per feature (``title`` "":
+    "The customer's monthly history (dashed: the baseline)", in the bundle's period)."""
+    if title == "":
+        title = f"The customer's {periods_words(bundle).adjective} history (dashed: the baseline)"
     row, cid = customer_row(a, bundle, customer, ids)
     base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
     return history_figure(bundle.periods, bundle.temporal_labels, bundle.inputs_for([cid])["temporal"][0],
@@ -195,10 +204,11 @@ def compare(a, bundle, first=0, second=1, *, ids=None) -> CompareFigures:
     difference (first minus second, own scale) and their static attributions side by side."""
     i, id_a = customer_row(a, bundle, first, ids)
     j, id_b = customer_row(a, bundle, second, ids)
-    values = bundle.inputs_for([id_a, id_b])["temporal"]
+    values = bundle.inputs_for([id_a, id_b])[cohorts.first_history(bundle)]
+    pad = cohorts.padding_of(a)
     figs = compare_figures(bundle.periods, bundle.temporal_labels, a.temporal[i], a.temporal[j],
                            names=(id_a, id_b), values=(values[0], values[1]),
-                           units=_units(bundle, bundle.temporal_features))
+                           units=_units(bundle, bundle.temporal_features), padding=(pad[i], pad[j]))
     return CompareFigures(*figs, compare_static(bundle.static_labels, a.static[i], a.static[j], names=(id_a, id_b)))
 
 
@@ -239,7 +249,7 @@ def diagnostics(bundle, customer, settings=None, *, steps=None, points: int | No
     cid = str(customer)
     sweep = diag.delta_sweep(bundle, cid, settings, steps or diag.SWEEP_STEPS)
     profile = diag.path_profile(bundle, cid, settings, points or diag.PATH_POINTS)
-    target = resolve_target(settings.target, len(bundle.output_names), bundle.output_names)
+    target = settings.for_bundle(bundle).target
     return DiagnosticsFigures(
         delta_by_steps(sweep["steps"], sweep["deltas"], tolerance=DELTA_FINE * max(abs(sweep["gap"]), 0.01),
                        title=f"Does the integral converge? Customer {cid}"),
@@ -264,7 +274,8 @@ def html(attribution, bundle, customer=0, path=None, *, ids=None, baseline=None)
     if isinstance(baseline, str):
         settings = settings.replace(baseline=baseline)
     figs = [(heading, build(attribution, bundle, row, ids=ids, baseline=baseline)) for heading, build in (
-        ("Monthly features", heatmap), ("Static features", static), ("History", history))]
+        (f"{periods_words(bundle).adjective.capitalize()} features", heatmap), ("Static features", static),
+        ("History", history))]
     text = html_page.html_report(attribution, bundle, attribution_ids(attribution, bundle, ids), row,
                        settings if settings.baseline is not None else None, figs)
     if path is not None:

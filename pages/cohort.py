@@ -13,7 +13,7 @@ from ui import inputs as more_inputs
 
 def cohort_page():
     bundle, choice = frame.page()
-    more_inputs.one_history_only(bundle, "Cohort", needs="one history")
+    more_inputs.one_history_only(bundle, "Cohort")
     settings = choice.settings
     st.title("Cohort")
     technical = f" · {settings.steps} steps ({settings.method})" if pickers.technical_view() else ""

@@ -1,15 +1,17 @@
 """Compare: two customers (or a customer and a cohort's mean) on one shared colour scale."""
 
+import numpy as np
 import streamlit as st
 
-from explain.analysis import report
+from explain.analysis import cohort, report
 from explain.core import labels
 from explain.plots import figures
 from ui import frame, options, pickers, show, state
 from ui import inputs as more_inputs
 
 COHORT_NOTE = ("The cohort's mean is over {n:,} of the {total:,} customers with {label} = {value}, drawn at random "
-               "with a fixed seed (the same ones every time), which keeps the page fast.")
+               "with a fixed seed (the same ones every time), which keeps the page fast. A padded period counts "
+               "only the customers with data there.")
 
 
 def second(bundle, other, settings) -> dict:
@@ -18,16 +20,24 @@ def second(bundle, other, settings) -> dict:
         mean = state.cohort_mean(bundle, other.argument, settings)
         total = labels.counts(bundle).get(other.argument, mean["n"])
         return {"static": mean["static"], "temporal": mean["temporal"], "values": mean["values"],
+                "padding": np.isnan(mean["temporal"]).all(axis=1),  # no customer of the cohort has data there
                 "name": f"cohort {bundle.label_name}={other.argument} (mean of {mean['n']:,} of {total:,})",
                 "prediction": mean["prediction"], "status": None, "mean": " (mean)",
                 "note": COHORT_NOTE.format(n=mean["n"], total=total, label=bundle.label_name, value=other.argument)
                 if mean["n"] < total else None}
-    attribution = state.attributions(bundle, [other.argument], settings)
+    return {**one(bundle, other.argument, settings), "name": other.argument, "mean": ""}
+
+
+def one(bundle, cid, settings) -> dict:
+    """One customer's history attributions, values and padding, static attributions, prediction and badge."""
+    attribution = state.attributions(bundle, [cid], settings)
     prediction = float(attribution.prediction[0])
-    return {"static": attribution.static[0], "temporal": attribution.temporal[0], "name": other.argument,
-            "values": bundle.inputs_for([other.argument])["temporal"][0], "prediction": prediction,
+    return {"static": attribution.static[0], "temporal": attribution.temporal[0],
+            "values": bundle.inputs_for([cid])[cohort.first_history(bundle)][0],
+            "padding": cohort.padding_of(attribution)[0], "prediction": prediction,
             "status": report.delta_status(float(attribution.delta[0]), prediction,
-                                          float(attribution.baseline_prediction[0])), "mean": ""}
+                                          float(attribution.baseline_prediction[0])),
+            "target": attribution.settings.target}
 
 
 def compare_page():
@@ -36,7 +46,7 @@ def compare_page():
     cid, settings = choice.customer, choice.settings
     st.title("Compare")
     other = pickers.compare_ui(bundle)
-    first = state.attributions(bundle, [cid], settings)
+    a = one(bundle, cid, settings)
     b = second(bundle, other, settings)
     technical = f" · {settings.steps} steps ({settings.method})" if pickers.technical_view() else ""
     compared = options.BASELINE_LABELS.get(settings.baseline.kind, str(settings.baseline))
@@ -46,23 +56,22 @@ def compare_page():
 
     m1, m2 = st.columns(2)
     with m1:
-        st.metric(f"{show.md(cid)}: predicted {show.md(bundle.output_names[first.settings.target])}",
-                  f"{float(first.prediction[0]):.3f}")
-        show.delta_badge(*report.delta_status(float(first.delta[0]), float(first.prediction[0]),
-                                              float(first.baseline_prediction[0])))
+        st.metric(f"{show.md(cid)}: predicted {show.md(bundle.output_names[a['target']])}", f"{a['prediction']:.3f}")
+        show.delta_badge(*a["status"])
     with m2:
-        st.metric(f"{show.md(b['name'])}: predicted{b['mean']}", f"{b['prediction']:.3f}")
+        st.metric(f"{show.md(b['name'])}: predicted {show.md(bundle.output_names[a['target']])}{b['mean']}",
+                  f"{b['prediction']:.3f}")
         if b["status"] is not None:
             show.delta_badge(*b["status"])
         if b.get("note"):
             st.caption(show.md(b["note"]))
 
-    values = [bundle.inputs_for([cid])["temporal"][0], b["values"]]
-    fig_a, fig_b, fig_diff = figures.compare_figures(bundle.periods, bundle.temporal_labels, first.temporal[0],
-                                                     b["temporal"], names=(cid, b["name"]), values=values,
-                                                     units=show.units(bundle, bundle.temporal_features))
+    fig_a, fig_b, fig_diff = figures.compare_figures(
+        bundle.periods, bundle.temporal_labels, a["temporal"], b["temporal"], names=(cid, b["name"]),
+        values=(a["values"], b["values"]), units=show.units(bundle, bundle.temporal_features),
+        padding=(a["padding"], b["padding"]))
     show.pair_and_difference(fig_a, fig_b, fig_diff, keys=("compare_a", "compare_b", "compare_diff"))
-    show.plot(figures.compare_static(bundle.static_labels, first.static[0], b["static"], names=(cid, b["name"])),
+    show.plot(figures.compare_static(bundle.static_labels, a["static"], b["static"], names=(cid, b["name"])),
               key="compare_static")
 
 

@@ -6,7 +6,7 @@ import streamlit as st
 
 from explain.analysis import report
 from explain.analysis import words as analyst_words
-from explain.core import baselines, labels, verdict
+from explain.core import baselines, labels, periods, verdict
 from explain.plots import figures
 from explain.plots import html as html_report
 from ui import frame, keep, pickers, show, speed, state
@@ -18,15 +18,17 @@ LEGEND = ("Each bar and cell is a share of the difference between this customer'
           "All shares add up to the difference; the badge says how closely.")
 
 
-def how_to_read(baseline, advice: str) -> None:
+def how_to_read(baseline, advice: str, said) -> None:
     # lazy: the text is made and sent only while the expander is open (a customer switch sends none of it)
     box = st.expander("How to read this", icon=":material/help:", key="how_to_read", on_change="rerun")
     if not box.open:
         return
     with box:
         st.markdown(show.md(report.HOW_TO_READ))
-        st.markdown(f"**The baseline here** ({show.md(baseline)}): {show.md(baselines.describe(baseline))}")
-        st.markdown("**The heatmap**: periods run left to right, one row per monthly feature. Hover a cell for "
+        st.markdown(f"**The baseline here** ({show.md(baseline)}): "
+                    f"{show.md(baselines.describe(baseline, unit=said.unit))}")
+        st.markdown(f"**The heatmap**: {said.units} run left to right, one row per {said.adjective} feature. "
+                    "Hover a cell for "
                     "the customer's value, the baseline's value and the attribution. The bars above sum each "
                     "period over features; the bars on the right sum each feature over periods.")
         st.markdown(f"**The badge**: {show.md(advice)} When it is not 'fine', raise the steps in the sidebar "
@@ -65,7 +67,7 @@ def words(attribution, bundle, settings, described, advice) -> None:
         st.info(show.md(report.summary_text(attribution, bundle, 0)), icon=":material/summarize:")
     st.markdown(LEGEND)
     st.markdown(f"**Compared with** ({show.md(settings.baseline)} baseline): {described}")
-    how_to_read(settings.baseline, advice)
+    how_to_read(settings.baseline, advice, periods.words(bundle))
 
 
 def downloads(attribution, bundle, cid, settings, figs) -> None:
@@ -113,24 +115,27 @@ def customer_page():
     m2.metric(f"Baseline prediction{unit}", f"{fb:.3f}", help=described + " " + baseline_vs_rate(bundle, target, fb))
     m3.metric("Difference explained", f"{fx - fb:+.3f}",
               help="prediction minus baseline prediction: what the attributions below share out")
+    if close := report.close_baseline_note(fx, fb):
+        st.warning(show.md(close), icon=":material/compare_arrows:")
     if not bundle.plain:  # categorical, padded or several histories: one heatmap per history
         words(attribution, bundle, settings, described, advice)
-        shown = more_inputs.customer_figures(attribution, bundle, cid)
+        shown = more_inputs.customer_figures(attribution, bundle, cid, state.baseline_arrays(bundle, cid, settings))
         st.subheader("Download")
         return downloads(attribution, bundle, cid, settings, shown)
 
     base = state.baseline_arrays(bundle, cid, settings)
+    said = periods.words(bundle)
     units_s, units_t = show.units(bundle, bundle.static_features), show.units(bundle, bundle.temporal_features)
     (fig_panel, fig_static, fig_history), shown = speed.figures(bundle, "customer", cid, settings, lambda: (
         figures.temporal_panel_spec(bundle.periods, bundle.temporal_labels, attribution.temporal[0],
                                values=inputs["temporal"][0], baseline=base["temporal"], units=units_t,
-                               title="Monthly features: effect of each feature in each period"),
+                               title=f"{said.adjective.capitalize()} features: effect of each feature in each period"),
         figures.static_bars_spec(bundle.static_labels, attribution.static[0], inputs["static"][0],
                             units=units_s, baseline=base["static"],
                             title="Static features (label: the customer's value)"),
         figures.history_spec(bundle.periods, bundle.temporal_labels, inputs["temporal"][0],
                                baseline=base["temporal"], units=units_t, columns=2,
-                               title="The customer's monthly history (dashed: the baseline)")))
+                               title=f"The customer's {said.adjective} history (dashed: the baseline)")))
     show.plot(shown[0], key="temporal_heatmap")
     speed.heatmap_first()
     keep.card(bundle, cid, settings, score, target)
@@ -147,7 +152,8 @@ def customer_page():
 
     st.subheader("Download")
     downloads(attribution, bundle, cid, settings,
-              [("Monthly features", fig_panel), ("Static features", fig_static), ("History", fig_history)])
+              [(f"{said.adjective.capitalize()} features", fig_panel), ("Static features", fig_static),
+               ("History", fig_history)])
 
 
 with show.guard():

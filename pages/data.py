@@ -5,6 +5,7 @@ import json
 import pandas as pd
 import streamlit as st
 
+from explain.core import periods
 from ui import frame, show, state, uploads
 from ui import inputs as more_inputs
 
@@ -20,14 +21,15 @@ def demo_note(bundle) -> None:
     st.info(show.md(f"Demo model: held-out AUC {data.get('auc_test')} (the rule that generated "
                     f"the data reaches {data.get('auc_test_of_true_score')}); churn rate {data.get('churn_rate')}. "
                     f"Planted drivers: {shown['static']} (static); {shown['temporal']} "
-                    "(monthly). A good explanation should rank these first."))
+                    f"({periods.words(bundle).adjective}). A good explanation should rank these first."))
 
 
 def bundle_overview(bundle) -> None:
     st.subheader("Bundle in use")
     source = "this session's upload" if uploads.is_active() else "the startup bundle"
     st.markdown(f"{bundle.n_customers} customers · {bundle.n_static} static features · {bundle.n_periods} periods "
-                f"× {bundle.n_temporal} monthly features · outputs {show.md(', '.join(bundle.output_names))} "
+                f"× {bundle.n_temporal} {periods.words(bundle).adjective} features · outputs "
+                f"{show.md(', '.join(bundle.output_names))} "
                 f"· from {source}")
     # the folder name only: the full path on the server is not a visitor's business (it stays in the log)
     folder = bundle.path.name if bundle.path is not None else "(in memory)"
@@ -44,7 +46,7 @@ def bundle_overview(bundle) -> None:
             static[str(bundle.label_name)] = bundle.labels[:20]
         st.dataframe(static, hide_index=True)
     with right:
-        st.markdown(f"**Monthly table** (customer {show.md(bundle.ids[0])})")
+        st.markdown(f"**{periods.words(bundle).adjective.capitalize()} table** (customer {show.md(bundle.ids[0])})")
         st.dataframe(pd.DataFrame(bundle.temporal[0], index=bundle.periods, columns=bundle.temporal_labels))
     more_inputs.overview(bundle)
     st.markdown("**Model summary**")

@@ -32,7 +32,8 @@ def diagnostics_page():
     with right:
         st.subheader("Along the path from baseline to customer")
         profile = state.path_profile(bundle, cid, settings)
-        show.plot(diagnostic_figures.path_figure(profile, y_title=f"{bundle.output_names[0]} ({settings.space})"),
+        y_title = f"{bundle.output_names[settings.target]} ({settings.space})"
+        show.plot(diagnostic_figures.path_figure(profile, y_title=y_title),
                   key="diag_path")
         st.caption("A flat prediction with tiny gradients means saturation; a jump means most of the effect "
                    "happens in a short stretch (more steps needed)."

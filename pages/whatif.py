@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from explain.analysis import report, whatif
-from explain.core import baselines
+from explain.analysis import cohort, report, whatif
+from explain.core import baselines, periods
 from explain.plots import figures
 from ui import frame, show, state
 from ui import inputs as more_inputs
@@ -30,25 +30,29 @@ def results(bundle, cid, settings, outcome) -> list:
             show.delta_badge(*report.delta_status(float(outcome.attribution.delta[i]), float(fx), float(fb)))
     for note in outcome.notes:
         st.info(show.md(note), icon=":material/info:")
-    st.caption(show.md(f"Each cell: how much that month's value moves the score away from the baseline's "
-                       f"({settings.baseline}: {baselines.describe(settings.baseline)})"))
+    said = periods.words(bundle)
+    st.caption(show.md(f"Each cell: how much that {said.unit}'s value moves the score away from the baseline's "
+                       f"({settings.baseline}: {baselines.describe(settings.baseline, unit=said.unit)})"))
     values = (bundle.inputs_for([cid])["temporal"][0], outcome.inputs["temporal"][0])
     units = show.units(bundle, bundle.temporal_features)
     a = outcome.attribution
     fig_o, fig_e, fig_d = figures.whatif_figures(bundle.periods, bundle.temporal_labels, a.temporal[0], a.temporal[1],
-                                                 changed=outcome.edited["temporal"], values=values, units=units)
+                                                 changed=outcome.edited["temporal"], values=values, units=units,
+                                                 padding=cohort.padding_of(a)[0])
     show.pair_and_difference(fig_o, fig_e, fig_d, keys=("whatif_original", "whatif_edited", "whatif_difference"))
     fig_s = figures.compare_static(bundle.static_labels, outcome.attribution.static[0],
                                    outcome.attribution.static[1], names=("Original", "What-if"))
     show.plot(fig_s, key="whatif_static")
-    return [("Monthly features: original", fig_o), ("Monthly features: what-if", fig_e),
+    kind = f"{said.adjective.capitalize()} features"
+    return [(f"{kind}: original", fig_o), (f"{kind}: what-if", fig_e),
             ("Change", fig_d), ("Static features", fig_s)]
 
 
 def search_section(bundle, cid, settings) -> None:
     st.subheader("What would change the outcome?")
     st.caption("A search for a small edit that brings the prediction below a threshold: it tries the features "
-               "and month windows with the largest effects first, within the values seen in the data.")
+               f"and {periods.words(bundle).unit} windows with the largest effects first, within the values seen in "
+               "the data.")
     search = ui.search_ui(bundle, cid)
     if search is None:
         return
@@ -72,13 +76,14 @@ def search_section(bundle, cid, settings) -> None:
 
 def whatif_page():
     bundle, choice = frame.page()
-    more_inputs.one_history_only(bundle, "What-if")
+    more_inputs.one_history_only(bundle, "What-if", needs="numbers")
     cid, settings = choice.customer, choice.settings
     st.title(f"What if… customer {show.md(cid)}")
     st.markdown(INTRO)
     scenario, version = ui.scenario_state(bundle, cid, settings)
     outcome = state.whatif_outcome(bundle, cid, settings, scenario.text())
-    quick, table, static = st.tabs(["Monthly values in one click", "Monthly values cell by cell", "Static values"])
+    kind = periods.words(bundle).adjective.capitalize()
+    quick, table, static = st.tabs([f"{kind} values in one click", f"{kind} values cell by cell", "Static values"])
     with quick:
         ui.quick_ui(bundle, cid, settings, scenario)
     with table:

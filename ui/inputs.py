@@ -4,37 +4,58 @@ Data & model page's description of the inputs. The figures come from ``explain.f
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from explain import figures
-from explain.core import baselines
+from explain.analysis import cohort
+from explain.core import baselines, periods
 from ui import show
 
 INPUTS_HELP = (
     "**Inputs of this model.** Every 2-D input is static-like, every 3-D input a history. Category ids "
     "that feed an Embedding are explained at the embedding's output and reported per original feature "
     "(the embedding's attribution summed over its dimensions); their baseline is a category, or the mean "
-    "embedding, as the baseline's words say. Padded months of a history (a Masking layer, or id 0 with "
+    "embedding, as the baseline's words say. Padded periods of a history (a Masking layer, or id 0 with "
     "mask_zero) stay padding all along the path: they get no attribution, are drawn grey (\"no data\") in "
     "every heatmap and are empty in the downloads."
 )
 
-ONE_HISTORY_ONLY = (
-    "The {page} page works on models with {needs}. This bundle's model has more inputs ({inputs}): "
-    "use the Customer{others} page{s}."
-)
-NEEDS = {"plain": "one numeric static and one numeric monthly input", "one history": "one history (one 3-D input)"}
+SEVERAL_HISTORIES = ("The {page} page draws one history; this model reads {count} histories ({names}). The "
+                     "Customer and Diagnostics pages show every one of them.")
+CATEGORIES = ("The What-if page edits numbers (each within the range seen in the data) of one static input and one "
+              "history; this model also reads {names} as categories (ids or text into an Embedding), which it "
+              "cannot edit. The Customer, Compare, Cohort and Diagnostics pages explain this model.")
+SEVERAL_STATIC = ("The What-if page edits one static input and one history; this model reads {count} static inputs "
+                  "({names}). The Customer, Compare, Cohort and Diagnostics pages explain this model.")
 
 
-def one_history_only(bundle, page: str, needs: str = "plain") -> None:
-    """Stop a page that needs a plain two-input bundle (or one history), saying so."""
-    histories = 0 if bundle.plain else len(bundle.layout.keys_of("temporal"))
-    if bundle.plain or (needs == "one history" and histories == 1):
-        return
-    others = ", Cohort and Diagnostics" if histories == 1 else " and Diagnostics"
-    st.info(show.md(ONE_HISTORY_ONLY.format(page=page, needs=NEEDS[needs], inputs=", ".join(bundle.layout.engine_keys),
-                                            others=others, s="s")), icon=":material/info:")
-    st.stop()
+def page_cannot(bundle, page: str, needs: str = "one history") -> str | None:
+    """Why ``page`` cannot show this bundle's model, or None when it can. ``needs``: "one history"
+    (Compare, Cohort: any inputs, padded or not, with one history) or "numbers" (What-if: one numeric
+    static and one numeric history, padded or not)."""
+    if bundle.plain:
+        return None
+    histories = bundle.layout.keys_of("temporal")
+    if len(histories) > 1:
+        return SEVERAL_HISTORIES.format(page=page, count=len(histories),
+                                        names=", ".join(bundle.input_labels.get(k, k) for k in histories))
+    categorical = [spec.key for spec in bundle.layout.specs if spec.embedding is not None or spec.kind == "categorical"]
+    if needs == "numbers" and categorical:
+        return CATEGORIES.format(names=", ".join(bundle.input_labels.get(k, k) for k in categorical))
+    statics = bundle.layout.keys_of("static")
+    if needs == "numbers" and len(statics) > 1:
+        names = ", ".join(bundle.input_labels.get(k, k) for k in statics)
+        return SEVERAL_STATIC.format(count=len(statics), names=names)
+    return None
+
+
+def one_history_only(bundle, page: str, needs: str = "one history") -> None:
+    """Stop a page that cannot show this bundle's model, saying which and why (:func:`page_cannot`)."""
+    why = page_cannot(bundle, page, needs)
+    if why is not None:
+        st.info(show.md(why), icon=":material/info:")
+        st.stop()
 
 CATEGORICAL_RULES = {"mode": "most frequent category", "mean-embedding": "mean embedding (frequency-weighted)"}
 
@@ -51,21 +72,40 @@ def categorical_ui(bundle) -> None:
                   "python -m explain ... --categorical category:FEATURE=VALUE).")
 
 
-def customer_figures(attribution, bundle, cid) -> list[tuple[str, object]]:
-    """Draw each history's heatmap and the static bars of customer ``cid``; return them for the downloads."""
+def customer_figures(attribution, bundle, cid, base: dict) -> list[tuple[str, object]]:
+    """Draw each history's heatmap, the static bars of customer ``cid`` and (one history) the
+    customer's history against the baseline ``base`` ({key: values}); return them for the downloads."""
     shown = []
     for i, (title, fig) in enumerate(figures.history_heatmaps(attribution, bundle, 0, ids=[cid])):
         show.plot(fig, key=f"temporal_heatmap_{i}")
         shown.append((title.split(":")[0], fig))
     fig_static = figures.static_all(attribution, bundle, 0, ids=[cid])
-    show.plot(fig_static, key="static_bars")
-    return shown + [("Static features", fig_static)]
+    histories = bundle.layout.keys_of("temporal")
+    if len(histories) > 1:
+        show.plot(fig_static, key="static_bars")
+        return shown + [("Static features", fig_static)]
+    key = histories[0]
+    pad = cohort.padding_of(attribution)[0][:, None]  # padded periods: no line there (no data)
+    values = np.where(pad, np.nan, np.asarray(bundle.inputs_for([cid])[key][0], np.float64))
+    baseline = None if key not in base else np.where(pad, np.nan, base[key])
+    fig_history = figures.history_figure(
+        bundle.periods, bundle.temporal_labels, values, baseline=baseline,
+        units=show.units(bundle, bundle.temporal_features), columns=2,
+        title=f"The customer's {periods.words(bundle).adjective} history (dashed: the baseline"
+              f"{'; gaps: no data' if pad.any() else ''})")
+    left, right = st.columns(2)
+    with left:
+        show.plot(fig_static, key="static_bars")
+    with right:
+        show.plot(fig_history, key="history")
+    return shown + [("Static features", fig_static), ("History", fig_history)]
 
 
 def baseline_words(bundle, settings) -> str:
     """What the baseline is, with what categorical and padded inputs are set to."""
     layout = None if bundle.plain else bundle.layout
-    return baselines.describe(settings.baseline, layout=layout, categorical=settings.categorical)
+    return baselines.describe(settings.baseline, layout=layout, categorical=settings.categorical,
+                              unit=periods.words(bundle).unit)
 
 
 def overview(bundle) -> None:

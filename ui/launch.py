@@ -8,7 +8,8 @@ customer's score and the default view's attribution into the caches every sessio
 (``ui.state.warm_up``): the first visitor's run then finds them done instead of doing them
 (about 4.5 s on 2 cores). Nothing is computed twice: a session that arrives before the thread is done waits for
 the same cache entry. A warm-up that fails is logged and left to the first session, which
-reports the problem in the page as it always does.
+reports the problem in the page as it always does. The server sends headers that deny framing by other
+sites (``ui.runtime.deny_framing``), and the warm-up removes the upload folders of exited servers.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ def warm_up() -> None:
         from ui import runtime
 
         runtime.wait_for_server(timeout=60.0)
-        from ui import startup, state
+        from ui import startup, state, uploads
 
+        uploads.sweep(None)  # the upload folders of servers that have exited
         # Streamlit warns once per cached call made outside a session ("missing ScriptRunContext!
         # This warning can be ignored"): here it is expected, so it is not logged
         quiet = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
@@ -62,6 +64,9 @@ def main(argv: list[str]) -> int:
     threading.Thread(target=warm_up, name="explain-warm-up", daemon=True).start()
     from streamlit.web import cli
 
+    from ui import runtime
+
+    runtime.deny_framing()  # no other site may embed the app
     return cli.main(args=args, prog_name="streamlit", standalone_mode=True)
 
 

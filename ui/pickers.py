@@ -95,7 +95,7 @@ def _random_churner(bundle) -> None:
     if positive is not None:
         rows = np.flatnonzero(labels.mask(bundle.labels, positive))
     else:  # no labels: a customer the model scores above 0.5
-        rows = np.flatnonzero(state.predictions(bundle) > 0.5)
+        rows = np.flatnonzero(state.predictions(bundle, st.session_state.get("target")) > 0.5)
     rows = rows if rows.size else np.arange(bundle.n_customers)
     st.session_state["customer"] = str(bundle.ids[int(rng.choice(rows))])
 
@@ -129,8 +129,8 @@ def _typed_customer(bundle) -> None:
     """The customer box changed: an id typed or picked becomes the customer; text that names no
     single id keeps the customer shown and says why."""
     ss = st.session_state
-    found, matches, note = find_customer(speed.ranking(bundle, state.predictions(bundle), options.TOP_RISK)[0],
-                                         ss.get("customer"))
+    found, matches, note = find_customer(speed.ranking(bundle, state.predictions(bundle, ss.get("target")),
+                                                       options.TOP_RISK, ss.get("target"))[0], ss.get("customer"))
     found = found if found is not None else ss["_customer_recent"][0]  # the customer shown (customer_ui)
     if found != ss.get("customer"):  # written only when it differs: a value written is sent with the box again
         ss["customer"] = found
@@ -145,7 +145,9 @@ def customer_ui(bundle) -> str:
     listing 3,000 ids took the browser 0.06-0.1 s to handle Enter, on every customer switch, and
     its 72 KB were sent again whenever its value changed."""
     ss = st.session_state
-    ids, top, label = speed.ranking(bundle, state.predictions(bundle), options.TOP_RISK)
+    # the sidebar's target: the box's scores and the highest-risk list follow it
+    ids, top, label = speed.ranking(bundle, state.predictions(bundle, ss.get("target")), options.TOP_RISK,
+                                    ss.get("target"))
     current = ss["customer"]
     recent = [current] + [i for i in ss.get("_customer_recent", []) if i != current and i in label]
     ss["_customer_recent"] = recent[:options.RECENT]
@@ -180,7 +182,7 @@ def baseline_ui(bundle) -> Baseline:
     elif kind == "cohort":
         counts, positive = labels.counts(bundle), labels.positive(bundle)
         ss.setdefault("baseline_cohort", next(iter(counts)))
-        st.selectbox(f"Cohort: customers whose {bundle.label_name} is", list(counts), key="baseline_cohort",
+        st.selectbox(f"Cohort: customers whose {show.md(bundle.label_name)} is", list(counts), key="baseline_cohort",
                      format_func=lambda v: f"{v} ({counts[v]} customers{', positive' if v == positive else ''})")
     elif kind == "blur":
         ss.setdefault("blur_width", DEFAULT_BLUR_WIDTH)
@@ -256,13 +258,14 @@ def compare_ui(bundle) -> Baseline:
     if ss.get("_compare") not in choices:
         ss["_compare"] = url.compare_text(url.default_compare(bundle))
     ss["w_compare"] = ss["_compare"]
-    scores = dict(zip(bundle.ids.tolist(), state.predictions(bundle).tolist()))
+    target = ss.get("target") or bundle.output_names[bundle.target]
+    scores = dict(zip(bundle.ids.tolist(), state.predictions(bundle, target).tolist()))
 
     def label(option):
         other = url.parse_compare(option)
         if other.kind == "cohort":
             return f"Mean of the cohort {bundle.label_name} = {other.argument}"
-        return f"{option}  ·  {bundle.output_names[0]} {scores.get(option, float('nan')):.2f}"
+        return f"{option}  ·  {target} {scores.get(option, float('nan')):.2f}"
 
     st.selectbox("Compare with (a customer, or the mean of a cohort)", choices, key="w_compare",
                  format_func=label, on_change=_persist, args=("w_compare", "_compare"))

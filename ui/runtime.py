@@ -1,6 +1,6 @@
 """The one module that touches Streamlit's private API (tested with Streamlit 1.67.0).
 
-Four things the public API cannot do, each with a fallback when Streamlit moves them:
+Six things the public API cannot do, each with a fallback when Streamlit moves them:
 
 * :func:`keep_kernel_cache`: Streamlit's script runner calls ``keras.backend.clear_session()``
   after each run (its ``_clean_problem_modules``), which empties TF's kernel cache: the first
@@ -20,6 +20,14 @@ Four things the public API cannot do, each with a fallback when Streamlit moves 
   calls it between chunks: it raises Streamlit's own rerun/stop exception when this session
   asked for one (the run then ends, the lock of the model is released on the way out), and
   returns False otherwise. Outside a script run it returns False.
+
+* :func:`deny_framing` (called by the launcher, ``ui/launch.py``): every HTTP response gets
+  ``X-Frame-Options: SAMEORIGIN`` and ``Content-Security-Policy: frame-ancestors 'self'``, so that no
+  other site embeds the app (Streamlit has no option for response headers); a middleware put first
+  in the list Streamlit builds for its Starlette app.
+* :func:`session_id` and :func:`known_sessions`: this run's session, and every session the server
+  still holds (connected, or disconnected but kept for a reconnection): ``ui.uploads`` removes the
+  upload folders of the others.
 
 :func:`check_version` (called on import) logs a warning when the installed Streamlit is not
 the tested one, naming what to recheck.
@@ -142,6 +150,80 @@ def wait_for_server(timeout: float) -> bool:
             pass
         time.sleep(0.05)
     return False
+
+
+FRAME_HEADERS = ((b"x-frame-options", b"SAMEORIGIN"), (b"content-security-policy", b"frame-ancestors 'self'"))
+
+
+class DenyFraming:
+    """ASGI middleware: FRAME_HEADERS on every HTTP response (the app's own frames, same origin, still work)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope.get("type") != "http":
+            return await self.app(scope, receive, send)
+        names = {name for name, _ in FRAME_HEADERS}
+
+        async def send_with_headers(message):
+            if message.get("type") == "http.response.start":
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
+                message = {**message, "headers": kept + list(FRAME_HEADERS)}
+            await send(message)
+
+        return await self.app(scope, receive, send_with_headers)
+
+
+def deny_framing() -> bool:
+    """Make the server of this process send FRAME_HEADERS (before it starts); False if Streamlit moved."""
+    try:
+        from starlette.middleware import Middleware
+        from streamlit.web.server.starlette import starlette_app
+    except ImportError:  # pragma: no cover - another Streamlit layout
+        _missing("streamlit.web.server.starlette.starlette_app", "set X-Frame-Options at your proxy")
+        return False
+    original = getattr(starlette_app, "create_streamlit_middleware", None)
+    if original is None:  # pragma: no cover - another Streamlit layout
+        _missing("starlette_app.create_streamlit_middleware", "set X-Frame-Options at your proxy")
+        return False
+    if getattr(original, "denies_framing", False):
+        return True
+
+    def create_streamlit_middleware():
+        return [Middleware(DenyFraming), *original()]
+
+    create_streamlit_middleware.denies_framing = True
+    starlette_app.create_streamlit_middleware = create_streamlit_middleware
+    return True
+
+
+def session_id() -> str | None:
+    """The id of the session this script run belongs to (None outside a run)."""
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+    except ImportError:  # pragma: no cover - another Streamlit layout
+        return None
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return getattr(ctx, "session_id", None)
+
+
+def known_sessions() -> set[str] | None:
+    """The ids of every session this server holds, connected or kept for a reconnection (Streamlit keeps a
+    disconnected one about 2 minutes); None when there is no server in this process (AppTest, a script)."""
+    try:
+        from streamlit.runtime import Runtime
+    except ImportError:  # pragma: no cover - another Streamlit layout
+        return None
+    if not Runtime.exists():
+        return None
+    manager = getattr(Runtime.instance(), "_session_mgr", None)
+    if manager is None:  # AppTest's stand-in runtime holds no sessions
+        return None
+    if not hasattr(manager, "list_sessions"):  # pragma: no cover - another layout
+        _missing("Runtime._session_mgr.list_sessions", "upload folders stay until the server exits")
+        return None
+    return {info.session.id for info in manager.list_sessions()}
 
 
 def should_stop() -> bool:

@@ -14,11 +14,16 @@ from pathlib import Path
 import streamlit as st
 
 from explain.core.errors import BundleError, ExplainError
-from explain.core.text import hide_paths
+from explain.core.text import capped, hide_paths, listing
 from ui import startup
 
 LOG = logging.getLogger("explain.app")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=])")
+# What GFM turns into a link even when every character is escaped (its autolink literals are found in the
+# text after the escapes are resolved): "http://", "https://", "www." and "name@domain". A WORD JOINER
+# (U+2060, invisible, zero width) after ":", "www" and "@" breaks each pattern; the text reads the same.
+_AUTOLINK = re.compile(r"(:(?=\\?/)|www(?=\\?\.)|@)", re.IGNORECASE)
+WORD_JOINER = "\u2060"
 BADGE_COLOURS = {"fine": "green", "check": "orange", "too few steps": "red"}
 BADGE_ICONS = {"fine": ":material/check_circle:", "check": ":material/warning:", "too few steps": ":material/error:"}
 
@@ -75,9 +80,12 @@ def chart_library_script() -> str:
 
 
 def md(text) -> str:
-    """Untrusted text made inert for Streamlit markdown (no links, images, HTML, colours, maths),
-    without the server's absolute paths (``plain``)."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", plain(text)).replace("\n", " ")
+    """Text from a bundle, a file or a URL made inert for Streamlit markdown (widget labels, warnings,
+    captions): no links (automatic ones included), images, HTML, colours, icons or maths, without the
+    server's absolute paths (``plain``), on one line and at most a few KB (``capped``). The one escaping
+    function of the app's text; Plotly's is ``explain.plots.style.esc``."""
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", capped(plain(text))).replace("\n", " ")
+    return _AUTOLINK.sub(lambda m: m.group() + WORD_JOINER, escaped)
 
 
 def plain(text) -> str:
@@ -90,9 +98,13 @@ def error(exc: BaseException) -> None:
     """Show an error as plain text: every problem of a ``BundleError``, else its message."""
     problems = getattr(exc, "problems", None) if isinstance(exc, BundleError) else None
     if problems:
-        st.error(md(f"The bundle has {len(problems)} problem(s); each is listed below."), icon=":material/error:")
-        for problem in problems:
-            st.error(md(str(problem)))
+        shown = listing((str(problem) for problem in problems), total=len(problems),
+                        more="... and {count:,} more problems (fix these first, then check again)")
+        st.error(md(f"The bundle has {len(problems):,} problem(s); " + (
+            "each is listed below." if len(shown) == len(problems) else "the first are listed below.")),
+            icon=":material/error:")
+        for line in shown:
+            st.error(md(line))
     elif isinstance(exc, ExplainError):
         st.error(md(str(exc)), icon=":material/error:")
     else:

@@ -42,7 +42,7 @@ from _plotly_utils.utils import plotlyjsShortTypes, to_typed_array_spec
 
 from explain.core import quadrature, xla
 from explain.core.engine import engine_for
-from explain.core.settings import Settings
+from explain.core.settings import Settings, resolve_target
 
 SPEED_ENV = "EXPLAIN_SPEED"
 # The browser draws the elements that arrive together in one go: sent right behind the heatmap, the
@@ -173,10 +173,12 @@ def _ranking(content_hash: str, output: str, top_n: int, _ids, _scores):
     return ids, top, label
 
 
-def ranking(bundle, scores, top_n: int) -> tuple[list, list, dict]:
-    """(every id, the ``top_n`` highest scores' ids, {id: "ID · output 0.42"}) of ``bundle``,
-    from its first output's ``scores``; built once per bundle content."""
-    return _ranking(bundle.content_hash, bundle.output_names[0], int(top_n), bundle.ids, scores)
+def ranking(bundle, scores, top_n: int, target=None) -> tuple[list, list, dict]:
+    """(every id, the ``top_n`` highest scores' ids, {id: "ID · churn 0.42"}) of ``bundle``, from
+    the ``scores`` of its output ``target`` (None: the bundle's target); built once per bundle
+    content and target."""
+    output = bundle.output_names[resolve_target(target, len(bundle.output_names), bundle.output_names, bundle.target)]
+    return _ranking(bundle.content_hash, output, int(top_n), bundle.ids, scores)
 
 
 def warm_up_xla(bundle) -> None:

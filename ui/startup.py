@@ -6,6 +6,9 @@ environment.
     streamlit run app.py                      the demo bundle, bundles/demo
     streamlit run app.py -- --bundle DIR --trust-code layers.py
                                               the owner's custom layers for that bundle (never uploads)
+    streamlit run app.py -- --limit max_table_cells=50000000
+                                              a size limit of the bundle's and the uploads' files
+                                              (``explain.modelfile.limits``; repeat for several)
 """
 
 from __future__ import annotations
@@ -30,6 +33,31 @@ def _option(name: str, argv: list[str] | None) -> str | None:
         if arg.startswith(name + "="):
             return arg.split("=", 1)[1]
     return None
+
+
+def _options(name: str, argv: list[str] | None) -> list[str]:
+    args = sys.argv[1:] if argv is None else argv
+    found = []
+    for k, arg in enumerate(args):
+        if arg == name and k + 1 < len(args):
+            found.append(args[k + 1])
+        elif arg.startswith(name + "="):
+            found.append(arg.split("=", 1)[1])
+    return found
+
+
+@functools.cache
+def _limits(given: tuple[str, ...]):
+    from explain.modelfile.limits import parse_limits
+
+    return parse_limits(list(given))
+
+
+def limits(argv: list[str] | None = None):
+    """The size limits of the files opened by this server (the startup bundle and every upload): the
+    defaults, changed by the owner's ``--limit FIELD=VALUE`` options only (``explain serve --limit ...``);
+    ``ExplainError`` for an option that is not a limit."""
+    return _limits(tuple(_options("--limit", argv)))
 
 
 def bundle_path(argv: list[str] | None = None, environ=None) -> Path:
@@ -63,7 +91,7 @@ def model_loader(argv: list[str] | None = None):
         return None
     from explain.modelfile import safe_load
 
-    return functools.partial(safe_load.open_model, trusted=trusted)
+    return functools.partial(safe_load.open_model, trusted=trusted, limits=limits(argv))
 
 
 def trusted_badge(argv: list[str] | None = None) -> str | None:

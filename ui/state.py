@@ -102,7 +102,8 @@ def _fingerprint(path: Path) -> tuple:
 def _open_bundle(path: str, fingerprint: tuple):
     """(bundle, None) or (None, error text): a broken bundle is not re-read on every rerun."""
     try:
-        bundle = bundle_io.load_bundle(path, loader=startup.model_loader())  # --trust-code: here only
+        bundle = bundle_io.load_bundle(path, loader=startup.model_loader(),  # --trust-code: here only
+                                       limits=startup.limits())
     except ExplainError as error:
         # the full paths stay here, in the server log; the page shows them relative (ui.show.plain)
         LOG.error("the bundle %s could not be opened: %s", path, error)
@@ -158,7 +159,7 @@ def warm_up(bundle) -> None:
     customer (default settings) into its cache, or, for a small bundle without one, that store
     starts in the background (``ui.stores``)."""
     customer = default_customer(bundle)
-    settings = Settings().resolved(bundle.output_names)
+    settings = Settings().for_bundle(bundle)
     if bundle.plain:  # the default view of other layouts is computed by its first visitor
         _attributions(bundle, bundle.content_hash, (customer,), settings.key())
     store = stores.find(bundle, settings)
@@ -245,10 +246,10 @@ def _predictions(_bundle, content_hash: str) -> np.ndarray:
         return cohort.scores(_bundle, should_stop=runtime.should_stop)  # (n, K)
 
 
-def predictions(bundle, target=0) -> np.ndarray:
+def predictions(bundle, target=None) -> np.ndarray:
     """Every customer's predicted output (probability for a sigmoid/softmax model), (n,)."""
     return _predictions(bundle, bundle.content_hash)[:, resolve_target(target, len(bundle.output_names),
-                                                                       bundle.output_names)]
+                                                                       bundle.output_names, bundle.target)]
 
 
 @st.cache_data(max_entries=32, ttl=TTL, show_spinner="Computing the delta for each rule and step count...")

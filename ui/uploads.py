@@ -4,14 +4,22 @@ An upload is checked (sizes, names, the model loaded first in a memory-capped ch
 the tables) and opened into an :class:`UploadSpace`, a private temporary folder of this
 session. Session state: ``_upload`` (the space), ``upload_active`` (its folder, or None),
 ``upload_result`` (what the last attempt gave, shown by :func:`result_ui`).
+
+A folder is named ``explain-upload-<server pid>-<session id>-*``: :func:`sweep` removes those of
+sessions the server no longer holds (every SWEEP_EVERY seconds once a session has uploaded, and at
+each upload) and those of servers that are gone (also when a server starts, ``ui/launch.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
+import re
 import shutil
 import tempfile
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from functools import partial
@@ -20,10 +28,14 @@ from pathlib import Path
 import streamlit as st
 
 from explain.bundle import load as bundle_io
+from explain.core import periods
 from explain.core.errors import BundleError
-from ui import show
+from ui import runtime, show, startup
 
+LOG = logging.getLogger("explain.app")
 UPLOAD_PREFIX = "explain-upload-"
+SWEEP_EVERY = 60  # seconds between two sweeps of the folders of ended sessions
+_FOLDER = re.compile(re.escape(UPLOAD_PREFIX) + r"(\d+)-(\w+)-\w+\Z")  # pid, session (its word characters)
 UPLOAD_TOO_LARGE = ("{name} is {size:,} bytes, over this app's limit of {limit:,} bytes ({limit_mb} MB) per "
                     "uploaded file. Nothing was opened. To fix: upload a smaller file (for example Parquet "
                     "instead of CSV, or fewer customers), or start the app with a larger "
@@ -35,15 +47,16 @@ FILE_TYPES = ["keras", "csv", "parquet", "pq", "json"]
 class UploadSpace:
     """One upload of one session: a private temporary folder and the bundle opened from it.
 
-    The folder (``explain-upload-*`` under the system temp dir) holds the files under the
-    names the app chooses (model.keras, static.csv, ...). It is removed by :meth:`close`
-    (a new upload replaces this one, or the user goes back to the startup bundle), and
-    otherwise when this object is garbage collected -- the session ended and Streamlit
-    dropped its session state -- or when the server exits (``weakref.finalize``).
+    The folder (``explain-upload-<pid>-<session>-*`` under the system temp dir) holds the files
+    under the names the app chooses (model.keras, static.csv, ...). It is removed by :meth:`close`
+    (a new upload replaces this one, or the user goes back to the startup bundle), by :func:`sweep`
+    once the server no longer holds its session, when this object is garbage collected, or when
+    the server exits (``weakref.finalize``).
     """
 
-    def __init__(self):
-        self.folder = Path(tempfile.mkdtemp(prefix=UPLOAD_PREFIX))
+    def __init__(self, session: str | None = None):
+        owner = _owner(session)
+        self.folder = Path(tempfile.mkdtemp(prefix=f"{UPLOAD_PREFIX}{os.getpid()}-{owner}-"))
         self.bundle = None
         self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.folder), True)
 
@@ -54,6 +67,60 @@ class UploadSpace:
     @property
     def closed(self) -> bool:
         return not self._finalizer.alive
+
+
+def _owner(session: str | None) -> str:
+    return re.sub(r"\W", "", session or "") or "nosession"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def sweep(known: set[str] | None, root: str | os.PathLike | None = None) -> list[Path]:
+    """Remove the upload folders under ``root`` (the temp dir) that no session uses any more: those of this
+    server whose session is not in ``known`` (None: this process cannot tell, keep them) and those of
+    servers that have exited. Returns the folders removed; another live server's folders stay."""
+    removed, owners = [], None if known is None else {_owner(session) for session in known}
+    for folder in Path(root or tempfile.gettempdir()).glob(UPLOAD_PREFIX + "*"):
+        match = _FOLDER.match(folder.name)
+        if match is None or not folder.is_dir():
+            continue
+        pid, session = int(match.group(1)), match.group(2)
+        gone = (not _alive(pid)) if pid != os.getpid() else (owners is not None and session not in owners)
+        if gone:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    if removed:
+        LOG.info("removed %d upload folder(s) of ended sessions", len(removed))
+    return removed
+
+
+_SWEEPER: list[threading.Thread] = []
+
+
+def _sweep_forever() -> None:
+    while True:
+        time.sleep(SWEEP_EVERY)
+        try:
+            sweep(runtime.known_sessions())
+        except Exception:  # noqa: BLE001 - never stop sweeping
+            LOG.warning("sweeping the upload folders failed", exc_info=True)
+
+
+def start_sweeper() -> None:
+    """Sweep now, and every SWEEP_EVERY seconds in a background thread of this server (started once)."""
+    sweep(runtime.known_sessions())
+    with _TRIAL_LOCK:
+        if not _SWEEPER:
+            _SWEEPER.append(threading.Thread(target=_sweep_forever, name="explain-upload-sweeper", daemon=True))
+            _SWEEPER[0].start()
 
 
 def upload_limit_bytes() -> int:
@@ -77,21 +144,22 @@ _TRIAL_PASSED: "OrderedDict[str, None]" = OrderedDict()
 _TRIAL_LOCK = threading.Lock()
 
 
-def load_upload_model(path: Path, display_name: str):
-    """Open an uploaded model: static checks, a trial load in a memory-capped child process,
-    then the load here (``safe_load.load_model_isolated``).
+def load_upload_model(path: Path, display_name: str, limits=None):
+    """Open an uploaded model under the server's ``limits`` (default: ``ui.startup.limits``): static checks,
+    a trial load in a memory-capped child process, then the load here (``safe_load.load_model_isolated``).
 
     A file whose trial load already succeeded (same bytes: the user fixed a table and uploads
     the same model again) skips the child process; the static checks still run.
     """
     from explain.modelfile import safe_load
 
+    limits = startup.limits() if limits is None else limits
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     with _TRIAL_LOCK:
         known = digest in _TRIAL_PASSED
     if known:
-        return safe_load.load_model(path, display_name=display_name)
-    model = safe_load.load_model_isolated(path, display_name=display_name)
+        return safe_load.load_model(path, display_name=display_name, limits=limits)
+    model = safe_load.load_model_isolated(path, display_name=display_name, limits=limits)
     with _TRIAL_LOCK:
         _TRIAL_PASSED[digest] = None
         while len(_TRIAL_PASSED) > TRIAL_CACHE_SIZE:
@@ -116,11 +184,13 @@ def open_upload(files: dict) -> "bundle_io.Bundle":
     removed); on failure nothing changes and the new folder is removed at once.
     """
     check_upload_sizes(files, upload_limit_bytes())
+    start_sweeper()
     model_name = next((str(n) for n in files if str(n).lower().endswith(".keras")), bundle_io.MODEL_FILE)
-    space = UploadSpace()
+    space = UploadSpace(runtime.session_id())
     try:
         bundle = bundle_io.load_bundle_from_uploads(
-            files, space.folder, loader=partial(load_upload_model, display_name=Path(model_name).name))
+            files, space.folder, loader=partial(load_upload_model, display_name=Path(model_name).name),
+            limits=startup.limits())
     except BaseException:
         space.close()
         raise
@@ -171,7 +241,7 @@ def open_uploaded_files() -> None:
     else:
         st.session_state["upload_result"] = ("ok", f"Opened the uploaded bundle: {bundle.n_customers} customers, "
                                                    f"{bundle.n_static} static features, {bundle.n_periods} periods x "
-                                                   f"{bundle.n_temporal} monthly features.")
+                                                   f"{bundle.n_temporal} {periods.words(bundle).adjective} features.")
     st.rerun()  # the sidebar and every page now use the new bundle
 
 

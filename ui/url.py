@@ -136,7 +136,7 @@ def decode(params: dict, bundle, default_customer: str) -> tuple[Link, list[str]
             values[name] = _setting(name, text, bundle)
         except (ExplainError, ValueError):
             bad(name, text, "one of " + ", ".join(bundle.output_names) if name == "target" else None)
-    settings = replace(Settings(), **values)
+    settings = replace(Settings(), **values).for_bundle(bundle)  # no target in the link: the bundle's
     sample = params.get("sample")
     if sample is not None and sample not in options.SAMPLE_OPTIONS:
         bad("sample", sample)

@@ -14,7 +14,7 @@ import streamlit as st
 
 from explain.analysis import report, whatif
 from explain.analysis.whatif import Edit, Scenario, ScenarioError
-from explain.core import labels
+from explain.core import labels, periods
 from explain.plots import html as html_report
 from ui import show, state, url
 
@@ -77,13 +77,13 @@ def static_ui(bundle, cid, settings, scenario, values, version: int) -> None:
         with columns[j % 3]:
             categories = observed.static_categories[j]
             if categories is not None:
-                st.selectbox(label, categories, index=categories.index(float(values[j])), key=key,
+                st.selectbox(show.md(label), categories, index=categories.index(float(values[j])), key=key,
                              format_func=whatif._number, on_change=_static_changed, args=args)
             else:
                 low, high = observed.limits("static", j)
                 integer = bool(observed.static_integer[j])
                 cast = int if integer else float
-                st.number_input(label, min_value=cast(low), max_value=cast(high), value=cast(values[j]),
+                st.number_input(show.md(label), min_value=cast(low), max_value=cast(high), value=cast(values[j]),
                                 step=1 if integer else None, format=None if integer else "%.2f", key=key,
                                 on_change=_static_changed, args=args,
                                 help=f"observed in the data: {low:g} to {high:g}")
@@ -134,9 +134,11 @@ def quick_ui(bundle, cid, settings, scenario) -> None:
     scaling = st.session_state.get("wi_q_action") == "scale"
     with st.form("wi_quick", border=False):  # callbacks, not return values: they survive the frame's rerun
         c1, c2, c4 = st.columns([2, 3, 1]) if scaling else (*st.columns([2, 3]), None)
-        c1.selectbox("Monthly feature", range(bundle.n_temporal), format_func=bundle.temporal_labels.__getitem__,
-                     key="wi_q_feature")
-        c2.select_slider("Months", bundle.periods, value=(bundle.periods[-3], bundle.periods[-1]), key="wi_q_months")
+        said = periods.words(bundle)
+        recent = bundle.periods[-min(said.recent, bundle.n_periods)]  # the recent window: 30 days, 4 weeks, 3 months
+        c1.selectbox(f"{said.adjective.capitalize()} feature", range(bundle.n_temporal),
+                     format_func=bundle.temporal_labels.__getitem__, key="wi_q_feature")
+        c2.select_slider(said.units.capitalize(), bundle.periods, value=(recent, bundle.periods[-1]), key="wi_q_months")
         if scaling:
             c4.number_input("k", min_value=0.0, max_value=whatif.MAX_SCALE, value=0.5, step=0.1, key="wi_q_k")
         st.form_submit_button("Apply this edit", icon=":material/edit:", on_click=_quick_edit,

@@ -16,7 +16,6 @@ from explain.analysis.explainer import baseline_for, explain_customers
 from explain.core import ig
 from explain.core.engine import check_stop
 from explain.core.quadrature import METHODS
-from explain.core.settings import resolve_target
 
 SWEEP_STEPS = (4, 8, 16, 32, 64, 128, 256)
 PATH_POINTS = 33
@@ -52,20 +51,26 @@ def path_profile(bundle, customer: str, settings, points: int = PATH_POINTS) -> 
     (see :func:`explain.core.ig.path_profile`); for sample:K the path to the first sampled baseline."""
     inputs = bundle.inputs_for([customer])
     base = baseline_for(bundle, inputs, settings.baseline, settings.seed)
-    target = resolve_target(settings.target, len(bundle.output_names), bundle.output_names)
+    target = settings.for_bundle(bundle).target
     return ig.path_profile(bundle.model, inputs, base, points=points, target=target, space=settings.space)
 
 
 def shown_baseline(bundle, customer: str, settings) -> dict:
-    """The baseline ``customer`` is compared with: static (S,), temporal (T, F) float64;
-    a distribution of K baselines (sample:K) is shown as its mean."""
+    """The baseline ``customer`` is compared with: static (S,), temporal (T, F) float64 (a model with
+    more inputs: its numeric inputs by key, the histories among them); a distribution of K
+    baselines (sample:K) is shown as its mean."""
     inputs = bundle.inputs_for([customer])
-    base = baseline_for(bundle, inputs, settings.baseline, settings.seed)
-    static = np.asarray(base["static"], np.float64)
-    temporal = np.asarray(base["temporal"], np.float64)
-    if temporal.ndim == 4:  # (1, K, T, F): K sampled baselines
-        static, temporal = static.mean(axis=1), temporal.mean(axis=1)
-    return {"static": static[0], "temporal": temporal[0]}
+    base = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical)
+    out = {}
+    for key, value in base.items():
+        if not isinstance(value, np.ndarray) or np.asarray(inputs[key]).dtype.kind not in "fiub" or (
+                not bundle.plain and bundle.layout.spec(key).embedding is not None):
+            continue  # a category (ids or text, or a mean embedding) has no value to draw
+        value = np.asarray(value, np.float64)
+        if value.ndim == np.ndim(inputs[key]) + 1:  # (1, K, ...): K sampled baselines
+            value = value.mean(axis=1)
+        out[key] = value[0]
+    return out
 
 
 def _shape_text(layer) -> str:

@@ -60,7 +60,7 @@ def explain_customers(bundle, ids, settings: Settings = Settings(), *, batch_siz
     ``baseline``: the baseline arrays of ``settings.baseline``, already computed (``baseline_for``
     on the whole data set) when ``bundle`` holds only some customers (the Ray engine's chunks).
     """
-    settings = settings.resolved(bundle.output_names)
+    settings = settings.for_bundle(bundle)
     ids = [str(ids)] if isinstance(ids, (str, bytes)) else [str(i) for i in ids]  # one id, not its characters
     inputs = bundle.inputs_for(ids)
     if baseline is None:

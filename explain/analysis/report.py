@@ -10,14 +10,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from explain.core import verdict
 from explain.core.errors import ExplainError
-from explain.core.files import write_atomic
+from explain.core.files import csv_download, write_atomic
+from explain.core.periods import Words, unit_of
+from explain.core.periods import words as periods_words
 from explain.core.text import unit_after
 
 LONG_COLUMNS = ["customer_id", "input", "period", "feature", "value", "attribution"]
-SUMMARY_COLUMNS = ["customer_id", "prediction", "baseline_prediction", "delta", "steps"]
+SUMMARY_COLUMNS = ["customer_id", "prediction", "baseline_prediction", "delta", "steps", "gradient_points",
+                   "forward_points"]
 OUTPUT_SUFFIXES = (".json", ".csv", ".parquet")
 BAD_SUFFIX = "Output file {path!r} must end in one of {suffixes}: the suffix picks the format."
+
+CLOSE_BASELINE = 0.02  # |f(x) - f(b)| below this: the baseline scores (almost) like the customer
+CLOSE_BASELINE_NOTE = (
+    "The baseline's prediction ({fb:.3f}) is within {limit:g} of this customer's ({fx:.3f}): there is almost no "
+    "difference for the attributions to share out, so every effect is small whatever drives the score. Compare "
+    "with a baseline that scores differently (for example a cohort of customers with the other label, or zero)."
+)
 
 # Delta badge: |delta| relative to |f(x) - f(b)| (at least 0.01 of it, so tiny differences do not alarm).
 DELTA_FINE = 0.01
@@ -54,6 +65,8 @@ def to_json_dict(attribution, bundle, ids, request=None) -> dict:
             "baseline_prediction": float(attribution.baseline_prediction[i]),
             "delta": float(attribution.delta[i]),
             "steps": int(attribution.steps[i]),
+            "gradient_points": int(attribution.gradient_points[i]),
+            "forward_points": _points(attribution.forward_points, i),
         }
         if plain:
             entry["static"] = {"features": list(bundle.static_features), "values": attribution.static[i].tolist(),
@@ -71,7 +84,7 @@ def to_json_dict(attribution, bundle, ids, request=None) -> dict:
         if attribution.per_input is not None:
             entry["per_input"] = {
                 role: {"reference_prediction": float(v["reference_prediction"][i]), "delta": float(v["delta"][i]),
-                       **({"steps": int(v["steps"][i])} if "steps" in v else {})}
+                       **{name: int(v[name][i]) for name in ("steps", "gradient_points") if name in v}}
                 for role, v in attribution.per_input.items()
             }
         customers.append(entry)
@@ -94,7 +107,8 @@ def input_views(bundle) -> list[InputView]:
     input with its display name, columns and (histories) periods."""
     if getattr(bundle, "plain", True):
         return [InputView("static", "static", "Static features", list(bundle.static_features), None),
-                InputView("temporal", "temporal", "Monthly features", list(bundle.temporal_features),
+                InputView("temporal", "temporal", f"{periods_words(bundle).adjective.capitalize()} features",
+                          list(bundle.temporal_features),
                           list(bundle.periods))]
     return [InputView(spec.key, spec.role, bundle.input_labels.get(spec.key, spec.key),
                       list(bundle.input_features[spec.key]),
@@ -204,13 +218,24 @@ def _text(value) -> str:
     return "" if value is None else str(value)
 
 
+def _points(points, i):
+    """A count of points spent as JSON (None where it is not known: an older store)."""
+    return None if points is None else int(points[i])
+
+
 def summary_frame(attribution, ids) -> pd.DataFrame:
+    """One row per customer (``SUMMARY_COLUMNS``): the predictions, the delta, the final rule's
+    points (``steps``) and every gradient and forward evaluation spent."""
+    n = len(ids)
+    forward = attribution.forward_points
     return pd.DataFrame({
         "customer_id": [str(i) for i in ids],
         "prediction": attribution.prediction,
         "baseline_prediction": attribution.baseline_prediction,
         "delta": attribution.delta,
-        "steps": attribution.steps,
+        "steps": np.asarray(attribution.steps, np.int64),
+        "gradient_points": np.asarray(attribution.gradient_points, np.int64),
+        "forward_points": np.asarray(forward if forward is not None else np.full(n, -1), np.int64),
     })[SUMMARY_COLUMNS]
 
 
@@ -223,16 +248,25 @@ def write_attributions(path, attribution, bundle, ids, request=None) -> Path:
         text = json.dumps(to_json_dict(attribution, bundle, ids, request), indent=1)
         return write_atomic(path, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"))
     frame = long_frame(attribution, bundle, ids)
-    if suffix == ".csv":
-        return write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
+    if suffix == ".csv":  # opened in spreadsheets: no cell may run as a formula
+        return write_atomic(path, lambda tmp: tmp.write_bytes(csv_download(frame).encode("utf-8")))
     return write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 # ----------------------------------------------------------------------------- words
 
 
-def delta_status(delta: float, prediction: float, baseline_prediction: float) -> tuple[str, str]:
-    """('fine' | 'check' | 'too few steps', advice) for one customer's completeness gap."""
+def close_baseline_note(prediction: float, baseline_prediction: float) -> str | None:
+    """The warning when the baseline's prediction is within ``CLOSE_BASELINE`` of the customer's, else None."""
+    if abs(prediction - baseline_prediction) > CLOSE_BASELINE + 1e-12:  # within: 0.02 itself is warned about
+        return None
+    return CLOSE_BASELINE_NOTE.format(fx=prediction, fb=baseline_prediction, limit=CLOSE_BASELINE)
+
+
+def delta_status(delta: float, prediction: float, baseline_prediction: float, *,
+                 auto: bool = False) -> tuple[str, str]:
+    """('fine' | 'check' | 'too few steps', advice) for one customer's completeness gap;
+    ``auto``: the attribution was computed with steps="auto" (the advice is then its budget)."""
     scale = max(abs(prediction - baseline_prediction), 0.01)
     ratio = abs(delta) / scale
     share = f"{ratio:.1%} of the difference being explained"
@@ -240,16 +274,20 @@ def delta_status(delta: float, prediction: float, baseline_prediction: float) ->
         return "fine", f"The attributions add up to the score difference (gap {delta:+.2g}, {share})."
     if ratio <= DELTA_CHECK:
         return "check", f"The attributions miss {share} (gap {delta:+.2g}). Raise the steps to be sure."
+    more = ("Raise the budget of 'auto' (--max-points)" if auto else "Choose 'auto' (or raise the steps)")
     return "too few steps", (
-        f"The attributions miss {share} (gap {delta:+.2g}): the integral is not converged. "
-        "Raise the steps (or choose 'auto') before trusting the numbers."
+        f"The attributions add up to {verdict.quality(delta, prediction, baseline_prediction)} of the difference "
+        f"(gap {delta:+.2g}): the integral has not converged, so their sizes and signs cannot be trusted. "
+        f"{more} before reading them."
     )
 
 
-def contributions(attribution, bundle, i: int, recent: int = 3, static_values=None) -> list[tuple[str, float]]:
+def contributions(attribution, bundle, i: int, recent: int | None = None,
+                  static_values=None) -> list[tuple[str, float]]:
     """(phrase, attribution) items for customer ``i``: each static feature (with its value
     when ``static_values`` (S,) is given), and each temporal feature split into its last
-    ``recent`` periods and the periods before; largest first."""
+    ``recent`` periods (default: the bundle's period's recent window, ``explain.core.periods``:
+    30 days, 4 weeks, 3 months) and the periods before; largest first."""
     labels = list(bundle.static_labels)
     if static_values is not None:
         units = [bundle.units.get(c, "") for c in bundle.static_features]
@@ -263,10 +301,13 @@ def contributions(attribution, bundle, i: int, recent: int = 3, static_values=No
         names = (bundle.temporal_labels if getattr(bundle, "plain", True)
                  else [bundle.feature_labels.get(c, c) for c in view.features])
         attr = np.asarray(attribution.inputs[view.key][i], np.float64).reshape(len(view.periods), -1)
-        periods, last_n = view.periods, min(recent, len(view.periods))
+        # the bundle's period words for its first history, else read from this history's labels
+        said = periods_words(bundle) if list(view.periods) == list(bundle.periods) else Words(unit_of(view.periods))
+        periods, last_n = view.periods, min(said.recent if recent is None else recent, len(view.periods))
         for j, label in enumerate(names):
             column = attr[:, j]
-            last = f"in the last {last_n} periods ({periods[-last_n]} to {periods[-1]})"
+            last = (f"in the last {said.count(last_n)} ({periods[-last_n]} to {periods[-1]})" if last_n > 1
+                    else f"in the last {said.unit} ({periods[-1]})")
             items.append((f"{label} {last}", float(column[-last_n:].sum())))
             if len(periods) > last_n:
                 items.append((f"{label} before {periods[-last_n]}", float(column[:-last_n].sum())))
@@ -296,10 +337,10 @@ def summary_text(attribution, bundle, i: int, top: int = 3, customer_id=None) ->
                   else [_category_text(bundle, c, v) for c, v in
                         zip(bundle.static_features, bundle.static[bundle.index_of(customer_id)])])
     items = [item for item in contributions(attribution, bundle, i, static_values=values) if abs(item[1]) > 0][:top]
-    if items:
+    status, advice = delta_status(float(attribution.delta[i]), fx, fb, auto=attribution.settings.steps == "auto")
+    if items and status != "too few steps":  # effects that do not add up are not named (their sign may be wrong)
         effects = "; ".join(f"{value:+.2f} from {phrase}" for phrase, value in items)
         lines.append(f"Largest effects: {effects}.")
-    status, advice = delta_status(float(attribution.delta[i]), fx, fb)
     lines.append(advice)
     return " ".join(lines)
 
@@ -308,8 +349,9 @@ def summary_text(attribution, bundle, i: int, top: int = 3, customer_id=None) ->
 
 
 def csv_bytes(attribution, bundle, ids) -> bytes:
-    """The long format (``LONG_COLUMNS``) as UTF-8 CSV bytes."""
-    return long_frame(attribution, bundle, ids).to_csv(index=False).encode("utf-8")
+    """The long format (``LONG_COLUMNS``) as UTF-8 CSV bytes, no text cell read as a formula
+    (``explain.core.files.csv_download``)."""
+    return csv_download(long_frame(attribution, bundle, ids)).encode("utf-8")
 
 
 def json_bytes(attribution, bundle, ids, request=None) -> bytes:

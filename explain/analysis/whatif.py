@@ -31,6 +31,7 @@ import dataclasses
 import json
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,15 +58,15 @@ BAD_SCENARIO = ("The what-if scenario {text!r} was not used: {problem}. A scenar
                 "feature 1 set to the baseline), 't1@9-11=med' (to the median), 't0@0-11*0.5' (scaled by 0.5).")
 BAD_EDIT = "the edit {edit!r} {problem}"
 UNKNOWN_FEATURE = "names {role} feature {index}, but the bundle has {count} ({first} to {last})"
-BAD_PERIODS = "names months {a} to {b}, but the history has months 0 to {last} (first month first)"
+BAD_PERIODS = "names periods {a} to {b}, but the history has periods 0 to {last} (first period first)"
 OUT_OF_RANGE = "sets {feature} to {value:g}, outside the range observed in the data ({low:g} to {high:g})"
 NOT_A_CATEGORY = "sets {feature} to {value:g}, which is not one of the values observed in the data ({values})"
 BAD_SCALE = f"scales by {{k}}; the factor must be a number from 0 to {MAX_SCALE:g}"
 SCALE_CATEGORY = "scales {feature}, a feature with a few observed values ({values}); set one of them instead"
 UNKNOWN_COHORT = "takes the median of the customers whose {label} is {value!r}, but no customer has that label"
 NO_LABELS = "takes the median of a cohort, but this bundle has no label column (use '=med' for all customers)"
-PADDED = ("edits month {period} of customer {customer}, which is padding (no data; the model skips it). Edit "
-          "the customer's real months only")
+PADDED = ("edits period {period} of customer {customer}, which is padding (no data; the model skips it). Edit "
+          "the customer's real periods only")
 TOO_MANY = f"has {{count}} edits; at most {MAX_EDITS} are allowed"
 TOO_LONG = f"is {{count}} characters long; at most {MAX_TEXT} are allowed"
 _EDIT = re.compile(r"^(?P<role>[st])(?P<feature>\d+)(?:@(?P<a>\d+)(?:-(?P<b>\d+))?)?"
@@ -265,14 +266,14 @@ def parse_edit(text: str, bundle, observed: Observed) -> Edit:
     periods = None
     if role == "temporal":
         if match["a"] is None:
-            fail("names a monthly feature without its months (add @first-last, for example @9-11)")
+            fail("names a history feature without its periods (add @first-last, for example @9-11)")
         a = int(match["a"])
         b = int(match["b"]) if match["b"] is not None else a
         if not 0 <= a <= b < bundle.n_periods:
             fail(BAD_PERIODS.format(a=a, b=b, last=bundle.n_periods - 1))
         periods = (a, b)
     elif match["a"] is not None:
-        fail("gives months for a static feature")
+        fail("gives periods for a static feature")
     name = names[j]
     categories = observed.static_categories[j] if role == "static" else None
     if match["k"] is not None:
@@ -345,13 +346,19 @@ class Context:
     _medians: dict = field(default_factory=dict, repr=False, compare=False)
 
     def median(self, cohort: str | None) -> dict:
-        """Per feature (and per month) median of all customers, or of the cohort with label ``cohort``."""
+        """Per feature (and per month) median of all customers, or of the cohort with label ``cohort``;
+        a month's median is over the customers with a real month there (padding is no data)."""
         if cohort not in self._medians:
             rows = (np.arange(self.bundle.n_customers) if cohort is None
                     else np.flatnonzero(labels.mask(self.bundle.labels, cohort)))
+            temporal = np.asarray(self.bundle.temporal[rows], np.float64)
+            if self.observed.mask_value is not None:
+                temporal[np.all(temporal == self.observed.mask_value, axis=2)] = np.nan
+            with warnings.catch_warnings():  # a month no customer has: NaN, and never edited (it is padding here too)
+                warnings.simplefilter("ignore", RuntimeWarning)
+                monthly = np.nanmedian(temporal, axis=0)
             self._medians[cohort] = {
-                "static": np.median(np.asarray(self.bundle.static[rows], np.float64), axis=0),
-                "temporal": np.median(np.asarray(self.bundle.temporal[rows], np.float64), axis=0)}
+                "static": np.median(np.asarray(self.bundle.static[rows], np.float64), axis=0), "temporal": monthly}
         return self._medians[cohort]
 
 
@@ -361,7 +368,7 @@ def context(bundle, customer: str, settings: Settings = Settings(), *, observed:
     (else the one the Customer page shows: the mean of a sampled baseline)."""
     inputs = bundle.inputs_for([customer])
     original = {role: np.asarray(inputs[role][0], np.float64) for role in ROLES}
-    settings = settings.resolved(bundle.output_names)
+    settings = settings.for_bundle(bundle)
     if baseline is None:
         baseline = shown_baseline(bundle, customer, settings)
     observed = observed or Observed.of(bundle)
@@ -401,6 +408,7 @@ def apply(ctx: Context, scenario: Scenario) -> tuple[dict, list[str]]:
                     period=ctx.bundle.periods[month], customer=ctx.customer)))
             current = temporal[a:b + 1, edit.feature]
         wanted = np.atleast_1d(_target_values(ctx, edit, current)).astype(np.float64)
+        wanted = np.where(np.isnan(wanted), current, wanted)  # a month no other customer has data for: kept
         fitted = ctx.observed.fit(edit.role, edit.feature, wanted)
         if edit.kind != "set" and not np.allclose(fitted, wanted, rtol=0, atol=1e-9):
             low, high = ctx.observed.limits(edit.role, edit.feature)
@@ -423,7 +431,7 @@ def edited_cells(ctx: Context, inputs: dict) -> dict:
 def explain_inputs(bundle, inputs: dict, settings: Settings, ids=None, should_stop: StopCheck = None) -> Attribution:
     """IG of in-memory inputs (n, S), (n, T, F) under ``settings``; data-wide baselines come from
     the bundle (the same as :func:`explain.analysis.explainer.explain_customers` would use)."""
-    settings = settings.resolved(bundle.output_names)
+    settings = settings.for_bundle(bundle)
     attribution = integrated_gradients(
         bundle.model, inputs, baseline_for(bundle, inputs, settings.baseline, settings.seed),
         steps=settings.steps, method=settings.method, target=settings.target, space=settings.space,

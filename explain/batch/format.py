@@ -8,7 +8,8 @@ Parquet dataset)::
     OUT/part-00000.parquet ...         the long format of docs/cli.md, one file per chunk:
                                        customer_id, input, period, feature, value, attribution
     OUT/_summary/summary-00000.parquet one row per customer, one file per chunk:
-                                       customer_id, prediction, baseline_prediction, delta, steps
+                                       customer_id, prediction, baseline_prediction, delta, steps,
+                                       gradient_points, forward_points (evaluations spent)
     OUT/_SUCCESS                       written last, once every chunk is there
 
 Parquet readers skip names starting with ``_`` or ``.``, so ``pandas.read_parquet(OUT)`` reads
@@ -29,7 +30,7 @@ import re
 from datetime import datetime, timezone
 from hashlib import sha256
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
 import pandas as pd
 import pyarrow as pa
@@ -38,11 +39,11 @@ import pyarrow.parquet as pq
 from explain.analysis.report import LONG_COLUMNS, SUMMARY_COLUMNS
 from explain.core.errors import ExplainError
 from explain.core.files import write_atomic
-from explain.core.settings import Settings
+from explain.core.settings import DEFAULT_TOLERANCE, Settings, outside_tolerance
 from explain.core.text import examples, one_line
 
 FORMAT = "explain-batch"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the summary's gradient_points and forward_points; the manifest's outside_tolerance
 MANIFEST = "_manifest.json"
 SUCCESS = "_SUCCESS"
 SUMMARY_DIR = "_summary"
@@ -62,7 +63,8 @@ LONG_SCHEMA = pa.schema([("customer_id", pa.string()), ("input", pa.string()), (
 LONG_TEXT_SCHEMA = LONG_SCHEMA.set(LONG_SCHEMA.get_field_index("value"), pa.field("value", pa.string()))
 SUMMARY_SCHEMA = pa.schema([("customer_id", pa.string()), ("prediction", pa.float64()),
                             ("baseline_prediction", pa.float64()), ("delta", pa.float64()),
-                            ("steps", pa.int64())])
+                            ("steps", pa.int64()), ("gradient_points", pa.int64()),
+                            ("forward_points", pa.int64())])
 
 # ---- messages (tests match these) ------------------------------------------------------------
 START_OVER = ("Nothing was changed. To keep it, choose a new --out folder; to start over, delete "
@@ -93,7 +95,7 @@ def store_settings(settings: Settings, bundle=None) -> dict:
     """The settings a store is identified by: ``Settings.identity()`` with the target resolved
     against the bundle's output names (a name and its index are the same store)."""
     if bundle is not None:
-        settings = settings.resolved(bundle.output_names)
+        settings = settings.for_bundle(bundle)
     return settings.identity()
 
 
@@ -381,7 +383,24 @@ def new_manifest(bundle, ids: Sequence[str], request: Settings, chunk_size: int)
     }
 
 
-def completed(manifest: dict) -> dict:
-    """``manifest`` marked complete (written just before ``_SUCCESS``)."""
+def count_outside_tolerance(summaries: Iterable[pd.DataFrame], settings: dict) -> int:
+    """How many customers of the ``summaries`` (summary frames) have attributions that do not add
+    up within the ``settings``' tolerance (``core.settings.outside_tolerance``)."""
+    tolerance = float(settings.get("tolerance", DEFAULT_TOLERANCE))
+    return sum(int(outside_tolerance(s["delta"], s["prediction"], s["baseline_prediction"], tolerance).sum())
+               for s in summaries)
+
+
+def read_summaries(folder: Path, manifest: dict) -> Iterator[pd.DataFrame]:
+    """The summary frame of every chunk of a local store, one at a time (the columns the count reads)."""
+    for chunk in range(manifest["n_chunks"]):
+        yield pq.read_table(chunk_paths(folder, chunk)[1], columns=["delta", "prediction", "baseline_prediction"]
+                            ).to_pandas()
+
+
+def completed(manifest: dict, summaries: Iterable[pd.DataFrame]) -> dict:
+    """``manifest`` marked complete (written just before ``_SUCCESS``), with ``outside_tolerance``:
+    how many customers of the store's ``summaries`` (every chunk's) miss the settings' tolerance."""
     return {**manifest, "complete": True, "completed": now(),
-            "rows": manifest["rows_per_customer"] * manifest["customers"]["count"]}
+            "rows": manifest["rows_per_customer"] * manifest["customers"]["count"],
+            "outside_tolerance": count_outside_tolerance(summaries, manifest["settings"])}

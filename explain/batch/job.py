@@ -13,6 +13,7 @@ import numpy as np
 
 from explain.batch.format import SUMMARY_DIR
 from explain.core.errors import ExplainError
+from explain.core.settings import ABSOLUTE_TOLERANCE, AUTO
 
 DEFAULT_CHUNK_SIZE = 200
 
@@ -33,6 +34,7 @@ class BatchResult:
     rows: int  # long-format rows of the whole store
     seconds: float
     manifest: dict = field(repr=False)
+    outside_tolerance: int | None = None  # customers whose attributions miss the tolerance (None: not counted)
 
     @property
     def complete(self) -> bool:
@@ -40,10 +42,22 @@ class BatchResult:
 
     def describe(self) -> str:
         reused = f", reused {self.reused_chunks} finished chunk(s)" if self.reused_chunks else ""
-        return (f"wrote {self.n_customers} customers ({self.rows} rows) in {self.n_chunks} chunk(s) to "
+        text = (f"wrote {self.n_customers} customers ({self.rows} rows) in {self.n_chunks} chunk(s) to "
                 f"{self.path}: computed {self.computed_chunks}{reused} in {self.seconds:.1f} s. Read it with "
                 f"pandas.read_parquet('{self.path}') (long format) and "
                 f"pandas.read_parquet('{self.path}/{SUMMARY_DIR}') (one row per customer).")  # path: a Path or a URI
+        return text if self.outside_tolerance is None else f"{text}\n{self.tolerance_line()}"
+
+    def tolerance_line(self) -> str:
+        """How many customers' attributions do not add up within the tolerance, and what to do."""
+        settings = self.manifest.get("settings", {})
+        share = f"{float(settings.get('tolerance', 0)):.2%}".replace("%", " %")
+        head = (f"{self.outside_tolerance} of {self.n_customers} customers outside the tolerance "
+                f"(|delta| above {share} of |f(x) - f(b)|, at least {ABSOLUTE_TOLERANCE:g})")
+        if not self.outside_tolerance:
+            return head + "."
+        advice = ("raise --max-points" if settings.get("steps") == AUTO else "use --steps auto or more --steps")
+        return f"{head}: their attributions do not add up; {advice}, or read their delta in the summary."
 
 
 def check_chunk_size(value) -> int:
@@ -91,4 +105,4 @@ def result(path, manifest: dict, *, n_chunks: int, computed: int, reused: int, t
     return BatchResult(path=path, n_customers=customers, n_chunks=n_chunks, computed_chunks=computed,
                        reused_chunks=reused, removed_temporary_files=temporary_files,
                        rows=manifest["rows_per_customer"] * customers, seconds=time.perf_counter() - started,
-                       manifest=manifest)
+                       manifest=manifest, outside_tolerance=manifest.get("outside_tolerance"))

@@ -37,6 +37,7 @@ from explain.batch.format import (
     inspect_folder,
     new_manifest,
     output_folder,
+    read_summaries,
     verify_chunk,
     write_chunk,
     write_json,
@@ -139,7 +140,7 @@ def run_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: in
         done = len(ids) - sum(len(chunks[i]) for i in todo)
         follow(computed_chunks(), total=len(ids), initial=done, progress=progress, where=folder, on_chunk=on_chunk)
         if not manifest.get("complete") or not (folder / SUCCESS).exists():
-            manifest = completed(manifest)
+            manifest = completed(manifest, read_summaries(folder, manifest))
             write_json(folder / MANIFEST, manifest)
             write_success(folder)
     (folder / LOCK).unlink(missing_ok=True)

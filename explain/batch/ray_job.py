@@ -94,7 +94,7 @@ def _plan(bundle_path: str, ids: list[str] | None, request: Settings, chunk_size
         raise ExplainError(batch.NO_HASH)
     ids = [str(i) for i in bundle.ids] if ids is None else batch.check_ids(bundle, ids)
     explain_customers(bundle, ids[:1], request)  # bad settings fail here, before any folder is made
-    settings = request.resolved(bundle.output_names)
+    settings = request.for_bundle(bundle)
     baseline = None  # a data-wide baseline (mean, median, sample, ...) needs the whole data set: computed here once
     if settings.baseline.data_wide:
         baseline = {k: np.array(v) for k, v in

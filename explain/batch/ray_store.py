@@ -80,7 +80,7 @@ class LocalTarget:
 
     def finish(self, manifest: dict) -> dict:
         fmt.remove_temporary_files(self.folder)  # of actors killed mid-write (their chunks were retried)
-        manifest = fmt.completed(manifest)
+        manifest = fmt.completed(manifest, fmt.read_summaries(self.folder, manifest))
         self._write_json(manifest)
         fmt.write_success(self.folder)
         return manifest
@@ -220,7 +220,12 @@ class UriTarget:
         for entry in self._entries():  # temporary files of actors killed mid-upload
             if entry.type == fs.FileType.File and fmt.TEMP_RE.fullmatch(entry.base_name):
                 self.fs.delete_file(entry.path)
-        manifest = fmt.completed(manifest)
+        with tempfile.TemporaryDirectory(prefix="explain-summaries-") as tmp:  # small: one row per customer
+            (Path(tmp) / fmt.SUMMARY_DIR).mkdir()
+            for index in range(manifest["n_chunks"]):
+                relative = fmt.chunk_paths(Path(tmp), index)[1].relative_to(tmp).as_posix()
+                self._get(relative, Path(tmp) / relative)
+            manifest = fmt.completed(manifest, fmt.read_summaries(Path(tmp), manifest))
         self._write_json(manifest)
         with tempfile.TemporaryDirectory(prefix="explain-success-") as tmp:
             (Path(tmp) / fmt.SUCCESS).write_text("", encoding="utf-8")

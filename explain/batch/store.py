@@ -108,7 +108,8 @@ class Store:
         return self.summary()["customer_id"].tolist()
 
     def summary(self, ids: Sequence[str] | None = None) -> pd.DataFrame:
-        """One row per customer: customer_id, prediction, baseline_prediction, delta, steps."""
+        """One row per customer: customer_id, prediction, baseline_prediction, delta, steps,
+        gradient_points, forward_points (the last two missing from a store of format 1)."""
         return self._summary_of(self._summaries(), ids)
 
     def _summaries(self) -> dict[int, pa.Table]:
@@ -193,6 +194,7 @@ class Store:
             prediction=summary["prediction"].to_numpy(np.float64),
             baseline_prediction=summary["baseline_prediction"].to_numpy(np.float64),
             delta=summary["delta"].to_numpy(np.float64), steps=summary["steps"].to_numpy(np.int64),
+            gradient_points=summary["gradient_points"].to_numpy(np.int64) if "gradient_points" in summary else None,
             path=self.path, settings=self.settings, completed=str(self.manifest.get("completed", "")))
 
     def rows(self, bundle, *, same_periods: bool = True) -> Iterator[Rows]:
@@ -255,6 +257,7 @@ class StoredAttributions:
     path: Path
     settings: dict
     completed: str  # when the batch run finished (UTC, ISO 8601)
+    gradient_points: np.ndarray | None = None  # (n,) evaluations spent per customer (None: a format-1 store)
 
     @property
     def n_customers(self) -> int:

@@ -11,25 +11,33 @@ from typing import Any
 
 from explain.bundle.problems import CONFIG_FILE, TABLE_FILES, ValidationReport
 from explain.core import verdict
+from explain.core.bounded_json import TOO_LARGE, JsonBoundError, load_bounded
 from explain.core.text import examples as _examples
+from explain.modelfile.limits import DEFAULT_LIMITS, Limits
 
 DEFAULT_ID_COLUMN = "customer_id"
 DEFAULT_PERIOD_COLUMN = "period"
 CONFIG_KEYS = ("id_column", "period_column", "static_features", "temporal_features",
                "display_names", "units", "output_names", "label_column", "positive_label",
-               "inputs", "temporal_padding", "categories", "risk_bands")
+               "inputs", "temporal_padding", "categories", "risk_bands", "target", "period_unit")
+PERIOD_UNITS = ("day", "week", "month", "quarter", "year")
 PADDING_SIDES = ("start", "end")
 INPUT_KEYS = ("features", "display_name", "role", "table")
 INPUTS_INCOMPLETE = ("'inputs' must list 'features' for every model input; missing for {names}. "
                      "List each input's table columns in the model's order.")
 INVALID_JSON = ("{file} is not valid JSON: {reason} (line {line}, column {col}). Fix the syntax "
                 "or delete {file} to use the defaults.")
+JSON_TOO_LARGE = ("{file} is too large to read: {reason}. It holds column roles and display names (a few KB). "
+                  "To fix: shorten it; if you trust the file, raise the limit with --limit {field}=N on the "
+                  "command line.")
 JSON_NOT_OBJECT = "{file} must hold a JSON object ({{\"key\": value, ...}}); it holds {found}."
 JSON_BAD_TYPE = "'{key}' must be {expected}; it is {found}."
 JSON_UNKNOWN_KEY_NOTE = "{file}: unknown key(s) {keys} were ignored (known keys: {known})."
 JSON_UNKNOWN_COLUMN = ("'{key}' names column(s) that are in neither table: {columns}. "
                        "Columns found: {found}. Fix the names (they are case-sensitive).")
 JSON_DUPLICATE_FEATURE = "'{key}' lists column(s) more than once: {columns}."
+UNKNOWN_TARGET = ("'target' is {value!r}, which is not an output of the model: its outputs are {names} "
+                  "(give an index from 0 to {last}, or one of these names).")
 
 
 @dataclass
@@ -48,7 +56,10 @@ class Config:
     temporal_padding: str = "start"
     categories: dict[str, dict] = field(default_factory=dict)
     risk_bands: tuple | None = None  # explain.core.verdict bands
+    target: int | str | None = None  # the output explained by default: an index or an output name
+    period_unit: str | None = None   # day | week | month | quarter | year (default: read from the periods)
     raw: bytes = b""
+    oversized: bool = False          # over a JSON limit: not parsed
 
 
 def _input_config(config: Config, layout, spec) -> dict:
@@ -100,15 +111,25 @@ def input_plan(config: Config, layout, report: ValidationReport) -> dict:
     return plan
 
 
-def read_config(folder: Path, report: ValidationReport) -> Config:
+def read_config(folder: Path, report: ValidationReport, limits: Limits = DEFAULT_LIMITS) -> Config:
+    """``bundle.json`` of ``folder`` (defaults when there is none), every problem in ``report``; its size,
+    depth and number of values are bounded by ``limits`` before it is parsed."""
     config = Config()
     path = folder / CONFIG_FILE
     if not path.is_file():
         return config
-    config.raw = path.read_bytes()
     config.present = True
+    size = path.stat().st_size
     try:
-        data = json.loads(config.raw.decode("utf-8-sig"))
+        if size > limits.max_json_bytes:
+            raise JsonBoundError(TOO_LARGE.format(size=size, limit=limits.max_json_bytes), "max_json_bytes")
+        config.raw = path.read_bytes()
+        data = load_bounded(config.raw, max_bytes=limits.max_json_bytes, max_depth=limits.max_json_depth,
+                            max_values=limits.max_json_values)
+    except JsonBoundError as error:
+        report.add(CONFIG_FILE, JSON_TOO_LARGE.format(file=CONFIG_FILE, reason=error.reason, field=error.field))
+        config.oversized = True
+        return config
     except UnicodeDecodeError as error:
         report.add(CONFIG_FILE, INVALID_JSON.format(
             file=CONFIG_FILE, reason="it is not UTF-8 text", line="?", col=error.start))
@@ -183,11 +204,37 @@ def read_config(folder: Path, report: ValidationReport) -> Config:
             found=json_kind(positive)), column="positive_label")
     else:
         config.positive_label = positive
+    config.target = take("target", "an output index (a number) or an output name (text)",
+                         lambda v: is_str(v) or (isinstance(v, int) and not isinstance(v, bool) and v >= 0))
+    config.period_unit = take("period_unit", " or ".join(f'"{u}"' for u in PERIOD_UNITS), lambda v: v in PERIOD_UNITS)
     if data.get("risk_bands") is not None:
         config.risk_bands, problem = verdict.parse_bands(data["risk_bands"])
         if problem:
             report.add(CONFIG_FILE, problem, column="risk_bands")
     return config
+
+
+def default_target(output_names: list[str], target=None, positive_label=None) -> tuple[int, str | None]:
+    """(the output explained by default, a problem or None): ``bundle.json``'s ``target`` (an index
+    or an output name); else, for a model with several outputs, the class named or numbered by
+    ``positive_label`` (softmax ["stay", "churn"] with positive_label "churn" or 1: output 1); else 0."""
+    k = len(output_names)
+    if target is not None:
+        if isinstance(target, str) and target in output_names:
+            return output_names.index(target), None
+        index = int(target) if isinstance(target, int) or str(target).isdigit() else None
+        if index is not None and 0 <= index < k:
+            return index, None
+        return 0, UNKNOWN_TARGET.format(value=target, names=", ".join(map(repr, output_names)), last=k - 1)
+    if positive_label is not None and k > 1:
+        if str(positive_label) in output_names:
+            return output_names.index(str(positive_label)), None
+        number = positive_label if not isinstance(positive_label, bool) else None
+        if isinstance(number, str) and number.strip().isdigit():
+            number = int(number)
+        if isinstance(number, (int, float)) and float(number).is_integer() and 0 <= number < k:
+            return int(number), None
+    return 0, None
 
 
 def json_kind(value: Any) -> str:

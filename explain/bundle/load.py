@@ -29,6 +29,7 @@ Where things are: the report and file names in ``explain.bundle.problems``, ``bu
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from explain.bundle import objects
+from explain.bundle import many, objects
 from explain.bundle.checks import (  # noqa: F401 (re-exported)
     CATEGORY_IDS_FIX,
     DECIMAL_COMMA_FIX,
@@ -80,7 +81,9 @@ from explain.bundle.config import (  # noqa: F401 (re-exported)
     JSON_UNKNOWN_COLUMN,
     JSON_UNKNOWN_KEY_NOTE,
     PADDING_SIDES,
+    UNKNOWN_TARGET,
     Config,
+    default_target,
     input_plan,
     read_config,
 )
@@ -109,14 +112,17 @@ from explain.bundle.roles import (  # noqa: F401 (re-exported)
 from explain.bundle.tables import (  # noqa: F401 (re-exported)
     AMBIGUOUS_FILE,
     MISSING_FILE,
+    oversized_table,
     read_table,
 )
 from explain.core import labels as label_values
 from explain.core.errors import BundleError, ExplainError, UnsafeModelError
 from explain.core.files import write_bytes_atomic
 from explain.core.inputs import input_layout
+from explain.core.periods import unit_of
 from explain.core.text import examples as _examples
 from explain.core.text import first_line
+from explain.modelfile.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:  # annotations only: the module is imported before TensorFlow is needed
     import keras
@@ -131,6 +137,8 @@ MODEL_REFUSED = "{file} was refused before loading: {reason}"
 MODEL_INPUT_PROBLEM = "{problem}"
 INPUTS_UNKNOWN = ("'inputs' names {names}, which the model does not have; its inputs are {known}. "
                   "Use the model's input names (or its dict keys).")
+SIZES_FIRST_NOTE = ("The model and the tables' contents were not checked: a file is over a size limit, and nothing "
+                    "is read or built from a bundle until every file is within the limits.")
 POSITIVE_LABEL_NOTE = "{file}: positive_label {label!r} does not occur in label column '{column}'."
 UNKNOWN_UPLOAD = ("cannot tell what the uploaded file '{name}' is. Expected a model '*.keras', "
                   "tables whose names contain 'static' or 'temporal' ending in .csv or .parquet, "
@@ -160,6 +168,8 @@ class Bundle:
     label_name: str | None = None
     positive_label: Any = None
     risk_bands: tuple | None = None      # explain.core.verdict bands from bundle.json, None: the defaults
+    target: int = 0                      # the output explained by default (bundle.json 'target', see default_target)
+    period_unit: str = ""                # day | week | month | ... (bundle.json 'period_unit', else read from periods)
     content_hash: str = ""
     notes: list[str] = field(default_factory=list)
     input_roles: tuple[str, ...] = ("static", "temporal")   # roles in model.inputs order
@@ -189,6 +199,8 @@ class Bundle:
             object.__setattr__(self, "temporal_labels", list(self.temporal_features))
         if not self.periods:
             object.__setattr__(self, "periods", [f"t{i + 1}" for i in range(self.n_periods)])
+        if not self.period_unit:
+            object.__setattr__(self, "period_unit", unit_of(self.periods))
         if not self.output_names:
             object.__setattr__(self, "output_names", default_output_names(output_width(self.model)))
         object.__setattr__(self, "_positions", {str(i): k for k, i in enumerate(self.ids)})
@@ -252,10 +264,20 @@ class Bundle:
             input_roles=roles)
 
     @classmethod
-    def from_objects(cls, model: "keras.Model", static, temporal, **names) -> "Bundle":
+    def from_objects(cls, model: "keras.Model", static, temporal=None, *, trust_code=None, **names) -> "Bundle":
         """An in-memory bundle from a model, a DataFrame or (n, S) array and an (n, T, F) array
-        or long DataFrame, every argument checked (see :mod:`explain.bundle.objects`)."""
-        return cls(path=None, **objects.fields(model, static, temporal, **names))
+        or long DataFrame, every argument checked (see :mod:`explain.bundle.objects`); or from
+        ``(model, inputs)`` for any model (:mod:`explain.bundle.many`: a dict {input name: array
+        or DataFrame} or a list in the model's input order), read back as ``load_bundle`` reads
+        the folder ``save_bundle`` writes (through a temporary folder), holding ``model`` itself."""
+        if temporal is None and many.is_inputs(static):
+            return _from_inputs(model, static, trust_code, names)
+        extra = {key: names.pop(key) for key in ("target", "period_unit") if names.get(key) is not None}
+        fields = objects.fields(model, static, temporal, **names)
+        target, problem = default_target(fields["output_names"], extra.get("target"))
+        if problem:
+            raise BundleError(f"target: {problem}", [])
+        return cls(path=None, target=target, period_unit=extra.get("period_unit", ""), **fields)
 
     # ---- sizes ----
     @property
@@ -314,39 +336,67 @@ class Bundle:
         return [self._positions[key] for key in keys]
 
 
-def validate_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> ValidationReport:
+def _from_inputs(model, inputs, trust_code, names: dict) -> Bundle:
+    """``Bundle.from_objects(model, inputs)``: the folder ``many.write_folder`` writes, loaded, with
+    ``model`` itself (and its input layout) in place of the copy read back; no path, no content hash."""
+    import tempfile
+
+    loader = trusted_loader(trust_code)
+    with tempfile.TemporaryDirectory(prefix="explain-objects-") as folder:
+        many.write_folder(Path(folder), model, inputs, "parquet", **names)
+        bundle = load_bundle(folder, loader=loader)
+    layout = input_layout(model, bundle.roles or None)
+    return dataclasses.replace(bundle, path=None, model=model, layout=layout, content_hash="")
+
+
+def trusted_loader(trust_code) -> ModelLoader | None:
+    """The model loader for the owner's trusted file ``trust_code`` (``--trust-code``; it is imported and
+    runs), or None without one. Never for uploads."""
+    if not trust_code:
+        return None
+    import functools
+
+    from explain.modelfile import safe_load, trust
+
+    return functools.partial(safe_load.open_model, trusted=trust.load_trusted_code(trust_code))
+
+
+def validate_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None,
+                    limits: Limits = DEFAULT_LIMITS) -> ValidationReport:
     """Check a bundle folder and return every problem and note found (never raises for data)."""
-    report, _ = _inspect(Path(path), loader)
+    report, _ = _inspect(Path(path), loader, limits)
     return report
 
 
-def inspect_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None
+def inspect_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None, limits: Limits = DEFAULT_LIMITS
                    ) -> tuple[ValidationReport, Bundle | None]:
     """(every problem and note, the bundle when there is no problem): ``check`` then looks at the model."""
-    return _inspect(Path(path), loader)
+    return _inspect(Path(path), loader, limits)
 
 
-def load_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None) -> Bundle:
-    """Open a bundle folder; ``BundleError`` (text = the full report) if it has any problem.
+def load_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None,
+                limits: Limits = DEFAULT_LIMITS) -> Bundle:
+    """Open a bundle folder; ``BundleError`` (text = the report, cut to a few KB) if it has any problem.
 
-    ``loader(path) -> keras.Model`` opens model.keras or model.h5 (default ``safe_load.load_model`` / ``open_model``;
-    the dashboard passes ``safe_load.load_model_isolated`` for uploads).
+    ``loader(path) -> keras.Model`` opens model.keras or model.h5 (default ``safe_load.load_model`` / ``open_model``
+    under ``limits``; the dashboard passes ``safe_load.load_model_isolated`` for uploads). ``limits``: the sizes of
+    the tables and bundle.json (``explain.modelfile.limits``), each measured before the file is read.
     """
-    report, parts = _inspect(Path(path), loader)
+    report, parts = _inspect(Path(path), loader, limits)
     if not report.ok or parts is None:
         raise BundleError(report.format(), report.problems)
     return parts
 
 
 def load_bundle_from_uploads(files: Mapping[str, bytes], workdir: str | os.PathLike, *,
-                             loader: ModelLoader | None = None) -> Bundle:
+                             loader: ModelLoader | None = None, limits: Limits = DEFAULT_LIMITS) -> Bundle:
     """Write uploaded files into ``workdir`` under the bundle's own names, then load it.
 
     Names are matched loosely: one ``*.keras`` model, tables whose names contain ``static`` /
     ``temporal`` (``.csv``, ``.parquet`` or ``.pq``) and ``bundle.json``. Any other name is
     refused (``BundleError``) before anything is written. The bundle files already in
     ``workdir`` (model.keras, static.csv, ...) are replaced; other files there are left alone.
-    ``loader`` as in :func:`load_bundle`.
+    ``loader`` and ``limits`` as in :func:`load_bundle`.
     """
     report = ValidationReport(path=Path(workdir))
     targets: dict[str, list[str]] = {}
@@ -372,8 +422,8 @@ def load_bundle_from_uploads(files: Mapping[str, bytes], workdir: str | os.PathL
     for stale in BUNDLE_FILES:
         (folder / stale).unlink(missing_ok=True)
     for target, names in targets.items():
-        write_bytes_atomic(folder / target, bytes(files[names[0]]))
-    return load_bundle(folder, loader=loader)
+        write_bytes_atomic(folder / target, bytes(files[names[0]]), readable=False)  # the server's copy: private
+    return load_bundle(folder, loader=loader, limits=limits)
 
 
 @dataclass
@@ -386,19 +436,28 @@ class _ModelInfo:
     raw: bytes = b""
 
 
-def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[ValidationReport, Bundle | None]:
+def _inspect(folder: Path, loader: ModelLoader | None = None,
+             limits: Limits = DEFAULT_LIMITS) -> tuple[ValidationReport, Bundle | None]:
     report = ValidationReport(path=folder)
     if not folder.is_dir():
         report.add(str(folder), NOT_A_FOLDER.format(
             folder=folder, files=", ".join((MODEL_FILE, "static.csv", "temporal.csv"))))
         return report, None
 
-    config = read_config(folder, report)
-    static_table = read_table(folder, "static", report)
-    model_info = _read_model(folder, report, loader)
+    config = read_config(folder, report, limits)
+    oversized = [(path.name, problem) for path in sorted(folder.iterdir())  # every table, before the model
+                 if path.is_file() and path.suffix.lower() in (".csv", ".parquet")
+                 for problem in [oversized_table(path, limits)[0]] if problem]
+    if oversized or config.oversized:
+        for name, problem in oversized:
+            report.add(name, problem)
+        report.notes.append(SIZES_FIRST_NOTE)
+        return report, None
+    static_table = read_table(folder, "static", report, limits=limits)
+    model_info = _read_model(folder, report, loader, limits)
     layout = _model_layout(model_info, config, report)
     plan = input_plan(config, layout, report)
-    temporal_tables = {key: read_table(folder, "temporal", report, names)
+    temporal_tables = {key: read_table(folder, "temporal", report, names, limits)
                        for key, names in plan["tables"].items()}
 
     static = check_static(static_table, config, plan, report)
@@ -411,10 +470,17 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
         if static and checked:
             check_same_customers(static, checked, static_table, temporal_tables[key],
                                   config.id_column, report)
+    target = 0
     if model_info and model_info.outputs is not None and config.output_names is not None:
         if len(config.output_names) != model_info.outputs:
             report.add(CONFIG_FILE, OUTPUT_NAMES_COUNT.format(
                 file=CONFIG_FILE, given=len(config.output_names), expected=model_info.outputs))
+    if model_info and model_info.outputs is not None:
+        names = list(config.output_names or default_output_names(model_info.outputs))
+        if len(names) == model_info.outputs:
+            target, problem = default_target(names, config.target, config.positive_label)
+            if problem:
+                report.add(CONFIG_FILE, problem, column="target")
 
     complete = static and temporal and all(temporal.values()) and model_info and layout is not None
     if not report.ok or not complete:
@@ -461,6 +527,8 @@ def _inspect(folder: Path, loader: ModelLoader | None = None) -> tuple[Validatio
         label_name=config.label_column if labels is not None else None,
         positive_label=config.positive_label,
         risk_bands=config.risk_bands,
+        target=target,
+        period_unit=config.period_unit or "",
         content_hash=_content_hash(model_info.raw, static_table.raw,
                                    *[t.raw for t in temporal_tables.values()], config.raw),
         notes=list(report.notes),
@@ -523,7 +591,8 @@ def _model_layout(model_info: _ModelInfo | None, config: Config, report: Validat
     return layout
 
 
-def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | None = None) -> _ModelInfo | None:
+def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | None = None,
+                limits: Limits = DEFAULT_LIMITS) -> _ModelInfo | None:
     path = folder / MODEL_FILE
     if not path.is_file() and (folder / LEGACY_MODEL_FILE).is_file():
         path = folder / LEGACY_MODEL_FILE  # a legacy HDF5 model: the same checks (explain.modelfile.h5)
@@ -538,7 +607,8 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
     from explain.modelfile import safe_load  # imports keras (seconds); only when a model is opened
 
     try:
-        model = (loader or (safe_load.open_model if path.name == LEGACY_MODEL_FILE else safe_load.load_model))(path)
+        default = safe_load.open_model if path.name == LEGACY_MODEL_FILE else safe_load.load_model
+        model = loader(path) if loader is not None else default(path, limits=limits)
     except UnsafeModelError as error:  # its message names the file and says how to fix it
         report.add(MODEL_FILE, MODEL_REFUSED.format(file=MODEL_FILE, reason=str(error).strip()))
         return None

@@ -344,7 +344,7 @@ def _model_shapes(model, problems: _Problems) -> tuple[tuple | None, dict | None
 
 
 def gather(model, static, temporal, *, ids=None, periods=None, static_features=None, temporal_features=None,
-            labels=None, display_names=None, units=None, output_names=None) -> dict:
+           labels=None, display_names=None, units=None, output_names=None) -> dict:
     """Check every argument; the bundle's fields, or ``BundleError`` listing every problem."""
     problems = _Problems()
     roles, shapes, k = _model_shapes(model, problems)
@@ -352,8 +352,34 @@ def gather(model, static, temporal, *, ids=None, periods=None, static_features=N
     t = _temporal(temporal, periods, problems)
     xs = s["values"]
     n = xs.shape[0] if xs is not None else None
+    ids = _ids(ids, s["ids"], n, problems)
+    xt, t_features, t_periods = _history(t, ids, temporal_features, periods, n, problems)
+    _against_model(shapes, xs, xt, problems)
+    s_features = s["features"] or (None if xs is None else _names(
+        "static_features", static_features, xs.shape[1], "static", "static feature names", problems,
+        other="static (its second axis)"))
+    t_features, t_periods = _history_names(xt, t_features, t_periods, temporal_features, periods, problems)
+    features = [*(s_features or []), *(t_features or [])]
+    _check_feature_names(s_features, t_features, s["label_name"], problems)
+    _check_finite(xs, xt, ids, s_features, t_features, t_periods, problems)
+    label_values, label_name = _label_values(s, static, labels, n, features, problems)
+    names_map = _text_map("display_names", display_names, features, problems)
+    units_map = _text_map("units", units, features, problems)
+    outputs = _output_names(output_names, k, problems)
+    problems.raise_if_any()
+    return dict(
+        model=model, ids=np.asarray(ids, dtype=object), static=xs.astype(np.float32),
+        temporal=xt.astype(np.float32), static_features=list(s_features), temporal_features=list(t_features),
+        static_labels=[names_map.get(c, c) for c in s_features],
+        temporal_labels=[names_map.get(c, c) for c in t_features],
+        units=units_map, periods=list(t_periods), output_names=outputs or default_output_names(k),
+        labels=label_values, label_name=label_name if label_values is not None else None,
+        display_names=names_map, input_roles=roles,
+    )
 
-    # ids: the argument, else static's id column or index, else 0 ... n-1
+
+def _ids(ids, table_ids, n, problems: _Problems) -> list[str] | None:
+    """The ids: the argument, else static's id column or index, else 0 ... n-1."""
     if ids is not None:
         if isinstance(ids, str) or not isinstance(ids, (Sequence, np.ndarray, pd.Index, pd.Series)):
             problems.add("ids", WRONG_TYPE.format(argument="ids", expected="a list of customer ids",
@@ -361,7 +387,7 @@ def gather(model, static, temporal, *, ids=None, periods=None, static_features=N
             ids = None
         else:
             ids = [str(i).strip() for i in ids]
-    ids = ids if ids is not None else s["ids"]
+    ids = ids if ids is not None else table_ids
     if ids is None and n is not None:
         ids = [str(i) for i in range(n)]
     if ids is not None:
@@ -369,8 +395,12 @@ def gather(model, static, temporal, *, ids=None, periods=None, static_features=N
         if n is not None and len(ids) != n:
             problems.add("ids", COUNT_MISMATCH.format(argument="ids", given=len(ids), what="ids", other="static",
                                                       expected=n, fix="Give one id per row of static, in order."))
+    return ids
 
-    # temporal: an array, or a long table reshaped into one in the ids' order
+
+def _history(t: dict, ids, temporal_features, periods, n, problems: _Problems):
+    """(values (n, T, F), feature names or None, period labels or None): an array, or a long table reshaped into
+    one in the ids' order."""
     xt, t_features, t_periods = t.get("values"), None, None
     ids_ok = ids is not None and not any(p.file == "ids" for p in problems.report.problems)
     if "frame" in t and ids_ok:
@@ -381,26 +411,29 @@ def gather(model, static, temporal, *, ids=None, periods=None, static_features=N
         problems.add("temporal", COUNT_MISMATCH.format(
             argument="temporal", given=xt.shape[0], what="customers (first axis)", other="static", expected=n,
             fix="Give both inputs one row per customer, in the same order."))
+    return xt, t_features, t_periods
 
-    # sizes against the model
-    if shapes is not None:
-        model_s, model_t = shapes["static"], shapes["temporal"]
-        if xs is not None and xs.shape[1] != model_s[1]:
-            problems.add("static", MODEL_MISMATCH.format(
-                argument="static", symbol="S", given=xs.shape[1], what="features", role="static",
-                shape=model_s, expected=model_s[1], fix="Pass the features the model was trained on, in its order."))
-        if xt is not None:
-            for axis, symbol, what in ((1, "T", "periods"), (2, "F", "features")):
-                if xt.shape[axis] != model_t[axis]:
-                    problems.add("temporal", MODEL_MISMATCH.format(
-                        argument="temporal", symbol=symbol, given=xt.shape[axis], what=what, role="temporal",
-                        shape=model_t, expected=model_t[axis],
-                        fix=f"Give every customer the {model_t[axis]} {what} the model reads."))
 
-    # names
-    s_features = s["features"] or (None if xs is None else _names(
-        "static_features", static_features, xs.shape[1], "static", "static feature names", problems,
-        other="static (its second axis)"))
+def _against_model(shapes, xs, xt, problems: _Problems) -> None:
+    """The arrays' sizes against the model's inputs."""
+    if shapes is None:
+        return
+    model_s, model_t = shapes["static"], shapes["temporal"]
+    if xs is not None and xs.shape[1] != model_s[1]:
+        problems.add("static", MODEL_MISMATCH.format(
+            argument="static", symbol="S", given=xs.shape[1], what="features", role="static",
+            shape=model_s, expected=model_s[1], fix="Pass the features the model was trained on, in its order."))
+    if xt is not None:
+        for axis, symbol, what in ((1, "T", "periods"), (2, "F", "features")):
+            if xt.shape[axis] != model_t[axis]:
+                problems.add("temporal", MODEL_MISMATCH.format(
+                    argument="temporal", symbol=symbol, given=xt.shape[axis], what=what, role="temporal",
+                    shape=model_t, expected=model_t[axis],
+                    fix=f"Give every customer the {model_t[axis]} {what} the model reads."))
+
+
+def _history_names(xt, t_features, t_periods, temporal_features, periods, problems: _Problems):
+    """(temporal feature names, period labels): given, read from the long table, or defaults; periods in order."""
     if t_features is None and xt is not None:
         t_features = _names("temporal_features", temporal_features, xt.shape[2], "temporal",
                             "temporal feature names", problems, other="temporal (its last axis)")
@@ -415,14 +448,17 @@ def gather(model, static, temporal, *, ids=None, periods=None, static_features=N
                 problems.add("periods", UNORDERED_PERIODS.format(
                     given=_examples(t_periods, 12),
                     order=_examples([t_periods[j] for j in np.argsort(ranks, kind="stable")], 12)))
-    features = [*(s_features or []), *(t_features or [])]
+    return t_features, t_periods
+
+
+def _check_feature_names(s_features, t_features, label_name, problems: _Problems) -> None:
+    """A name is static or temporal, never both, and never a name the tables use for ids, periods or labels."""
     if s_features and t_features:
         both = sorted(set(s_features) & set(t_features))
         if both:
             problems.add("temporal_features", DUPLICATE_VALUES.format(
                 argument="static_features and temporal_features", count=len(both), examples=_examples(both),
                 fix="A name is either a static or a temporal feature; rename one of them."))
-    label_name = s["label_name"]
     reserved = {ID_COLUMN: "the customer ids", PERIOD_COLUMN: "the periods"}
     if label_name is not None:
         reserved[label_name] = "the labels"
@@ -432,7 +468,9 @@ def gather(model, static, temporal, *, ids=None, periods=None, static_features=N
             problems.add(argument, RESERVED_NAMES.format(argument=argument, names=_examples(clash),
                                                          what=" and ".join(reserved[c] for c in clash)))
 
-    # values
+
+def _check_finite(xs, xt, ids, s_features, t_features, t_periods, problems: _Problems) -> None:
+    """No missing or infinite value, each one named by customer, feature (and period)."""
     if xs is not None and ids is not None and s_features is not None and not np.all(np.isfinite(xs)):
         count, where = _where_not_finite(xs, ids, [s_features], ["feature"])
         problems.add("static", NOT_FINITE_VALUES.format(argument="static", count=count, where=where))
@@ -441,8 +479,10 @@ def gather(model, static, temporal, *, ids=None, periods=None, static_features=N
         count, where = _where_not_finite(xt, ids, [t_periods, t_features], ["period", "feature"])
         problems.add("temporal", NOT_FINITE_VALUES.format(argument="temporal", count=count, where=where))
 
-    # labels, display names, units, output names
-    label_values = None
+
+def _label_values(s: dict, static, labels, n, features, problems: _Problems):
+    """(label values or None, the label column's name): a column of static, or an array given."""
+    label_values, label_name = None, s["label_name"]
     if s["labels"] is not None:
         label_values = _labels(s["labels"], n or 0, problems)
     elif labels is not None and not isinstance(labels, str) and n is not None:
@@ -453,28 +493,21 @@ def gather(model, static, temporal, *, ids=None, periods=None, static_features=N
     elif isinstance(labels, str) and not isinstance(static, pd.DataFrame):
         problems.add("labels", WRONG_TYPE.format(argument="labels", expected="an array of one label per customer "
                                                  "(a column name only when static is a DataFrame)", found="a text"))
-    names_map = _text_map("display_names", display_names, features, problems)
-    units_map = _text_map("units", units, features, problems)
-    outputs = None
-    if output_names is not None:
-        if isinstance(output_names, str) or not isinstance(output_names, (Sequence, np.ndarray)):
-            problems.add("output_names", WRONG_TYPE.format(argument="output_names", expected="a list of names",
-                                                           found=_kind(output_names)))
-        else:
-            outputs = [str(x) for x in output_names]
-            _check_keys("output_names", outputs, problems, "output names")
-            if k is not None and len(outputs) != k:
-                problems.add("output_names", OUTPUT_NAMES_COUNT.format(given=len(outputs), expected=k))
-    problems.raise_if_any()
-    return dict(
-        model=model, ids=np.asarray(ids, dtype=object), static=xs.astype(np.float32),
-        temporal=xt.astype(np.float32), static_features=list(s_features), temporal_features=list(t_features),
-        static_labels=[names_map.get(c, c) for c in s_features],
-        temporal_labels=[names_map.get(c, c) for c in t_features],
-        units=units_map, periods=list(t_periods), output_names=outputs or default_output_names(k),
-        labels=label_values, label_name=label_name if label_values is not None else None,
-        display_names=names_map, input_roles=roles,
-    )
+    return label_values, label_name
+
+
+def _output_names(output_names, k, problems: _Problems) -> list[str] | None:
+    if output_names is None:
+        return None
+    if isinstance(output_names, str) or not isinstance(output_names, (Sequence, np.ndarray)):
+        problems.add("output_names", WRONG_TYPE.format(argument="output_names", expected="a list of names",
+                                                       found=_kind(output_names)))
+        return None
+    outputs = [str(x) for x in output_names]
+    _check_keys("output_names", outputs, problems, "output names")
+    if k is not None and len(outputs) != k:
+        problems.add("output_names", OUTPUT_NAMES_COUNT.format(given=len(outputs), expected=k))
+    return outputs
 
 
 def fields(model, static, temporal, **names) -> dict:

@@ -14,6 +14,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from explain.core.text import capped, listing
+
 MODEL_FILE = "model.keras"
 LEGACY_MODEL_FILE = "model.h5"  # used when there is no model.keras
 
@@ -63,17 +65,21 @@ class ValidationReport:
         self.problems.append(Problem(file, column, tuple(int(r) for r in rows), message))
 
     def format(self) -> str:
+        """The report as text: the first problems and notes (``explain.core.text.listing``: about 20, a few
+        KB), then how many more there are."""
         where = f"Bundle {self.path}" if self.path is not None else "Bundle"
         if self.ok:
             lines = [f"{where} is valid" + (f": {self.summary}." if self.summary else ".")]
         else:
             count = len(self.problems)
-            lines = [f"{where} has {count} problem{'s' if count != 1 else ''}:"]
-            lines += [f"  {i}. {problem}" for i, problem in enumerate(self.problems, 1)]
+            lines = [f"{where} has {count:,} problem{'s' if count != 1 else ''}:"]
+            lines += listing((f"  {i}. {problem}" for i, problem in enumerate(self.problems, 1)),
+                             total=count, more="  ... and {count:,} more problems")
         if self.notes:
             lines.append("Notes:")
-            lines += [f"  - {note}" for note in self.notes]
-        return "\n".join(lines)
+            lines += listing((f"  - {note}" for note in self.notes), limit=10, budget=1500,
+                             more="  ... and {count:,} more notes")
+        return capped("\n".join(lines))
 
     def __str__(self) -> str:
         return self.format()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from explain.bundle import load as bundle_io
+from explain.bundle import many
 from explain.bundle.objects import (
     ID_COLUMN,
     NOT_A_BUNDLE_FOLDER,
@@ -25,34 +27,51 @@ from explain.bundle.objects import (
     gather,
 )
 from explain.core.errors import BundleError, ExplainError
+from explain.core.files import make_readable
 
 
-def save_bundle(path: str | os.PathLike, model, static, temporal, *, tables: str = "parquet",
-                overwrite: bool = False, **names) -> Path:
+def save_bundle(path: str | os.PathLike, model, static, temporal=None, *, tables: str = "parquet",
+                overwrite: bool = False, trust_code=None, **names) -> Path:
     """Write a bundle folder from Python objects (arguments as ``Bundle.from_objects``); return its path.
 
-    ``tables``: ``"parquet"`` (default) or ``"csv"``. The folder is written next to ``path``
-    under a temporary name, checked with ``validate_bundle`` (what ``explain check`` runs:
-    the model is opened through ``safe_load``) and only then renamed to ``path``, so a failed
-    save leaves nothing behind. An existing non-empty ``path`` is refused unless
-    ``overwrite=True`` and it is a bundle folder.
+    Two forms: ``(model, static, temporal)`` for a model with one static and one temporal input,
+    or ``(model, inputs)`` for any model: ``inputs`` a dict {input name: array or DataFrame} or a
+    list in the model's input order (several inputs, categories as ids or texts, padded
+    histories; see :mod:`explain.bundle.many`). ``target`` and ``period_unit`` go to bundle.json.
+
+    ``tables``: ``"parquet"`` (default) or ``"csv"``. ``trust_code``: the Python file defining the
+    model's own custom layers (as ``--trust-code``; it is imported and runs). The folder is
+    written next to ``path`` under a temporary name, checked with ``validate_bundle`` (what
+    ``explain check`` runs: the model is opened through ``safe_load``) and only then renamed to
+    ``path``, so a failed save leaves nothing behind. An existing non-empty ``path`` is refused
+    unless ``overwrite=True`` and it is a bundle folder.
     """
     if tables not in TABLE_FORMATS:
         raise ExplainError(UNKNOWN_TABLE_FORMAT.format(value=tables))
-    fields = gather(model, static, temporal, **names)
+    loader = bundle_io.trusted_loader(trust_code)  # first: a bad file is said before anything is written
+    if temporal is None and many.is_inputs(static):
+        def write(folder):
+            many.write_folder(folder, model, static, tables, **names)
+    else:
+        extra = {key: names.pop(key) for key in ("target", "period_unit") if names.get(key) is not None}
+        fields = gather(model, static, temporal, **names)
+
+        def write(folder):
+            _write(folder, fields, tables, extra)
     path = Path(path).expanduser()
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         if not overwrite or not path.is_dir():
             raise ExplainError(PATH_IN_USE.format(path=path))
         foreign = [p.name for p in path.iterdir() if p.name not in (*bundle_io.BUNDLE_FILES, "demo_metrics.json",
-                                                                     "attributions")]
+                                                                     "attributions")
+                   and not re.fullmatch(r"temporal_\w+\.(csv|parquet)", p.name)]  # several histories' tables
         if foreign:
             raise ExplainError(NOT_A_BUNDLE_FOLDER.format(path=path, examples=_examples(foreign)))
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
+    staging = make_readable(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))  # not 0700
     try:
-        _write(staging, fields, tables)
-        report = bundle_io.validate_bundle(staging)
+        write(staging)
+        report = bundle_io.validate_bundle(staging, loader=loader)
         if not report.ok:
             raise BundleError(SAVED_BUT_INVALID.format(report=report.format()), report.problems)
         if path.exists():
@@ -67,7 +86,7 @@ def save_bundle(path: str | os.PathLike, model, static, temporal, *, tables: str
     return path
 
 
-def _write(folder: Path, fields: dict, tables: str) -> None:
+def _write(folder: Path, fields: dict, tables: str, extra: dict) -> None:
     """model.keras, static and temporal tables (float32 values as float64: exact) and bundle.json."""
     ids = fields["ids"].astype(str)
     n, t, f = fields["temporal"].shape
@@ -87,7 +106,7 @@ def _write(folder: Path, fields: dict, tables: str) -> None:
     config = {"id_column": ID_COLUMN, "period_column": PERIOD_COLUMN,
               "static_features": fields["static_features"], "temporal_features": fields["temporal_features"],
               "display_names": fields["display_names"], "units": fields["units"],
-              "output_names": fields["output_names"]}
+              "output_names": fields["output_names"], **extra}
     if fields["labels"] is not None:
         config["label_column"] = fields["label_name"]
     (folder / bundle_io.CONFIG_FILE).write_text(json.dumps(config, indent=1, ensure_ascii=False) + "\n",

@@ -1,5 +1,10 @@
 """Reading a bundle's tables as data only: CSV (Python's ``csv`` module, every cell kept as
-text for the checks) or Parquet (pyarrow), with a message for each way a file can be unreadable."""
+text for the checks) or Parquet (pyarrow), with a message for each way a file can be unreadable.
+
+Before a table is read its size is measured (``Limits.max_table_cells`` and ``max_table_bytes``):
+a CSV file's bytes (lines x fields of its header, and every field), a Parquet file's metadata
+(rows x columns, the uncompressed size of its columns, no nested columns), so that a 1 MB
+Parquet file of 400 million zeros is refused before any DataFrame is made."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import pandas as pd
 from explain.bundle.problems import TABLE_FILES, Table, ValidationReport, rows_text
 from explain.core.text import examples as _examples
 from explain.core.text import one_line
+from explain.modelfile.limits import DEFAULT_LIMITS, Limits
 
 MISSING_FILE = "{file} is missing from {folder}: expected {accepted}. Add the file (names are case-sensitive)."
 AMBIGUOUS_FILE = "both {first} and {second} are in {folder}; keep only one of them."
@@ -32,10 +38,15 @@ RAGGED_ROWS = ("{file} has rows whose number of values differs from the header's
 DUPLICATE_COLUMN = ("{file} has the column name '{column}' {count} times; column names must be "
                     "unique. Rename or delete the copies.")
 HEADER_SPACES_NOTE = "{file}: spaces around column names were removed ({columns})."
+TABLE_TOO_LARGE = ("{file} is too large to open: {what}, over the limit {field}={limit:,}. Nothing of it was read "
+                   "into memory. To fix: split the customers into smaller bundles, or keep only the columns the "
+                   "model reads; if you trust the file, raise the limit with --limit {field}=N on the command line.")
+NESTED_COLUMNS = ("{file} has columns that hold lists or records ({columns}); a table holds one number or text "
+                  "per cell. Save the table with one column per feature.")
 
 
 def read_table(folder: Path, kind: str, report: ValidationReport,
-                names: tuple[str, str] | None = None) -> Table | None:
+               names: tuple[str, str] | None = None, limits: Limits = DEFAULT_LIMITS) -> Table | None:
     csv_name, parquet_name = names or TABLE_FILES[kind]
     present = [name for name in (csv_name, parquet_name) if (folder / name).is_file()]
     what = ("one row per customer" if kind == "static"
@@ -50,7 +61,10 @@ def read_table(folder: Path, kind: str, report: ValidationReport,
         return None
     name = present[0]
     path = folder / name
-    raw = path.read_bytes()
+    too_large, raw = oversized_table(path, limits)
+    if too_large:
+        report.add(name, too_large)
+        return None
     if not raw.strip():
         report.add(name, EMPTY_FILE.format(file=name, what=what))
         return None
@@ -75,6 +89,69 @@ def read_table(folder: Path, kind: str, report: ValidationReport,
         report.add(name, NO_DATA_ROWS.format(file=name, what=what))
         return None
     return Table(name, path, frame, rows, is_csv, raw)
+
+
+def oversized_table(path: Path, limits: Limits = DEFAULT_LIMITS) -> tuple[str | None, bytes]:
+    """(TABLE_TOO_LARGE or NESTED_COLUMNS, or None when it fits; the file's bytes, b"" when not read) of the
+    table file ``path`` (.csv, else Parquet): its size on disk first, then its bytes or its metadata."""
+    name, size = path.name, path.stat().st_size
+    if size > limits.max_table_bytes:
+        return TABLE_TOO_LARGE.format(file=name, what=f"{size:,} bytes", field="max_table_bytes",
+                                      limit=limits.max_table_bytes), b""
+    raw = path.read_bytes()
+    measure = _csv_size if name.lower().endswith(".csv") else _parquet_size
+    return (measure(name, raw, limits) if raw.strip() else None), raw
+
+
+def _cells_text(rows: int, columns: int) -> str:
+    return f"{rows:,} rows x {columns:,} columns = {rows * columns:,} cells"
+
+
+def _csv_size(name: str, raw: bytes, limits: Limits) -> str | None:
+    """TABLE_TOO_LARGE when the CSV text ``raw`` has more than ``max_table_columns`` fields in its first line,
+    or would hold more than ``max_table_cells`` cells, measured on its bytes: lines x the header's fields,
+    and every field of every line (a row longer than the header); None when it fits."""
+    newline = b"\n" if b"\n" in raw else b"\r"
+    lines = raw.count(newline) + (0 if raw.endswith(newline) else 1)
+    width = raw[: raw.find(newline) if newline in raw else len(raw)].count(b",") + 1
+    fields = raw.count(b",") + lines
+    if width > limits.max_table_columns:
+        return TABLE_TOO_LARGE.format(file=name, what=f"{width:,} columns", field="max_table_columns",
+                                      limit=limits.max_table_columns)
+    if max(lines * width, fields) <= limits.max_table_cells:
+        return None
+    what = _cells_text(lines, width) if lines * width >= fields else f"{fields:,} values on {lines:,} lines"
+    return TABLE_TOO_LARGE.format(file=name, what=f"about {what}", field="max_table_cells",
+                                  limit=limits.max_table_cells)
+
+
+def _parquet_size(name: str, raw: bytes, limits: Limits) -> str | None:
+    """TABLE_TOO_LARGE (or NESTED_COLUMNS) from the Parquet file's metadata: columns over
+    ``max_table_columns``, rows x columns over ``max_table_cells``, its columns' uncompressed size over
+    ``max_table_bytes``; None when it fits or when the metadata cannot be read (the reader then says why)."""
+    import pyarrow.parquet as pq
+    import pyarrow.types as pt
+
+    try:
+        meta = pq.ParquetFile(io.BytesIO(raw)).metadata
+        schema = meta.schema.to_arrow_schema()
+    except Exception:  # noqa: BLE001 - a damaged file: UNREADABLE_PARQUET says why
+        return None
+    nested = [f.name for f in schema if pt.is_nested(f.type)]
+    if nested:
+        return NESTED_COLUMNS.format(file=name, columns=_examples(nested))
+    rows, columns = int(meta.num_rows), len(schema)
+    if columns > limits.max_table_columns:
+        return TABLE_TOO_LARGE.format(file=name, what=f"{columns:,} columns", field="max_table_columns",
+                                      limit=limits.max_table_columns)
+    if rows * columns > limits.max_table_cells:
+        return TABLE_TOO_LARGE.format(file=name, what=_cells_text(rows, columns), field="max_table_cells",
+                                      limit=limits.max_table_cells)
+    unpacked = sum(int(meta.row_group(i).total_byte_size) for i in range(meta.num_row_groups))
+    if unpacked > limits.max_table_bytes:
+        return TABLE_TOO_LARGE.format(file=name, what=f"{unpacked:,} bytes once uncompressed",
+                                      field="max_table_bytes", limit=limits.max_table_bytes)
+    return None
 
 
 def _parse_csv(name: str, raw: bytes, kind: str,

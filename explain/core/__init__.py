@@ -4,8 +4,10 @@ Imports nothing above it."""
 
 import importlib
 
-_MODULES = ('adaptive', 'baselines', 'engine', 'errors', 'files', 'ig', 'inputs', 'labels', 'quadrature', 'settings',
-            'text', 'verdict', 'xla')
+_MODULES = (
+    'adaptive', 'baselines', 'bounded_json', 'engine', 'errors', 'files', 'ig', 'inputs', 'labels', 'periods',
+    'quadrature', 'settings', 'text', 'verdict', 'xla'
+)
 
 
 def __getattr__(name: str):

@@ -14,10 +14,11 @@ customer and one baseline), :func:`integrate`:
    variation and ``LOCATE_DENSITY`` times faster than on average, down to ``MIN_WIDTH``: a
    jump of f is located for a few forward calls, a steady slope is left alone;
 3. places ``FIRST_PANELS`` panels whose edges are grid points, equidistributing a monitor that
-   mixes f's variation with the path length (``MONITOR_MIX``), ``PANEL_POINTS`` points of
+   mixes f's variation with the path length (``MONITOR_MIX``), ``FIRST_POINTS`` points of
    the rule in each (weights scaled to the panel: they sum to exactly its width);
 4. splits, round after round, the panels that hold the largest share of the remaining gap
-   (``SPLIT_SHARE``; at the grid point that halves the panel's monitor, else at its middle)
+   (``SPLIT_SHARE``; at the grid point that halves the panel's monitor, else at its middle;
+   each half gets ``PANEL_POINTS`` points)
    until |delta| <= the row's limit or its budget of ``max_points`` gradient evaluations is
    spent. Panels whose own error is below ``limit / (2 * max panels)`` are settled: never
    split, their gradient sums added up and freed.
@@ -43,8 +44,9 @@ import numpy as np
 from explain.core.quadrature import alphas_and_weights
 
 START_POINTS = 16  # the first try: the rule with 16 points on [0, 1]
-PANEL_POINTS = 4  # points of the rule in each panel
-FIRST_PANELS = 8  # panels placed after the sweep
+PANEL_POINTS = 4  # points of the rule in each panel made by a split
+FIRST_PANELS = 4  # panels placed after the sweep
+FIRST_POINTS = 8  # points of the rule in each of them
 SWEEP_INTERVALS = 16  # the sweep's uniform grid
 LOCATE_SHARE = 1 / 16  # grid intervals holding more of f's total variation are bisected (forward only),
 LOCATE_DENSITY = 4.0  # if f changes there this many times faster than on average (a jump, not a slope)
@@ -118,6 +120,8 @@ class _Row:
         self.q = np.zeros(0)
         self.err = np.zeros(0)  # q - (f(hi) - f(lo)): the panel's share of the delta, with the sign flipped
         self.sums = np.zeros((0, width))
+        self.points = np.zeros(0, np.int64)  # each live panel's points
+        self.settled_points = 0
         self.settled_sums = np.zeros(width)
         self.settled_q = 0.0
         self.settled_err = 0.0
@@ -138,13 +142,14 @@ class _Row:
         """The remaining delta with the sign flipped: sum of every panel's error."""
         return self.settled_err + float(self.err.sum())
 
-    def panels(self) -> int:
-        return len(self.settled_edges) + len(self.lo)
+    def final_points(self) -> int:
+        return self.settled_points + int(self.points.sum())
 
 
 def integrate(forward, gradients, f0, f1, limit, *, method: str = "gausslegendre",
               max_points: int = DEFAULT_MAX_POINTS, start_points: int = START_POINTS,
-              panel_points: int = PANEL_POINTS, first_panels: int = FIRST_PANELS) -> PathIntegral:
+              panel_points: int = PANEL_POINTS, first_panels: int = FIRST_PANELS,
+              first_points: int = FIRST_POINTS) -> PathIntegral:
     """Integrate h along every row's path until |delta| <= ``limit`` (per row) or the row's
     budget of ``max_points`` gradient evaluations is spent (see the module's text).
 
@@ -162,20 +167,20 @@ def integrate(forward, gradients, f0, f1, limit, *, method: str = "gausslegendre
     result = PathIntegral(sums=sums, estimate=q, gradient_points=np.full(n, start_points, np.int64),
                           forward_points=np.full(n, 2, np.int64), final_points=np.full(n, start_points, np.int64),
                           edges=[np.array([0.0, 1.0]) for _ in range(n)])
-    first_cost = first_panels * panel_points
+    first_cost = first_panels * first_points
     hard = np.flatnonzero((np.abs(f1 - f0 - q) > limit) & (start_points + first_cost <= max_points))
     if hard.size == 0:
         return result
     rows = {int(r): _Row(f0[r], f1[r], sums.shape[1]) for r in hard}
     _sweep(forward, rows, result, max_points)
-    _first_panels(gradients, rows, result, method, panel_points, first_panels, limit, max_points)
+    _first_panels(gradients, rows, result, method, first_points, first_panels, limit, max_points)
     _refine(forward, gradients, rows, result, method, panel_points, limit, max_points)
     for r, row in rows.items():  # the better of the first try and the panels
         estimate = row.settled_q + float(row.q.sum())
         if abs(f1[r] - f0[r] - estimate) <= abs(f1[r] - f0[r] - result.estimate[r]):
             result.sums[r] = row.settled_sums + row.sums.sum(axis=0)
             result.estimate[r] = estimate
-            result.final_points[r] = panel_points * row.panels()
+            result.final_points[r] = row.final_points()
             edges = row.settled_edges + list(zip(row.lo.tolist(), row.hi.tolist()))
             result.edges[r] = np.unique(np.array(edges).reshape(-1))
     return result
@@ -222,9 +227,11 @@ def _panel_gradients(gradients, rows: dict, result: PathIntegral, method, panel_
     return np.asarray(sums, np.float64), np.asarray(q, np.float64), np.asarray(q, np.float64) - exact
 
 
-def _take(row: _Row, lo, hi, sums, q, err, settle_below: float) -> None:
-    """Add panels to a row: settled (summed and freed) when their error is below ``settle_below``."""
+def _take(row: _Row, lo, hi, sums, q, err, points: int, settle_below: float) -> None:
+    """Add panels of ``points`` points each to a row: settled (summed and freed) when their error
+    is below ``settle_below``."""
     small = np.abs(err) <= settle_below
+    row.settled_points += points * int(small.sum())
     row.settled_sums = row.settled_sums + sums[small].sum(axis=0)
     row.settled_q += float(q[small].sum())
     row.settled_err += float(err[small].sum())
@@ -233,6 +240,7 @@ def _take(row: _Row, lo, hi, sums, q, err, settle_below: float) -> None:
     row.lo, row.hi = np.concatenate([row.lo, lo[live]]), np.concatenate([row.hi, hi[live]])
     row.q, row.err = np.concatenate([row.q, q[live]]), np.concatenate([row.err, err[live]])
     row.sums = np.concatenate([row.sums, sums[live]])
+    row.points = np.concatenate([row.points, np.full(int(live.sum()), points)])
 
 
 def _settle_below(limit: float, max_points: int, panel_points: int) -> float:
@@ -251,7 +259,7 @@ def _first_panels(gradients, rows, result, method, panel_points, first_panels, l
     sums, q, err = _panel_gradients(gradients, rows, result, method, panel_points, owners, lo, hi)
     for r, row in rows.items():
         mine = owners == r
-        _take(row, lo[mine], hi[mine], sums[mine], q[mine], err[mine],
+        _take(row, lo[mine], hi[mine], sums[mine], q[mine], err[mine], panel_points,
               _settle_below(limit[r], max_points, panel_points))
 
 
@@ -304,8 +312,8 @@ def _refine(forward, gradients, rows, result, method, panel_points, limit, max_p
             keep = np.ones(len(row.lo), bool)
             keep[chosen] = False  # the split panels are replaced by their halves
             row.lo, row.hi, row.q = row.lo[keep], row.hi[keep], row.q[keep]
-            row.err, row.sums = row.err[keep], row.sums[keep]
-            _take(row, lo[mine], hi[mine], sums[mine], q[mine], err[mine],
+            row.err, row.sums, row.points = row.err[keep], row.sums[keep], row.points[keep]
+            _take(row, lo[mine], hi[mine], sums[mine], q[mine], err[mine], panel_points,
                   _settle_below(limit[r], max_points, panel_points))
             if abs(row.gap()) <= limit[r]:
                 active.discard(r)

@@ -31,6 +31,7 @@ from explain.core.errors import AttributionError
 from explain.core.inputs import MeanEmbedding
 from explain.core.labels import mask as cohort_mask
 from explain.core.labels import text as labels_text
+from explain.core.periods import Words
 from explain.core.settings import (  # noqa: F401
     BAD_CATEGORICAL,
     BAD_SAMPLES,
@@ -59,22 +60,34 @@ CATEGORICAL_WORDS = {
                 "frequent one).",
 }
 MASK_WORDS = (
-    "Months that are padding for the customer ({padded_by}) stay padding along the whole path and get no "
-    "attribution; the baseline's real months never equal the mask value {value:g} (a month that would, every "
-    "feature at {value:g}, is moved off it by {offset:g}), so the model never reads a real month as padding."
+    "{Units} that are padding for the customer ({padded_by}) stay padding along the whole path and get no "
+    "attribution; the baseline's real {units} never equal the mask value {value:g} (a {unit} that would, every "
+    "feature at {value:g}, is moved off it by {offset:g}), so the model never reads a real {unit} as padding."
 )
+SHORT_HISTORY_WORDS = (
+    "For a customer with a short history the baseline is as short: {where} on the customer's own real {units}, "
+    "and the padded ones stay padding. So the baseline's prediction also comes from a short history, and the "
+    "attributions explain the customer's values, not how long the history is."
+)
+SHORT_HISTORY_WHERE = {
+    "zero": "0 is placed", "mean": "each feature's mean over every customer's real {units} is placed",
+    "median": "each feature's median over every customer's real {units} is placed",
+    "cohort": "the cohort's mean over its customers' real {units} is placed",
+    "customer": "the other customer's values (their padded {units} at their own mean) are placed",
+    "sample": "each sampled customer's values (padded {units} at their own mean) are placed",
+}
 
 DESCRIPTIONS = {
     "zero": "every feature at 0 (in the model's raw units): 'nothing at all'. Simple, but 0 may "
             "be an unrealistic customer (zero tenure, zero charge).",
-    "mean": "the average customer: each static feature at its mean, each monthly feature at its "
-            "mean over all customers and months. Attributions say how this customer differs from average.",
+    "mean": "the average customer: each static feature at its mean, each {adjective} feature at its "
+            "mean over all customers and {units}. Attributions say how this customer differs from average.",
     "median": "the typical customer: each feature at its median, robust to outliers.",
     "customer": "another real customer: attributions explain the difference between the two scores.",
     "cohort": "the average of a group of customers sharing a label (for example customers who stayed): "
               "attributions explain why this customer scores differently from that group.",
-    "flat": "the customer's own data with each monthly feature held flat at its own average: "
-            "static features get no attribution; the heatmap shows which months' ups and downs matter.",
+    "flat": "the customer's own data with each {adjective} feature held flat at its own average: "
+            "static features get no attribution; the heatmap shows which {units}' ups and downs matter.",
     "blur": "the customer's own history smoothed over time: static features get no attribution; "
             "attributions show the effect of sudden changes, not of overall levels.",
     "sample": "K customers drawn at random (expected gradients): IG is averaged over K baselines, "
@@ -355,11 +368,14 @@ def _mode(spec, values, real) -> np.ndarray:
     return np.full((1, *values.shape[1:]), most_frequent(values[real]), dtype=values.dtype)
 
 
-def describe(spec: str | Baseline, *, layout=None, categorical: str = "mode") -> str:
+def describe(spec: str | Baseline, *, layout=None, categorical: str = "mode", unit: str = "month") -> str:
     """What the baseline is, for the 'how to read this' text; with ``layout`` also what its
-    categorical features are set to and how padded months are handled."""
+    categorical features are set to and how padded periods are handled. ``unit``: the history's
+    period (``explain.core.periods``: day, week, month, ...), as the words say it."""
     spec = Baseline.parse(spec)
-    text = DESCRIPTIONS[spec.kind]
+    said = Words(unit)
+    period = {"adjective": said.adjective, "unit": said.unit, "units": said.units, "Units": said.units.capitalize()}
+    text = DESCRIPTIONS[spec.kind].format(**period)
     if spec.argument is not None:
         text = f"({spec.kind} {str(spec).partition(':')[2]}) " + text
     if layout is None:
@@ -372,8 +388,10 @@ def describe(spec: str | Baseline, *, layout=None, categorical: str = "mode") ->
     for s in layout.specs:
         if s.mask_value is not None:
             text += " " + MASK_WORDS.format(padded_by=s.padded_by, value=s.mask_value,
-                                             offset=MASK_OFFSET * max(1.0, abs(s.mask_value)))
+                                             offset=MASK_OFFSET * max(1.0, abs(s.mask_value)), **period)
         elif s.mask_zero:
-            text += (f" Periods that are padding for the customer (id 0 of {s.key}, {s.padded_by}) stay padding "
-                     "and get no attribution; the mask value is never a baseline category.")
+            text += (f" {period['Units']} that are padding for the customer (id 0 of {s.key}, {s.padded_by}) stay "
+                     "padding and get no attribution; the mask value is never a baseline category.")
+    if spec.kind in SHORT_HISTORY_WHERE and any(s.padded_by for s in layout.specs):
+        text += " " + SHORT_HISTORY_WORDS.format(where=SHORT_HISTORY_WHERE[spec.kind].format(**period), **period)
     return text

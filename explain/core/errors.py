@@ -1,14 +1,20 @@
 """Errors raised for user input, with their message templates as constants.
 
 Every error a user can cause is an ``ExplainError`` (a ``ValueError``), so that callers
-catch one class and tests match the templates below instead of copying strings.
+catch one class and tests match the templates below instead of copying strings. Its text is
+capped (``explain.core.text.MESSAGE_LIMIT``): a message built from a hostile file stays a few KB.
 """
 
 from __future__ import annotations
 
+from explain.core.text import capped
+
 
 class ExplainError(ValueError):
     """Base class of every error caused by the user's model, data or settings."""
+
+    def __str__(self) -> str:
+        return capped(super().__str__())
 
 
 class AttributionError(ExplainError):

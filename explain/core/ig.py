@@ -32,7 +32,17 @@ from explain.core.engine import (
 from explain.core.errors import AttributionError
 from explain.core.inputs import ROLES, MeanEmbedding, input_layout
 from explain.core.quadrature import alphas_and_weights
-from explain.core.settings import AUTO, DEFAULT_TOLERANCE, PATHS, SPACES, Settings, parse_space, resolve_target
+from explain.core.settings import (
+    ABSOLUTE_TOLERANCE,
+    AUTO,
+    DEFAULT_TOLERANCE,
+    PATHS,
+    SPACES,
+    Settings,
+    completeness_limit,
+    parse_space,
+    resolve_target,
+)
 
 __all__ = ["ABSOLUTE_TOLERANCE", "AMBIGUOUS_ROLES", "AUTO_MAX_STEPS", "AUTO_START_STEPS", "Attribution",
            "DEFAULT_BATCH_SIZE", "DEFAULT_TOLERANCE", "DISCONNECTED_INPUT", "MULTI_OUTPUT", "NOT_TWO_INPUTS",
@@ -44,7 +54,6 @@ AUTO_START_STEPS = adaptive.START_POINTS  # steps="auto" first tries the rule wi
 AUTO_MAX_STEPS = adaptive.DEFAULT_MAX_POINTS  # and spends at most 1,024 gradient evaluations per row by default
 ADAPTIVE_MEMORY = 256 * 2 ** 20  # bytes of gradient sums held for live panels (rows are taken in groups)
 ADAPTIVE_PANELS_HELD = 64  # live panels per row assumed by that bound
-ABSOLUTE_TOLERANCE = 1e-4  # floor, for customers whose f(x) is close to f(b)
 
 # Message templates (tests import them).
 NOT_CATEGORY_IDS = (
@@ -527,7 +536,7 @@ def _integrate(engine, x, b, raw, moving, settings, target, chunk, labels, shoul
         def forward(index, alphas):
             return engine.sweep(x, b, raw, index, alphas, target, settings.space, chunk, should_stop)
 
-        limit = np.maximum(settings.tolerance * np.abs(fx - fb), ABSOLUTE_TOLERANCE)
+        limit = completeness_limit(fx, fb, settings.tolerance)
         width = sum(int(np.prod(engine.point_shapes[key])) for key in moving)
         flat, spent = np.zeros((rows, width)), Spent.fixed(rows, 0)
         group = max(1, min(rows, ADAPTIVE_MEMORY // max(1, 8 * flat.shape[1] * ADAPTIVE_PANELS_HELD)))

@@ -32,6 +32,7 @@ from explain.core.quadrature import METHODS, alphas_and_weights
 SPACES = ("output", "logit")
 PATHS = ("joint", "per-input")
 DEFAULT_TOLERANCE = 0.005  # of |f(x) - f(b)|, for steps="auto"
+ABSOLUTE_TOLERANCE = 1e-4  # floor, for customers whose f(x) is close to f(b)
 AUTO = "auto"
 
 # Baseline kinds and their arguments.
@@ -173,10 +174,11 @@ def parse_steps(text) -> int | str:
         raise AttributionError(BAD_STEPS_TEXT.format(value=text)) from None
 
 
-def parse_target(text) -> str:
-    """The target as given: an output index ('1') or name ('churn') as text. ``resolve_target``
-    (``Settings.resolved``) turns it into the index, checked against the model's outputs."""
-    return str(text).strip()
+def parse_target(text) -> str | None:
+    """The target as given: an output index ('1') or name ('churn') as text; '' is None, the
+    bundle's own target. ``resolve_target`` (``Settings.resolved``) turns it into the index,
+    checked against the model's outputs."""
+    return str(text).strip() or None
 
 
 def _parse_choice(name: str, choices: Sequence[str]) -> Callable[[str], str]:
@@ -243,8 +245,11 @@ PARSERS: dict[str, Callable[[str], object]] = {
 }
 
 
-def resolve_target(target, n_outputs: int, output_names: Sequence[str] | None = None) -> int:
-    """The output column of ``target`` (an index, a digit string or a name of ``output_names``)."""
+def resolve_target(target, n_outputs: int, output_names: Sequence[str] | None = None, default: int = 0) -> int:
+    """The output column of ``target`` (an index, a digit string or a name of ``output_names``;
+    None: ``default``, the bundle's target)."""
+    if target is None:
+        target = default
     names = list(output_names) if output_names is not None else None
     if isinstance(target, str) and not target.strip().lstrip("-").isdigit():
         if names is None or target not in names:
@@ -258,6 +263,18 @@ def resolve_target(target, n_outputs: int, output_names: Sequence[str] | None = 
         shown = f" (or a name: {', '.join(names)})" if names else ""
         raise AttributionError(TARGET_OUT_OF_RANGE.format(target=target, k=n_outputs, last=n_outputs - 1, names=shown))
     return index
+
+
+def completeness_limit(prediction, baseline_prediction, tolerance: float = DEFAULT_TOLERANCE) -> np.ndarray:
+    """The largest |delta| each customer's attributions may leave: ``tolerance`` of |f(x) - f(b)|,
+    at least ABSOLUTE_TOLERANCE (what steps="auto" integrates to)."""
+    gap = np.abs(np.asarray(prediction, np.float64) - np.asarray(baseline_prediction, np.float64))
+    return np.maximum(tolerance * gap, ABSOLUTE_TOLERANCE)
+
+
+def outside_tolerance(delta, prediction, baseline_prediction, tolerance: float = DEFAULT_TOLERANCE) -> np.ndarray:
+    """True for each customer whose attributions do not add up to f(x) - f(b) within ``completeness_limit``."""
+    return np.abs(np.asarray(delta, np.float64)) > completeness_limit(prediction, baseline_prediction, tolerance)
 
 
 def check_tolerance(value) -> float:
@@ -283,13 +300,15 @@ class Settings:
 
     ``baseline`` is None only on an ``Attribution`` computed from baseline arrays given
     directly to ``integrated_gradients``. ``target`` is an output index, or its text or an
-    output name as given (``"1"``, ``"churn"``); after ``resolved(output_names)`` it is the index.
+    output name as given (``"1"``, ``"churn"``), or None: the bundle's target (``bundle.json``
+    ``target``, else the ``positive_label`` class, else output 0); after
+    ``resolved(output_names, default)`` it is the index.
     """
 
     baseline: Baseline | None = Baseline("mean")
     steps: int | str = 64
     method: str = "gausslegendre"
-    target: int | str = 0
+    target: int | str | None = None
     space: str = "output"
     path: str = "joint"
     tolerance: float = DEFAULT_TOLERANCE
@@ -343,20 +362,25 @@ class Settings:
         """A copy with some settings changed (typed values or string forms)."""
         return dataclasses.replace(self, **changes)
 
-    def resolved(self, output_names: Sequence[str]) -> "Settings":
-        """The same settings with ``target`` as the output index of ``output_names``."""
-        return self.replace(target=resolve_target(self.target, len(output_names), output_names))
+    def resolved(self, output_names: Sequence[str], default: int = 0) -> "Settings":
+        """The same settings with ``target`` as the output index of ``output_names`` (None:
+        ``default``, the bundle's target)."""
+        return self.replace(target=resolve_target(self.target, len(output_names), output_names, default))
+
+    def for_bundle(self, bundle) -> "Settings":
+        """``resolved`` against a bundle's output names and its own target (``bundle.target``)."""
+        return self.resolved(bundle.output_names, getattr(bundle, "target", 0))
 
     # -- reading -------------------------------------------------------------
 
-    def target_name(self, output_names: Sequence[str]) -> str:
+    def target_name(self, output_names: Sequence[str], default: int = 0) -> str:
         """The target's display name."""
-        return str(output_names[resolve_target(self.target, len(output_names), output_names)])
+        return str(output_names[resolve_target(self.target, len(output_names), output_names, default)])
 
     def to_strings(self) -> dict[str, str]:
         """Every setting's string form; ``from_strings`` reads it back to equal settings."""
         return {"baseline": str(self.baseline), "steps": str(self.steps), "method": self.method,
-                "target": str(self.target), "space": self.space, "path": self.path,
+                "target": "" if self.target is None else str(self.target), "space": self.space, "path": self.path,
                 "tolerance": repr(self.tolerance), "seed": str(self.seed), "categorical": self.categorical,
                 "max_points": str(self.max_points)}
 

@@ -5,10 +5,14 @@ Standard library only (the memory-capped child of ``safe_load`` imports it befor
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Iterable
 
 EXAMPLES_SHOWN = 5
+LINES_SHOWN = 20         # problems listed in one message; the rest are counted ("... and 9,980 more")
+LINE_LIMIT = 2500        # characters of one listed problem (a refused model's message lists its own parts)
+MESSAGE_LIMIT = 4000     # characters of any message shown in the app or printed by the command line
 
 
 def one_line(error: BaseException, limit: int = 300) -> str:
@@ -70,3 +74,33 @@ def unit_after(label: str, unit: str | None) -> str | None:
     if not unit or unit == "0/1" or str(unit).lower() in str(label).lower():
         return None
     return str(unit)
+
+
+def capped(text, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` cut to at most ``limit`` characters, saying how much was left out: a message built
+    from a hostile file (a million refused entries, a column name of a megabyte) stays short."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    tail = f" ... ({len(text) - limit:,} more characters not shown)"
+    return text[: max(limit - len(tail), 0)] + tail
+
+
+def listing(lines: Iterable, total: int | None = None, limit: int = LINES_SHOWN, budget: int = MESSAGE_LIMIT - 400,
+            more: str = "... and {count:,} more") -> list[str]:
+    """The first lines of a list of problems, each :func:`capped` to LINE_LIMIT characters, as many
+    as fit ``limit`` lines and ``budget`` characters, then ``more`` with the count of the others
+    (``total``: how many there are, when ``lines`` holds only the first ones)."""
+    if total is None:
+        lines = list(lines)
+        total = len(lines)
+    shown, used = [], 0
+    for line in itertools.islice(lines, limit):
+        line = capped(line, LINE_LIMIT)
+        if shown and used + len(line) > budget:
+            break
+        shown.append(line)
+        used += len(line) + 1
+    if total > len(shown):
+        shown.append(more.format(count=total - len(shown)))
+    return shown

@@ -115,12 +115,16 @@ def verdict(score: float, bands, output: str = "churn") -> Verdict:
 
 
 def quality(delta: float, prediction: float, baseline_prediction: float) -> str:
-    """How much of the difference the attributions account for, in plain percent: '99.9 %'.
-
-    100 % minus |delta| relative to |f(x) - f(b)| (at least 0.01, as the badge), never below 0.
+    """How much of the difference f(x) - f(b) the attributions account for, in plain percent:
+    '99.9 %'; their sum over the difference, 1 - delta / (f(x) - f(b)), shown as it is: above
+    100 % when they overshoot, below 0 when their sum has the wrong sign ('-258 %, the sign is
+    wrong'). A difference under 0.01 counts as 0.01 (as the badge), so that a tiny one does not alarm.
     """
-    scale = max(abs(prediction - baseline_prediction), 0.01)
-    share = max(0.0, 1.0 - abs(delta) / scale)
+    gap = prediction - baseline_prediction
+    scale = max(abs(gap), 0.01)
+    share = 1.0 - delta / (scale if gap >= 0 else -scale)
+    if share < 0:
+        return f"{100 * share:.0f} %, the sign is wrong"
     text = f"{100 * share:.1f}"
     if text == "100.0" and delta != 0:
         text = "over 99.9"

@@ -39,7 +39,8 @@ SAVEDMODEL = (
 EMPTY_FILE = "{path} is empty (0 bytes). To fix: " + SAVE_HINT + " (upload it again)."
 FILE_TOO_LARGE = (
     "{path} is {size:,} bytes, over the limit of {limit:,} bytes for a model file. "
-    "To fix: use a smaller model, or raise max_file_bytes if you trust this file."
+    "To fix: use a smaller model, or raise it with --limit max_file_bytes=N on the command line if you "
+    "trust this file."
 )
 LOAD_FAILED = (
     "{path} passed the safety checks but Keras could not load it: {error}. To fix: check "

@@ -15,19 +15,34 @@ from __future__ import annotations
 
 import re
 
+from explain.core.bounded_json import JsonBoundError, load_bounded
 from explain.core.errors import refusal
+from explain.core.text import LINES_SHOWN, listing, one_line
+from explain.modelfile.limits import Limits
 
 UNSAFE_CONFIG = (
-    "{path} was refused before loading: {count} part(s) of its config.json could run "
+    "{path} was refused before loading: {count:,} part(s) of its config.json could run "
     "code or read files on this machine:\n{problems}"
+)
+TOO_MANY_LAYERS = (
+    "{path}: the model has {layers:,} layers (nested models counted), over the limit of {limit:,}; "
+    "loading it would hold this server for minutes (Keras' load time grows with the square of the "
+    "layers). To fix: use a smaller model, or, if you trust this file, raise the limit with "
+    "--limit max_layers=N on the command line."
 )
 # One line of UNSAFE_CONFIG's {problems}.  {where} is the path in the config, for
 # example "functional > inner_model > layers[2]".
 UNSAFE_ITEM = "- at {where}: layer {layer!r} ({class_name}): {why} To fix: {fix}"
+CONFIG_TOO_LARGE = (
+    "{path}: its {part} is too large to check: {reason}. To fix: use a smaller model, or, if you "
+    "trust this file, raise the limit with --limit {field}=N on the command line."
+)
+CONFIG_ENTRIES = "it declares {count:,} objects (layers, initializers ...), over the limit max_config_entries={limit:,}"
 TOO_MANY_PARAMS = (
     "{path}: the model is too large: it declares about {params:,} weights (about {gib:.1f} "
     "GiB in float32), over the limit of {limit:,}; largest layers: {largest}. To fix: use a "
-    "smaller model, or raise max_params if you trust this file."
+    "smaller model, or, if you trust this file, raise the limit with --limit max_params=N on the "
+    "command line."
 )
 
 
@@ -83,6 +98,22 @@ REASON_REGISTERED = (
     "rebuild it with built-in Keras layers (custom layers cannot be uploaded), then save "
     "the model again.",
 )
+# The command line's hint when a model is refused for code of its own (never shown for an upload).
+TRUST_CODE_HINT = (
+    "hint: if these are your own custom layers, your own model on your own machine, add --trust-code LAYERS.py "
+    "(the Python file that defines them: it is imported and runs) to this command; the dashboard's uploads never "
+    "run such code."
+)
+# the refusals that code of the model's own causes (a custom class registered, or from another module)
+_CUSTOM_CODE = re.compile(r"registered as .* \(with @keras\.saving\.register_keras_serializable\)|"
+                          r"its module .* is not part of Keras|it names no module, so Keras would look")
+
+
+def custom_code_refused(text: str) -> bool:
+    """True when ``text`` (a check report or an error) refuses a model for custom code of its own."""
+    return bool(_CUSTOM_CODE.search(str(text)))
+
+
 REASON_FUNCTION = (
     "its {field} refers to the Python function {module}.{name}, which is not a built-in "
     "Keras function.",
@@ -230,7 +261,9 @@ class ConfigWalker:
     """
 
     def __init__(self, trusted=()):
-        self.problems: list[str] = []
+        self.problems: list[str] = []   # the first LINES_SHOWN problems; problem_count counts them all
+        self.problem_count = 0
+        self.layers = 0                 # entries of every "layers" list but inputs (nested models counted)
         self.params: list[tuple[str, int]] = []
         self.trusted = frozenset(trusted or ())
 
@@ -243,6 +276,9 @@ class ConfigWalker:
 
     # -- helpers
     def _problem(self, where: tuple[str, ...], owner, reason, **fields) -> None:
+        self.problem_count += 1
+        if len(self.problems) >= LINES_SHOWN:
+            return
         why, fix = reason
         self.problems.append(
             UNSAFE_ITEM.format(
@@ -341,6 +377,10 @@ class ConfigWalker:
 
     def _children(self, node: dict, trail, me, shape, skip_keys) -> None:
         child_trail = trail + (me[0],)
+        conf = node.get("config")
+        if isinstance(conf, dict) and isinstance(conf.get("layers"), list):
+            self.layers += sum(not (isinstance(layer, dict) and layer.get("class_name") == "InputLayer")
+                               for layer in conf["layers"])
         for key, value in node.items():
             if key in ("class_name", "module", "registered_name") or key in skip_keys:
                 continue
@@ -387,22 +427,45 @@ def _is_keras_builtin_function(name: str) -> bool:
 
 
 
-def check_config(config: dict, shown: str, max_params: int | None, trusted=()) -> int:
+def parse_config(raw: bytes, shown: str, part: str, limits: Limits, unreadable: str) -> dict:
+    """A model's architecture (``part``: "config.json", "model_config") parsed once its size, its number
+    of objects (``"class_name"`` keys, counted on the bytes), its depth and its number of values are
+    within ``limits``: CONFIG_TOO_LARGE otherwise; ``unreadable`` (a template with {path} and {reason})
+    for bad UTF-8 or JSON or a config that describes no Keras object."""
+    entries = raw.count(b'"class_name"')
+    try:
+        if entries > limits.max_config_entries:
+            raise JsonBoundError(CONFIG_ENTRIES.format(count=entries, limit=limits.max_config_entries),
+                                 "max_config_entries")
+        config = load_bounded(raw, max_bytes=limits.max_json_bytes, max_depth=limits.max_json_depth,
+                              max_values=limits.max_json_values)
+    except JsonBoundError as error:
+        raise refusal(CONFIG_TOO_LARGE, path=shown, part=part, reason=error.reason, field=error.field) from None
+    except Exception as exc:  # noqa: BLE001 - bad UTF-8, bad JSON
+        raise refusal(unreadable, path=shown, reason=one_line(exc)) from None
+    if not (isinstance(config, dict) and isinstance(config.get("class_name"), str)):
+        raise refusal(unreadable, path=shown, reason="it does not describe a Keras object")
+    return config
+
+
+def check_config(config: dict, shown: str, limits: Limits, trusted=()) -> int:
     """Walk ``config`` (the file ``shown``); return the estimated number of weights.
 
-    Raises ``UnsafeModelError``: UNSAFE_CONFIG listing every offending entry (``problems``
-    holds one line each), or TOO_MANY_PARAMS over ``max_params`` (``None``: no limit).
-    ``RecursionError`` (a config nested too deeply) is left to the caller, whose template
-    names the part of the file it read.
+    Raises ``UnsafeModelError``: UNSAFE_CONFIG listing the offending entries (the first
+    LINES_SHOWN, then how many more; ``problems`` holds one line each), TOO_MANY_LAYERS over
+    ``limits.max_layers``, or TOO_MANY_PARAMS over ``limits.max_params`` (``None``: no limit).
+    The config's depth was bounded when it was parsed (``explain.core.bounded_json``).
     """
     walker = ConfigWalker(trusted)
     walker.walk_root(config)
     if walker.problems:
-        raise refusal(UNSAFE_CONFIG, items=walker.problems, path=shown,
-                      count=len(walker.problems), problems="\n".join(walker.problems))
+        raise refusal(UNSAFE_CONFIG, items=walker.problems, path=shown, count=walker.problem_count,
+                      problems="\n".join(listing(walker.problems, total=walker.problem_count, budget=2000)))
+    if walker.layers > limits.max_layers:
+        raise refusal(TOO_MANY_LAYERS, path=shown, layers=walker.layers, limit=limits.max_layers)
     params = sum(n for _, n in walker.params)
-    if max_params is not None and params > max_params:
+    if limits.max_params is not None and params > limits.max_params:
         largest = sorted(walker.params, key=lambda item: -item[1])[:3]
         raise refusal(TOO_MANY_PARAMS, path=shown, params=params, gib=params * 4 / 1024**3,
-                      limit=max_params, largest=", ".join(f"{label}: {n:,}" for label, n in largest))
+                      limit=limits.max_params, largest=", ".join(f"{label}: {n:,}" for label, n in largest))
     return params

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,8 +34,8 @@ from explain.modelfile.common import (
     sniff_kind,
     trusted_names,
 )
-from explain.modelfile.config import as_int, check_config, last_dim
-from explain.modelfile.limits import DEFAULT_LIMITS, MAX_CONFIG_BYTES, Limits
+from explain.modelfile.config import CONFIG_TOO_LARGE, as_int, check_config, last_dim, parse_config
+from explain.modelfile.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
     from explain.modelfile.trust import TrustedCode
@@ -72,7 +71,8 @@ BAD_MODEL_CONFIG = (
 BAD_DATASETS = "{path}: the HDF5 file {reason}. To fix: " + _CONVERT + "."
 DATASETS_TOO_LARGE = (
     "{path} declares {size:,} bytes of weights, over the limit of {limit:,} bytes. To fix: use "
-    "a smaller model, or raise max_uncompressed_bytes if you trust this file."
+    "a smaller model, or raise it with --limit max_uncompressed_bytes=N on the command line if you "
+    "trust this file."
 )
 
 # --------------------------------------------------------------------------- legacy configs
@@ -207,29 +207,24 @@ def _check_datasets(h5, shown: str, max_bytes: int) -> int:
     return total
 
 
-def _read_model_config(h5, shown: str, name: str) -> dict:
+def _read_model_config(h5, shown: str, name: str, limits: Limits) -> dict:
     if "model_config" not in h5.attrs:
         raise refusal(WEIGHTS_ONLY, path=shown, name=name)
     try:
         size = h5.attrs.get_id("model_config").get_storage_size()
     except Exception as exc:  # noqa: BLE001
         raise refusal(BAD_MODEL_CONFIG, path=shown, reason=one_line(exc)) from None
-    if size > MAX_CONFIG_BYTES:
-        raise refusal(BAD_MODEL_CONFIG, path=shown,
-                          reason=f"it is {size:,} bytes, over {MAX_CONFIG_BYTES:,}")
+    if size > limits.max_json_bytes:
+        reason = f"it is {size:,} bytes, over the limit max_json_bytes={limits.max_json_bytes:,}"
+        raise refusal(CONFIG_TOO_LARGE, path=shown, part="model_config", reason=reason, field="max_json_bytes")
     try:
         raw = h5.attrs["model_config"]
         if hasattr(raw, "tobytes") and not isinstance(raw, (bytes, str)):
             raw = raw.tobytes()
-        text = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
-        config = json.loads(text)
-    except RecursionError:
-        raise refusal(BAD_MODEL_CONFIG, path=shown, reason="it is nested too deeply") from None
-    except Exception as exc:  # noqa: BLE001 - bad bytes, bad JSON
+        raw = raw if isinstance(raw, bytes) else str(raw).encode("utf-8")
+    except Exception as exc:  # noqa: BLE001 - bad bytes
         raise refusal(BAD_MODEL_CONFIG, path=shown, reason=one_line(exc)) from None
-    if not (isinstance(config, dict) and isinstance(config.get("class_name"), str)):
-        raise refusal(BAD_MODEL_CONFIG, path=shown, reason="it does not describe a Keras object")
-    return config
+    return parse_config(raw, shown, "model_config", limits, BAD_MODEL_CONFIG)
 
 
 def check_hdf5_file(
@@ -262,11 +257,8 @@ def check_hdf5_file(
     except Exception as exc:  # noqa: BLE001 - any parse error
         raise refusal(UNREADABLE_HDF5, path=shown, reason=one_line(exc)) from None
     with h5:
-        config = _read_model_config(h5, shown, path.name)
-        try:
-            params = check_config(legacy_config(config), shown, limits.max_params, trusted_names(trusted))
-        except RecursionError:
-            raise refusal(BAD_MODEL_CONFIG, path=shown, reason="it is nested too deeply") from None
+        config = _read_model_config(h5, shown, path.name, limits)
+        params = check_config(legacy_config(config), shown, limits, trusted_names(trusted))
         weights_bytes = _check_datasets(h5, shown, limits.max_uncompressed_bytes)
     return ModelFileReport(
         path=path, size_bytes=size, uncompressed_bytes=weights_bytes, members=(),

@@ -33,7 +33,6 @@ file (``{path}``) and contains ``To fix:``.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import struct
@@ -64,6 +63,7 @@ from explain.modelfile.common import (  # noqa: F401
     trusted_names,
 )
 from explain.modelfile.config import (  # noqa: F401
+    CONFIG_TOO_LARGE,
     REASON_DENIED_CLASS,
     REASON_FUNCTION,
     REASON_LAMBDA,
@@ -74,10 +74,12 @@ from explain.modelfile.config import (  # noqa: F401
     REASON_PY_LAMBDA,
     REASON_REGISTERED,
     REASON_VOCAB_FILE,
+    TOO_MANY_LAYERS,
     TOO_MANY_PARAMS,
     UNSAFE_CONFIG,
     UNSAFE_ITEM,
     check_config,
+    parse_config,
 )
 from explain.modelfile.limits import (  # noqa: F401
     DEFAULT_LIMITS,
@@ -130,12 +132,14 @@ CORRUPT_ZIP = (
 )
 FILE_TOO_LARGE = (
     "{path} is {size:,} bytes, over the limit of {limit:,} bytes for a model file. "
-    "To fix: use a smaller model, or raise max_file_bytes if you trust this file."
+    "To fix: use a smaller model, or raise it with --limit max_file_bytes=N on the command line if you "
+    "trust this file."
 )
 TOO_MANY_MEMBERS = (
     "{path} holds {count:,} files, over the limit of {limit:,}; a .keras file holds "
     "config.json, metadata.json, model.weights.h5 and possibly assets/. To fix: "
-    + SAVE_HINT + ", or raise max_members if you trust this file."
+    + SAVE_HINT + ", or raise it with --limit max_members=N on the command line if you trust this "
+    "file."
 )
 UNCOMPRESSED_TOO_LARGE = (
     "{path} would unpack to {size:,} bytes, over the limit of {limit:,} bytes (a "
@@ -164,8 +168,8 @@ BAD_WEIGHTS = (
 )
 WEIGHTS_TOO_LARGE = (
     "{path}: model.weights.h5 declares {size:,} bytes of weights, over the limit of "
-    "{limit:,} bytes. To fix: use a smaller model, or raise max_uncompressed_bytes if you "
-    "trust this file."
+    "{limit:,} bytes. To fix: use a smaller model, or raise it with --limit max_uncompressed_bytes=N "
+    "on the command line if you trust this file."
 )
 
 _EXPECTED_MEMBERS = frozenset({"config.json", "metadata.json", "model.weights.h5"})
@@ -268,11 +272,8 @@ def check_model_file(
         with zf:
             infos = zf.infolist()
             names, total = _check_members(infos, shown, limits)
-            config = _read_config(zf, shown)
-            try:
-                params = check_config(config, shown, limits.max_params, trusted_names(trusted))
-            except RecursionError:
-                raise refusal(BAD_CONFIG, path=shown, reason="it is nested too deeply") from None
+            config = _read_config(zf, shown, limits)
+            params = check_config(config, shown, limits, trusted_names(trusted))
             weights_bytes = 0
             if _WEIGHTS_MEMBER in names:
                 weights_bytes = _check_weights(zf, shown, limits.max_uncompressed_bytes)
@@ -334,21 +335,18 @@ def _check_members(infos, shown: str, limits: Limits) -> tuple[list[str], int]:
     return names, total
 
 
-def _read_config(zf: zipfile.ZipFile, shown: str) -> dict:
-    """``config.json`` parsed, within its size limit, and describing a Keras object."""
+def _read_config(zf: zipfile.ZipFile, shown: str, limits: Limits) -> dict:
+    """``config.json`` parsed, within its limits (size, objects, depth, values; ``parse_config``), and
+    describing a Keras object."""
     config_info = zf.getinfo("config.json")
-    if config_info.file_size > MAX_CONFIG_BYTES:
-        too_big = f"it is {config_info.file_size:,} bytes, over {MAX_CONFIG_BYTES:,}"
-        raise refusal(BAD_CONFIG, path=shown, reason=too_big)
+    if config_info.file_size > limits.max_json_bytes:
+        reason = f"it is {config_info.file_size:,} bytes, over the limit max_json_bytes={limits.max_json_bytes:,}"
+        raise refusal(CONFIG_TOO_LARGE, path=shown, part="config.json", reason=reason, field="max_json_bytes")
     try:
-        config = json.loads(zf.read("config.json").decode("utf-8"))
-    except RecursionError:
-        raise refusal(BAD_CONFIG, path=shown, reason="it is nested too deeply") from None
-    except Exception as exc:  # noqa: BLE001 - bad zip data, bad UTF-8, bad JSON
+        raw = zf.read("config.json")
+    except Exception as exc:  # noqa: BLE001 - bad zip data
         raise refusal(BAD_CONFIG, path=shown, reason=one_line(exc)) from None
-    if not (isinstance(config, dict) and isinstance(config.get("class_name"), str)):
-        raise refusal(BAD_CONFIG, path=shown, reason="it does not describe a Keras object")
-    return config
+    return parse_config(raw, shown, "config.json", limits, BAD_CONFIG)
 
 
 # --------------------------------------------------------------------------- loading
@@ -379,7 +377,8 @@ def load_model_isolated(path, *, limits: Limits = DEFAULT_LIMITS, display_name: 
        address space is capped at ``limits.memory_limit_bytes`` (``RLIMIT_AS``; TensorFlow
        alone needs about 2 GiB) and which is killed after ``limits.timeout_s`` seconds.
        Running out of memory there raises ``UnsafeModelError`` (ISOLATED_TOO_LARGE), a
-       timeout ISOLATED_TIMEOUT.  This backstops what the estimate cannot see.
+       timeout ISOLATED_TIMEOUT, more than ``limits.cpu_limit_s`` of CPU time ISOLATED_CPU.  This
+       backstops what the estimate cannot see.  At most ``trial.TRIAL_SLOTS`` children run at once.
        ``memory_limit_bytes=0`` runs the child without a memory cap.
     3. :func:`open_model` in this process, returning the ``keras.Model``.
 
@@ -391,7 +390,7 @@ def load_model_isolated(path, *, limits: Limits = DEFAULT_LIMITS, display_name: 
     shown = display_name or str(path)
     check_file(path, limits=limits, display_name=display_name)
     suffix = ".h5" if h5.is_hdf5_name(path) else ".keras"
-    run_trial(path, shown, limits.memory_limit_bytes, limits.timeout_s, suffix)
+    run_trial(path, shown, limits, suffix)
     return open_model(path, limits=limits, display_name=display_name)
 
 

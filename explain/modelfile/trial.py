@@ -1,10 +1,13 @@
-"""The trial load of an untrusted model in a child process, under a memory cap and a timeout.
+"""The trial load of an untrusted model in a child process, under a memory cap, a CPU-time cap and a timeout.
 
 :func:`run_trial` starts a fresh interpreter (``python -c``) that runs :func:`trial_main`,
-which caps its own address space (``RLIMIT_AS``) before it imports anything heavy (importing
-``explain`` and this module pulls in only the standard library), loads the file with Keras
-only (the parent already ran the static checks) and reports one JSON line per stage.  Used by
-``explain.modelfile.safe_load.load_model_isolated``, which re-exports the templates.  POSIX only.
+which caps its own address space (``RLIMIT_AS``) and CPU time (``RLIMIT_CPU``) before it imports
+anything heavy (importing ``explain`` and this module pulls in only the standard library), loads
+the file with Keras only (the parent already ran the static checks) and reports one JSON line per
+stage.  At most TRIAL_SLOTS children run at once in a server (one process): a visitor who uploads
+while they are busy waits for a slot, up to the limits' ``timeout_s``, so that uploads cannot take
+every core from the other visitors.  Used by ``explain.modelfile.safe_load.load_model_isolated``,
+which re-exports the templates.  POSIX only.
 """
 
 from __future__ import annotations
@@ -16,21 +19,35 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from explain.core.errors import refusal
 from explain.core.text import one_line
 from explain.modelfile.common import LOAD_FAILED, KerasPath, is_memory_error
+from explain.modelfile.limits import Limits
 
 ISOLATED_TOO_LARGE = (
     "{path}: the model is too large to load: loading it needed more than {limit} of "
-    "memory ({detail}). To fix: use a smaller model, or raise memory_limit_bytes if you "
-    "trust this file."
+    "memory ({detail}). To fix: use a smaller model, or raise it with --limit memory_limit_bytes=N "
+    "on the command line if you trust this file."
 )
 ISOLATED_TIMEOUT = (
     "{path}: loading the model took too long (more than {timeout:g} s) and was stopped. "
-    "To fix: use a smaller model, or raise timeout_s if you trust this file."
+    "To fix: use a smaller model, or raise it with --limit timeout_s=N on the command line if you "
+    "trust this file."
 )
+ISOLATED_CPU = (
+    "{path}: loading the model used more than {cpu:g} s of CPU time and was stopped. To fix: use a "
+    "smaller model (fewer layers), or raise it with --limit cpu_limit_s=N on the command line if you "
+    "trust this file."
+)
+TRIALS_BUSY = (
+    "{path} was not opened: this server is already checking {slots} uploaded models and none finished "
+    "within {wait:g} s. To fix: upload it again in a minute."
+)
+TRIAL_SLOTS = 2  # trial loads at once per server process
+_SLOTS = threading.BoundedSemaphore(TRIAL_SLOTS)
 ISOLATED_FAILED = (
     "{path}: the trial load in a separate process failed ({detail}). To fix: if the "
     "detail mentions memory, raise memory_limit_bytes (TensorFlow alone needs about 2 GiB "
@@ -45,14 +62,14 @@ PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def trial_main(argv: list[str]) -> None:
-    """The child of :func:`run_trial`: argv = [keras path, memory limit (bytes), mark].
+    """The child of :func:`run_trial`: argv = [keras path, memory limit (bytes), mark, CPU limit (s)].
 
     Reports on stdout, one ``mark + JSON`` line per stage: ``imported`` once Keras is, then
     ``ok``, ``error``, ``memory`` or ``import-failed`` with a one-line detail.
     """
     import resource
 
-    keras_path, limit, mark = argv[0], int(argv[1]), argv[2]
+    keras_path, limit, mark, cpu = argv[0], int(argv[1]), argv[2], int(argv[3])
 
     def say(status: str, detail: str = "", end: bool = True) -> None:
         sys.stdout.write("\n" + mark + json.dumps({"status": status, "detail": detail}) + "\n")
@@ -61,6 +78,8 @@ def trial_main(argv: list[str]) -> None:
             os._exit(0)
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if cpu > 0:  # SIGXCPU at the soft limit, SIGKILL a few seconds later
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
     if limit > 0:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
@@ -110,30 +129,46 @@ def _human_bytes(n: int) -> str:
     return f"{n / 1024**2:g} MiB"
 
 
-def run_trial(path: Path, shown: str, memory_limit_bytes: int, timeout_s: float, suffix: str = ".keras") -> None:
-    """Load ``path`` (already checked) in a capped child; return if it loaded, else raise
-    ``UnsafeModelError`` (ISOLATED_TOO_LARGE, ISOLATED_TIMEOUT, ISOLATED_FAILED or LOAD_FAILED)."""
+def run_trial(path: Path, shown: str, limits: Limits, suffix: str = ".keras") -> None:
+    """Load ``path`` (already checked) in a capped child (``limits``: ``memory_limit_bytes``, ``cpu_limit_s``,
+    ``timeout_s``), once one of the TRIAL_SLOTS is free; return if it loaded, else raise ``UnsafeModelError``
+    (TRIALS_BUSY, ISOLATED_TOO_LARGE, ISOLATED_TIMEOUT, ISOLATED_CPU, ISOLATED_FAILED or LOAD_FAILED)."""
+    if not _SLOTS.acquire(timeout=limits.timeout_s):
+        raise refusal(TRIALS_BUSY, path=shown, slots=TRIAL_SLOTS, wait=float(limits.timeout_s))
+    try:
+        out, err, code = _child(path, shown, limits, suffix)
+    finally:
+        _SLOTS.release()
+    _verdict(out, err, code, shown, limits)
+
+
+def _child(path: Path, shown: str, limits: Limits, suffix: str) -> tuple[bytes, bytes, int]:
+    """(stdout, stderr, exit status) of the trial child, killed with its process group after ``timeout_s``."""
     workdir = tempfile.mkdtemp(prefix="explain-trial-load-")
     try:
         with KerasPath(path, suffix) as keras_path:
             proc = subprocess.Popen(
-                [sys.executable, "-c", TRIAL_CODE, PROJECT_ROOT, keras_path, str(int(memory_limit_bytes)),
-                 TRIAL_MARK],
+                [sys.executable, "-c", TRIAL_CODE, PROJECT_ROOT, keras_path, str(int(limits.memory_limit_bytes)),
+                 TRIAL_MARK, str(int(limits.cpu_limit_s))],
                 cwd=workdir, env=_trial_env(), stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
             )
             try:
-                out, err = proc.communicate(timeout=timeout_s)
+                out, err = proc.communicate(timeout=limits.timeout_s)
             except subprocess.TimeoutExpired:
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     proc.kill()
                 proc.communicate()
-                raise refusal(ISOLATED_TIMEOUT, path=shown, timeout=float(timeout_s)) from None
+                raise refusal(ISOLATED_TIMEOUT, path=shown, timeout=float(limits.timeout_s)) from None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    return out, err, proc.returncode
 
+
+def _verdict(out: bytes, err: bytes, code: int, shown: str, limits: Limits) -> None:
+    """Raise the refusal the child's report (or its death) calls for; return if it loaded the model."""
     stdout = out.decode("utf-8", "replace")
     stderr = err.decode("utf-8", "replace")
     result: dict = {}
@@ -144,11 +179,12 @@ def run_trial(path: Path, shown: str, memory_limit_bytes: int, timeout_s: float,
             except ValueError:
                 result = {}
             break
-    limit_text = _human_bytes(int(memory_limit_bytes))
+    limit_text = _human_bytes(int(limits.memory_limit_bytes))
     if result.get("status") in (None, "imported"):
         # Died without reporting: killed, aborted (std::bad_alloc, a failed thread
         # creation) or crashed.  Under RLIMIT_AS that is nearly always memory.
-        code = proc.returncode
+        if code == -signal.SIGXCPU:
+            raise refusal(ISOLATED_CPU, path=shown, cpu=float(limits.cpu_limit_s))
         how = f"exit status {code}" if code >= 0 else f"killed by signal {_signal_name(-code)}"
         detail = f"{how}: {_stderr_summary(stderr)}".rstrip(": ")
         memory = code == -signal.SIGKILL or any(m in stderr for m in _MEMORY_MARKERS)

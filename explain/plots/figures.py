@@ -437,25 +437,30 @@ def history_figure(periods, labels, values, *, baseline=None, units=None, title:
 
 
 def compare_figures(periods, features, first, second, *, names=("A", "B"), values=(None, None),
-                    units=None) -> tuple[go.Figure, go.Figure, go.Figure]:
+                    units=None, padding=(None, None)) -> tuple[go.Figure, go.Figure, go.Figure]:
     """Two heatmaps on ONE shared scale (same zmin/zmax) and their difference (first - second).
 
-    first, second: (T, F) attributions aligned by period. The difference has its own
-    symmetric scale, titled as such.
+    first, second: (T, F) attributions aligned by period; ``padding``: each one's padded periods
+    (T,) bool (or None), grey "no data"; the difference is no data where either has none. The
+    difference has its own symmetric scale, titled as such.
     """
-    plan = _plan(periods, features, first, second)  # one binning and row order for the three
-    first, second = plan.sums(first), plan.sums(second)
-    shown_units = _units_shown(plan, features, units)
-    m, clipped = periods_display.robust_limit(first, second)
+    pads = [None if p is None else np.asarray(p, bool) for p in padding]
+    either = None if pads[0] is None and pads[1] is None else np.logical_or(*(
+        p if p is not None else np.zeros(len(periods), bool) for p in pads))
+    base = _plan(periods, features, first, second)  # one binning and row order for the three
+    plans = [base.with_padding(p) for p in pads]
+    shown = [plan.sums(a) for plan, a in zip(plans, (first, second))]
+    shown_units = _units_shown(base, features, units)
+    m, clipped = periods_display.robust_limit(*shown)
     shared = "Effect<br>(shared<br>scale)<br>red: raises<br>blue: lowers" + (
         periods_display.clipped_note(m) if clipped else "")
     figs = [_heatmap_figure(plan, features, a, values=plan.means(v), units=shown_units, zmax=m, title=str(n),
                             height=360, colorbar_title=shared)
-            for a, v, n in zip((first, second), values, names)]
+            for plan, a, v, n in zip(plans, shown, values, names)]
     figs[0].update_traces(showscale=False)  # the same scale as the second one's colorbar
-    diff = first - second
+    both = base.with_padding(either)  # the difference: no data where either has none
     figs.append(_heatmap_figure(
-        plan, features, diff, units=shown_units, height=360,
+        both, features, both.sums(first) - both.sums(second), units=shown_units, height=360,
         title=f"Difference: {names[0]} minus {names[1]} (own scale)",
         colorbar_title="Difference<br>red: first higher<br>blue: second higher"))
     return figs[0], figs[1], figs[2]
@@ -541,17 +546,18 @@ def risk_histogram(predictions, bands=None, *, title: str | None = None, x_title
 
 
 def whatif_figures(periods, features, original, edited, *, changed=None, values=(None, None), units=None,
-                   names=("Original", "What-if")) -> tuple[go.Figure, go.Figure, go.Figure]:
+                   names=("Original", "What-if"), padding=None) -> tuple[go.Figure, go.Figure, go.Figure]:
     """The original's and the edited customer's heatmaps on ONE shared symmetric scale, and the
     change (edited minus original) on its own; ``changed`` (T, F) bool outlines the edited cells.
 
-    original, edited: (T, F) attributions; values: their raw values (T, F) for the hover text.
+    original, edited: (T, F) attributions; values: their raw values (T, F) for the hover text;
+    ``padding`` (T,) bool: the customer's padded periods (never edited), grey "no data" in all three.
     """
     fig_edited, fig_original, fig_change = compare_figures(
         periods, features, edited, original, names=(names[1], names[0]), values=(values[1], values[0]),
-        units=units)
+        padding=(padding, padding), units=units)
     fig_original.update_traces(showscale=False)
-    fig_edited.update_traces(showscale=True)
+    fig_edited.update_traces(showscale=True, selector=lambda trace: trace.name != "no data")
     fig_change.update_layout(title_text=esc(f"Change: {names[1]} minus {names[0]} (own scale)"))
     fig_change.update_traces(colorbar_title_text="Change<br>red: the edit<br>raised the effect<br>"
                                                  "blue: lowered it", selector=dict(type="heatmap"))

@@ -10,6 +10,7 @@ from explain.analysis.drivers import profile_sentence
 from explain.analysis.report import HOW_TO_READ, delta_status, settings_dict, summary_text
 from explain.core import baselines, verdict
 from explain.core.errors import ExplainError
+from explain.core.periods import words as periods_words
 from explain.core.text import unit_after
 from explain.plots import drivers as driver_plots
 
@@ -43,7 +44,7 @@ def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), 
                      float(attribution.delta[i]))
     status, advice = delta_status(delta, fx, fb)
     try:
-        baseline_text = baselines.describe(settings.get("baseline", ""))
+        baseline_text = baselines.describe(settings.get("baseline", ""), unit=periods_words(bundle).unit)
     except ExplainError:
         baseline_text = ""
     parts = [

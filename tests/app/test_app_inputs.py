@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.support.apptest import app, array, charts, errors
+from tests.support.apptest import app, array, charts, errors, plain
 
 keras = pytest.importorskip("keras")
 
@@ -98,8 +98,33 @@ def test_a_full_history_has_no_grey_cells_and_the_data_page_lists_the_inputs(bun
 def test_the_other_pages_work_or_say_what_they_need(bundle_env, page):
     at = app(page=page)
     assert not errors(at), errors(at)
-    infos = " ".join(i.value for i in at.info)
-    assert charts(at) or "works on models with" in infos
+    infos = " ".join(plain(i.value) for i in at.info)
+    if page in ("pages/cohort.py", "pages/compare.py", "pages/whatif.py"):  # one history only: said, with the names
+        assert not charts(at) and f"{page[6:-3].capitalize().replace('Whatif', 'What-if')} page" in infos
+        assert "reads 2 histories (Monthly usage, Quarterly spend)" in infos
+    else:
+        assert charts(at)
+
+
+def test_the_embedding_demo_compares_and_says_why_what_if_cannot_edit_it(monkeypatch):
+    from tests.support.apptest import ROOT
+
+    folder = ROOT / "bundles" / "demo-embedding"
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
+    tenure = pd.read_csv(folder / "static.csv", dtype={"customer_id": str}).set_index("customer_id")["tenure_months"]
+    short, full = tenure.index[tenure < 12][0], tenure.index[tenure >= 12][0]
+    at = app({"customer": short, "compare": full}, page="pages/compare.py")
+    assert not errors(at) and not at.info, (errors(at), [i.value for i in at.info])
+    figs = charts(at)
+    z = array(next(t for t in figs["compare_a"]["data"] if t.get("name") != "no data")["z"])
+    assert z.shape == (3, 12) and np.isnan(z[:, :12 - int(tenure[short])]).all()  # padded months: no data
+    assert np.isfinite(z[:, 12 - int(tenure[short]):]).all()
+    static = figs["compare_static"]["data"][0]
+    assert {"Contract", "Plan", "Tenure (months)"} <= set(static["y"])
+
+    at = app({"customer": short}, page="pages/whatif.py")
+    infos = " ".join(plain(i.value) for i in at.info)
+    assert not charts(at) and "reads Contract, Plan as categories" in infos
 
 
 def test_the_categorical_baseline_rule_is_picked_in_the_sidebar_and_said(monkeypatch):

@@ -89,7 +89,7 @@ def test_a_deep_link_with_a_scenario_reopens_it(demo):
 
 
 @pytest.mark.parametrize("bad, named", [
-    ("t1@9-99=b", "names months 9 to 99"),
+    ("t1@9-99=b", "names periods 9 to 99"),
     ("s0=5000", "outside the range observed in the data"),
     ("s1=0.5", "not one of the values observed"),
     ("nonsense", "is not of the form"),

@@ -10,6 +10,7 @@ tables are a 30-customer cut of the demo bundle, so that each case is quick.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -90,7 +91,8 @@ def mutated(built, tmp_path, mutate) -> dict:
 
 
 def upload_folders() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob(uploads.UPLOAD_PREFIX + "*")}
+    """This process's upload folders (named by its pid: other tests running at once make their own)."""
+    return {p.name for p in Path(tempfile.gettempdir()).glob(f"{uploads.UPLOAD_PREFIX}{os.getpid()}-*")}
 
 
 # ----------------------------------------------------------------------------- checks

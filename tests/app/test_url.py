@@ -74,7 +74,7 @@ def test_the_target_is_written_by_name_and_read_by_name_or_index():
 
 def test_blur_without_a_width_is_read_as_the_sidebar_holds_it():
     decoded, _ = url.decode({"baseline": "blur"}, BUNDLE, default_customer="C00009")
-    widget = Settings(baseline=Baseline("blur", 2.0))
+    widget = Settings(baseline=Baseline("blur", 2.0)).resolved(OUTPUTS)  # a link holds the target resolved
     assert decoded.settings.baseline == widget.baseline and decoded.settings.key() == widget.key()
 
 

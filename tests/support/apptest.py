@@ -59,8 +59,8 @@ def heatmap(spec) -> dict:
 
 
 def plain(text: str) -> str:
-    """Markdown text without its backslash escapes (the app escapes untrusted text)."""
-    return re.sub(r"\\(.)", r"\1", text)
+    """Markdown text without its backslash escapes and word joiners (``ui.show.md`` escapes untrusted text)."""
+    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
 
 
 def errors(at) -> list[str]:

@@ -192,6 +192,102 @@ def bomb_file(src: Path, dst: Path, size: int) -> Path:
     return dst
 
 
+# --------------------------------------------------------------------------- oversized files (issue 25's table)
+# Each file is small (KB to a few MB) and declares something huge; none needs Keras to be written.
+
+
+def keras_with_config(dst: Path, config: bytes) -> Path:
+    """A deflated .keras archive holding ``config`` as config.json (and metadata.json, no weights)."""
+    with zipfile.ZipFile(dst, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("metadata.json", json.dumps({"keras_version": "3.0.0"}))
+        zf.writestr("config.json", config)
+    return dst
+
+
+def functional_config(layers: list) -> bytes:
+    return json.dumps({"module": "keras", "class_name": "Functional", "registered_name": "Functional",
+                       "config": {"name": "hostile", "layers": layers}}).encode()
+
+
+def refused_entries_file(dst: Path, count: int) -> Path:
+    """A model whose config lists ``count`` Lambda layers (each would run stored bytecode)."""
+    lam = {"module": "keras.layers", "class_name": "Lambda", "config": {"name": "evil"}}
+    return keras_with_config(dst, functional_config([lam] * count))
+
+
+def long_sequential_file(dst: Path, layers: int) -> Path:
+    """A Sequential of ``layers`` Dense(2) layers after an Input(2), written as Keras 3 writes it."""
+    dense = [{"module": "keras.layers", "class_name": "Dense", "registered_name": None,
+              "config": {"name": f"dense_{i}", "units": 2, "activation": "relu", "use_bias": True},
+              "build_config": {"input_shape": [None, 2]}} for i in range(layers)]
+    first = {"module": "keras.layers", "class_name": "InputLayer", "registered_name": None,
+             "config": {"batch_shape": [None, 2], "dtype": "float32", "name": "input"}}
+    config = {"module": "keras", "class_name": "Sequential", "registered_name": None,
+              "config": {"name": "long", "layers": [first, *dense]}}
+    return keras_with_config(dst, json.dumps(config).encode())
+
+
+def deep_config_file(dst: Path, depth: int) -> Path:
+    """A model whose config nests lists ``depth`` levels deep."""
+    nested = b"[" * depth + b"]" * depth
+    return keras_with_config(dst, b'{"class_name": "Functional", "module": "keras", "config": {"layers": '
+                             + nested + b"}}")
+
+
+def deep_json(depth: int) -> bytes:
+    """A bundle.json whose display_names nest ``depth`` levels deep."""
+    return b'{"display_names": ' + b"[" * depth + b"]" * depth + b"}"
+
+
+def long_json_list(count: int) -> bytes:
+    """A bundle.json whose static_features list holds ``count`` names."""
+    return b'{"static_features": [' + b",".join([b'"a"'] * count) + b"]}"
+
+
+def zeros_parquet(path: Path, rows: int, chunk: int = 10_000_000) -> Path:
+    """customer_id and one feature, both int8 zeros, ``rows`` rows written ``chunk`` at a time (about 1 MB
+    per 20 million rows)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    block = pa.table({"customer_id": np.zeros(chunk, np.int8), "tenure": np.zeros(chunk, np.int8)})
+    with pq.ParquetWriter(path, block.schema, compression="zstd") as writer:
+        left = rows
+        while left > 0:
+            writer.write_table(block.slice(0, min(left, chunk)))
+            left -= chunk
+    return path
+
+
+def long_csv(path: Path, lines: int) -> Path:
+    """customer_id,tenure then ``lines`` rows of 0,0 (4 bytes a row)."""
+    with open(path, "wb") as handle:
+        handle.write(b"customer_id,tenure\n")
+        block = b"0,0\n" * 1_000_000
+        left = lines
+        while left > 0:
+            handle.write(block[: 4 * min(left, 1_000_000)])
+            left -= 1_000_000
+    return path
+
+
+def nested_parquet(path: Path) -> Path:
+    """A static table whose feature column holds lists."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"customer_id": ["a", "b"], "tenure": [[1, 2], [3]]}), path)
+    return path
+
+
+def wide_bad_csv(path: Path, columns: int) -> Path:
+    """A static table of 2 customers and ``columns`` feature columns, every cell text: one problem per column."""
+    header = ["customer_id"] + [f"f{j}" for j in range(columns)]
+    write_csv(path, header, [[f"C{i}"] + ["abc"] * columns for i in range(2)])
+    return path
+
+
 # --------------------------------------------------------------------------- bundle tables
 
 
@@ -324,4 +420,33 @@ def small_bundle(demo: Path, folder: Path, customers: int = 30, periods: int = 1
     (folder / "static.csv").write_text("\n".join(static[:customers + 1]) + "\n")
     temporal = (demo / "temporal.csv").read_text().splitlines()
     (folder / "temporal.csv").write_text("\n".join(temporal[:customers * periods + 1]) + "\n")
+    return folder
+
+
+# --------------------------------------------------------------------------- markdown from a bundle
+
+EVIL_IMAGE = "![pixel](https://img.evil.example/p.png)"
+EVIL_LINKS = "sign in at https://login.evil.example/sso or www.evil.example, or mail help@evil.example"
+EVIL_ID = "https://id.evil.example"
+
+
+def markdown_bundle(demo: Path, folder: Path, customers: int = 30, periods: int = 12) -> Path:
+    """A small demo bundle whose texts would be images and links if a page rendered them as markdown: the
+    display name of the first static and the first monthly feature, the output name, the label column's
+    name, and the first customer's id."""
+    small_bundle(demo, folder, customers, periods)
+    config = json.loads((folder / "bundle.json").read_text())
+    first_static, first_temporal = config["static_features"][0], config["temporal_features"][0]
+    config["display_names"][first_static] = f"Tenure {EVIL_IMAGE}"
+    config["display_names"][first_temporal] = f"Data usage {EVIL_LINKS}"
+    config["output_names"] = [f"churn ({EVIL_LINKS})"]
+    label = f"churned {EVIL_IMAGE}"
+    old_label, config["label_column"] = config["label_column"], label
+    (folder / "bundle.json").write_text(json.dumps(config))
+    for name in ("static.csv", "temporal.csv"):
+        header, rows = read_csv(folder / name)
+        header = [label if c == old_label else c for c in header]
+        first_id = rows[0][0]
+        rows = [[EVIL_ID if r[0] == first_id else r[0], *r[1:]] for r in rows]
+        write_csv(folder / name, header, rows)
     return folder

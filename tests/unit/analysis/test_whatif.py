@@ -71,10 +71,10 @@ def test_every_kind_of_edit_round_trips_through_its_url_form(linear):
 @pytest.mark.parametrize("text, fragment", [
     ("x0=1", "is not of the form"),
     ("s9=0", whatif.UNKNOWN_FEATURE.format(role="static", index=9, count=S, first=0, last=S - 1)),
-    ("t1=0", "without its months"),
+    ("t1=0", "without its periods"),
     ("t1@4-2=b", whatif.BAD_PERIODS.format(a=4, b=2, last=T - 1)),
     ("t1@0-6=b", whatif.BAD_PERIODS.format(a=0, b=6, last=T - 1)),
-    ("s0@1=0", "gives months for a static feature"),
+    ("s0@1=0", "gives periods for a static feature"),
     ("s0=99", "outside the range observed in the data"),
     ("s4=0.5", "not one of the values observed in the data (0, 1)"),
     ("s4*2", "a feature with a few observed values (0, 1)"),

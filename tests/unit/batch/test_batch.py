@@ -104,6 +104,14 @@ def sort_long(frame):
 # ---- the output ---------------------------------------------------------------------------------
 
 
+def test_the_summary_holds_the_points_spent_and_the_manifest_the_customers_outside_the_tolerance(clean):
+    out, _, summary = clean
+    assert (summary["gradient_points"] == REQUEST.steps).all() and (summary["forward_points"] == 2).all()
+    limit = np.maximum(REQUEST.tolerance * np.abs(summary["prediction"] - summary["baseline_prediction"]), 1e-4)
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["outside_tolerance"] == int((np.abs(summary["delta"]) > limit).sum())
+
+
 def test_layout_reads_with_pandas_and_carries_metadata(clean, bundle, ids):
     out, long, summary = clean
     assert out.is_dir()  # "x.parquet" is the dataset folder
@@ -114,7 +122,7 @@ def test_layout_reads_with_pandas_and_carries_metadata(clean, bundle, ids):
     pd.testing.assert_frame_equal(pd.read_parquet(out / SUMMARY_DIR), summary)
     manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["complete"] and (out / SUCCESS).exists() and not (out / LOCK).exists()
-    assert manifest["settings"] == {**REQUEST.as_dict(), "tolerance": REQUEST.tolerance, "seed": 0}
+    assert manifest["settings"] == {**REQUEST.for_bundle(bundle).as_dict(), "tolerance": REQUEST.tolerance, "seed": 0}
     assert manifest["bundle"]["content_hash"] == bundle.content_hash
     assert manifest["chunk_size"] == 50 and manifest["n_chunks"] == 6 and manifest["format_version"] == FORMAT_VERSION
     meta = json.loads(pq.read_schema(out / "part-00003.parquet").metadata[METADATA_KEY])

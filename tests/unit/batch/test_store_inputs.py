@@ -90,7 +90,7 @@ def test_a_table_arrow_cannot_convert_is_a_message_and_no_file(tmp_path):
     long = pd.DataFrame({"customer_id": ["a"], "input": ["static"], "period": [""], "feature": ["f"],
                          "value": [1.0], "attribution": [object()]})
     summary = pd.DataFrame({"customer_id": ["a"], "prediction": [0.5], "baseline_prediction": [0.4],
-                            "delta": [0.0], "steps": [8]})
+                            "delta": [0.0], "steps": [8], "gradient_points": [8], "forward_points": [2]})
     (tmp_path / store_format.SUMMARY_DIR).mkdir()
     with pytest.raises(ExplainError, match="Chunk 0's long table cannot be written as Parquet"):
         store_format.write_chunk(tmp_path, manifest, 0, long, summary)

@@ -420,7 +420,7 @@ def test_many_problems_reported_at_once(folder):
 def test_model_that_fails_to_load(folder, monkeypatch):
     from explain.modelfile import safe_load
 
-    def broken(path):
+    def broken(path, **options):
         raise RuntimeError("Unknown layer: 'MyLayer'\nlong traceback text")
     monkeypatch.setattr(safe_load, "load_model", broken)
     problems = validate_bundle(folder).problems

@@ -32,7 +32,11 @@ def test_quality_is_a_plain_percentage_of_the_difference_explained():
     assert verdict.quality(0.0, 0.9, 0.1) == "100.0 %"
     assert verdict.quality(0.08, 0.9, 0.1) == "90.0 %"  # 0.08 of 0.8 missing
     assert verdict.quality(5e-5, 0.9, 0.1) == "over 99.9 %"  # never rounds a gap up to 100 %
-    assert verdict.quality(3.0, 0.9, 0.1) == "0.0 %"
+    assert verdict.quality(0.8, 0.9, 0.1) == "0.0 %"  # the attributions sum to 0
+    assert verdict.quality(2.97, 0.83, 0.0) == "-258 %, the sign is wrong"  # issue 27's customer: never shown as 0
+    assert verdict.quality(-0.2, 0.9, 0.1) == "125.0 %"  # an overshoot is shown as it is
+    assert verdict.quality(-0.08, 0.1, 0.9) == "90.0 %"  # a negative difference: 0.72 of -0.8 explained
+    assert verdict.quality(0.5, 0.1, 0.9) == "162.5 %"  # attributions -1.3 for a difference of -0.8
 
 
 @pytest.mark.parametrize("value, words", [

@@ -105,3 +105,30 @@ def test_check_demo_is_clean_and_broken_bundle_exits_1(tmp_path):
     bad = run_cli("check", "--bundle", str(broken))
     assert bad.returncode == 1
     assert "tenure_months" in bad.stdout and "abc" in bad.stdout
+
+
+def test_auto_reports_points_and_batch_counts_customers_outside_the_tolerance(demo, tmp_path, capsys):
+    ids = [str(i) for i in demo.ids[:12]]
+    out = tmp_path / "auto.json"
+    args = ["--steps", "auto", "--tolerance", "0.0005", "--max-points", "48"]
+    assert main(["attribute", "--bundle", str(DEMO), *sum((["--customer", i] for i in ids), []), *args,
+                 "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["settings"]["max_points"] == 48
+    api = explain_customers(demo, ids, Request(steps="auto", tolerance=0.0005, max_points=48))
+    points = [c["gradient_points"] for c in doc["customers"]]
+    assert points == api.gradient_points.tolist() and max(points) <= 48 and min(points) >= 16
+    assert [c["forward_points"] for c in doc["customers"]] == api.forward_points.tolist()
+    capsys.readouterr()
+    (tmp_path / "ids.txt").write_text("\n".join(ids) + "\n")
+    store = tmp_path / "store"
+    assert main(["batch", "--bundle", str(DEMO), "--customers-file", str(tmp_path / "ids.txt"), *args,
+                 "--batch-size", "5", "--out", str(store)]) == 0
+    summary = pd.read_parquet(store / "_summary")
+    np.testing.assert_array_equal(summary["gradient_points"], api.gradient_points)
+    limit = np.maximum(0.0005 * np.abs(summary["prediction"] - summary["baseline_prediction"]), 1e-4)
+    outside = int((np.abs(summary["delta"]) > limit).sum())
+    assert 0 < outside < len(ids)  # a tight tolerance and a small budget: some customers do not make it
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith(f"{outside} of {len(ids)} customers outside the tolerance") and "--max-points" in last
+    assert json.loads((store / "_manifest.json").read_text())["outside_tolerance"] == outside

@@ -1,5 +1,6 @@
 """Exports and words: exact numbers on a linear model, the long format, atomic writes."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -82,6 +83,19 @@ def test_delta_status(delta, status):
     assert report.delta_status(delta, 0.7, 0.2)[0] == status
 
 
+def test_no_largest_effects_while_the_attributions_do_not_add_up(case):
+    # the same customer with attributions whose sum has the wrong sign (a delta of 3.6 times the difference)
+    bundle, attribution, *_ = case
+    gap = float(attribution.prediction[0] - attribution.baseline_prediction[0])
+    broken = dataclasses.replace(attribution, delta=np.array([3.58 * gap, 0.0, 0.0]))
+    text = report.summary_text(broken, bundle, 0, customer_id="A")
+    assert "Largest effects" not in text
+    assert "-258 %, the sign is wrong" in text and "cannot be trusted" in text and "Choose 'auto'" in text
+    auto = dataclasses.replace(broken, settings=broken.settings.replace(steps="auto"))
+    assert "--max-points" in report.summary_text(auto, bundle, 0)
+    assert "Largest effects" in report.summary_text(attribution, bundle, 0)  # when they add up: named
+
+
 def test_summary_text_names_the_largest_effect_with_its_sign(case):
     bundle, attribution, x, ws, _ = case
     text = report.summary_text(attribution, bundle, 0, customer_id="A")
@@ -91,3 +105,40 @@ def test_summary_text_names_the_largest_effect_with_its_sign(case):
     assert "add up" in text or "miss" in text
     assert f"{bundle.static_labels[j]} = " in " ".join(p for p, _ in report.contributions(
         attribution, bundle, 0, static_values=x["static"][0]))
+
+
+HOSTILE_IDS = ["=HYPERLINK(\"http://evil.example\",\"x\")", "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)"]
+
+
+@pytest.mark.parametrize("writer", ["download", "attribute"])
+def test_csv_exports_start_no_cell_with_a_formula(writer, tmp_path):
+    """Page downloads (``csv_bytes``) and ``attribute --out x.csv`` (``write_attributions``): ids and names
+    that a spreadsheet would run get a leading quote; numbers, negative ones included, stay numbers."""
+    import csv
+    import io
+
+    model, _, _ = linear_model(seed=3)
+    x = data(4, seed=5)
+    x["static"][0, 0] = -1.5  # a negative value: a number, written as a number
+    names = ["\tTab", "\rreturn", "=1+1"] + [f"s{j}" for j in range(S - 3)]
+    bundle = Bundle.from_arrays(model, x["static"], x["temporal"], ids=HOSTILE_IDS, static_features=names)
+    attribution = explain.integrated_gradients(model, x, {"static": np.zeros((1, S)),
+                                                          "temporal": np.zeros((1, T, F))}, steps=4)
+    if writer == "download":
+        text = report.csv_bytes(attribution, bundle, HOSTILE_IDS).decode("utf-8")
+    else:
+        text = report.write_attributions(tmp_path / "out.csv", attribution, bundle, HOSTILE_IDS).read_bytes().decode()
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    expected = report.long_frame(attribution, bundle, HOSTILE_IDS)
+    assert len(rows) == len(expected)
+    for row in rows:
+        for column, cell in row.items():
+            if column in ("value", "attribution"):
+                float(cell)  # a number, as written
+            else:
+                assert not cell.startswith(files.FORMULA_STARTS), (column, cell)
+    assert {row["customer_id"] for row in rows} == {"'" + i for i in HOSTILE_IDS}
+    assert {"'\tTab", "'\rreturn", "'=1+1"} <= {row["feature"] for row in rows}
+    np.testing.assert_allclose([float(r["value"]) for r in rows], expected["value"].astype(float), rtol=1e-6)
+    np.testing.assert_allclose([float(r["attribution"]) for r in rows], expected["attribution"], rtol=1e-6)
+    assert float(rows[0]["value"]) == -1.5
