@@ -445,22 +445,25 @@ def compare_figures(periods, features, first, second, *, names=("A", "B"), value
     difference has its own symmetric scale, titled as such.
     """
     pads = [None if p is None else np.asarray(p, bool) for p in padding]
+    first, second = (np.where(p[:, None], np.nan, np.asarray(a, np.float64)) if p is not None
+                     else np.asarray(a, np.float64) for a, p in zip((first, second), pads))
     either = None if pads[0] is None and pads[1] is None else np.logical_or(*(
         p if p is not None else np.zeros(len(periods), bool) for p in pads))
-    base = _plan(periods, features, first, second)  # one binning and row order for the three
-    plans = [base.with_padding(p) for p in pads]
-    shown = [plan.sums(a) for plan, a in zip(plans, (first, second))]
-    shown_units = _units_shown(base, features, units)
-    m, clipped = periods_display.robust_limit(*shown)
+    # one binning and row order for the three (the same importance); each grey where it has no data
+    plans = [_plan(periods, features, first, second, padding=p) for p in (*pads, either)]
+    plan = plans[2]
+    first, second = plans[0].sums(first), plans[1].sums(second)
+    shown_units = _units_shown(plan, features, units)
+    m, clipped = periods_display.robust_limit(first, second)
     shared = "Effect<br>(shared<br>scale)<br>red: raises<br>blue: lowers" + (
         periods_display.clipped_note(m) if clipped else "")
-    figs = [_heatmap_figure(plan, features, a, values=plan.means(v), units=shown_units, zmax=m, title=str(n),
+    figs = [_heatmap_figure(pl, features, a, values=pl.means(v), units=shown_units, zmax=m, title=str(n),
                             height=360, colorbar_title=shared)
-            for plan, a, v, n in zip(plans, shown, values, names)]
+            for pl, a, v, n in zip(plans, (first, second), values, names)]
     figs[0].update_traces(showscale=False)  # the same scale as the second one's colorbar
-    both = base.with_padding(either)  # the difference: no data where either has none
+    diff = first - second  # no data (NaN) where either has none
     figs.append(_heatmap_figure(
-        both, features, both.sums(first) - both.sums(second), units=shown_units, height=360,
+        plan, features, diff, units=shown_units, height=360,
         title=f"Difference: {names[0]} minus {names[1]} (own scale)",
         colorbar_title="Difference<br>red: first higher<br>blue: second higher"))
     return figs[0], figs[1], figs[2]

@@ -54,14 +54,6 @@ class Plan(NamedTuple):
     def periods_changed(self) -> bool:
         return len(self.labels) < len(self.which)
 
-    def with_padding(self, padding) -> "Plan":
-        """The same bins and rows for a history whose padded periods are ``padding`` (T,) bool (or None)."""
-        pad = np.zeros(len(self.which), bool) if padding is None else np.asarray(padding, bool)
-        padded = None
-        if padding is not None:
-            padded = pad if not self.periods_changed else np.bincount(self.which[~pad], minlength=len(self.labels)) == 0
-        return self._replace(padding=padded, real=~pad)
-
     def row_names(self, features) -> list:
         return [str(features[j]) if j is not None else f"the other {len(self.folded)} features" for j in self.rows]
 
@@ -159,6 +151,7 @@ def plan(periods, features, importance, *, padding=None, max_periods: int = MAX_
     """The :class:`Plan` of a heatmap of ``periods`` x ``features`` whose features weigh
     ``importance`` (F,) (their total |attribution|: the order of the rows when some are folded)."""
     t, f = len(periods), len(features)
+    pad = np.zeros(t, bool) if padding is None else np.asarray(padding, bool)
     which, labels, ranges, unit = bins(periods, max_periods)
     notes = []
     if len(labels) < t:
@@ -169,7 +162,10 @@ def plan(periods, features, importance, *, padding=None, max_periods: int = MAX_
         order = np.argsort(-np.nan_to_num(np.asarray(importance, np.float64)), kind="stable")
         rows, folded = order[:top - 1].tolist() + [None], order[top - 1:]
         notes.append(f"the {top - 1} largest of {f} features, the other {len(folded)} summed in one row")
-    return Plan(which, labels, ranges, rows, folded, None, "; ".join(notes), np.ones(t, bool)).with_padding(padding)
+    padded = None
+    if padding is not None:
+        padded = pad if len(labels) == t else np.bincount(which[~pad], minlength=len(labels)) == 0
+    return Plan(which, labels, ranges, rows, folded, padded, "; ".join(notes), ~pad)
 
 
 def robust_limit(*arrays) -> tuple[float, bool]:
