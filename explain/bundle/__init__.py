@@ -2,7 +2,7 @@
 
 import importlib
 
-_MODULES = ('checks', 'config', 'load', 'many', 'objects', 'problems', 'roles', 'save', 'tables')
+_MODULES = ('cache', 'checks', 'config', 'load', 'many', 'objects', 'problems', 'roles', 'save', 'tables')
 
 
 def __getattr__(name: str):

@@ -1,26 +1,31 @@
 """The checks of the tables' columns and values against ``bundle.json`` and the model: ids,
 numbers, missing and infinite values, categories, periods and padded histories. Each problem
-names its file, column and rows, and goes to the report with every other one."""
+names its file, column and rows, and goes to the report with every other one.
+
+Every check is vectorised over a table's rows: cells come from :class:`~explain.bundle.tables.Table`
+one column at a time (Arrow), ids and periods as integer codes of their distinct texts; a long table
+is put in order with one sort of (customer, period rank), and its feature columns go straight into the
+``(customers, T, F)`` array, a few columns at a time. Python sees distinct ids and periods, and the
+cells of columns that have a problem, never every row.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from explain.bundle.config import JSON_UNKNOWN_COLUMN, Config
 from explain.bundle.problems import (
     CONFIG_FILE,
     EXAMPLES_SHOWN,
     MISSING_TOKENS,
-    Table,
     ValidationReport,
-    cell_text,
-    column_texts,
     rows_text,
 )
+from explain.bundle.tables import Table
 from explain.core.text import examples as _examples
 
 NO_FEATURE_COLUMNS = ("{file} has no feature columns (only {columns}). Expected the {role} "
@@ -63,44 +68,35 @@ PERIODS_PADDED_NOTE = ("{file}: {count} customer(s) have fewer than {expected} p
 NO_PAD_TOKEN = ("input {input!r} has customers with fewer than {expected} periods, but its lookup "
                 "layer has no mask token to pad them with. Give each customer {expected} rows.")
 
+COLUMNS_AT_ONCE = 8  # feature columns of a long table converted before they are written into the history array
 
-def history_array(checked: dict, spec, order: pd.Series, side: str, table: Table,
-                   report: ValidationReport) -> np.ndarray | None:
-    """Long rows -> (n, T, F) (or (n, T) for ids), customers in static-table order, short
-    histories padded at ``side`` with the mask value."""
-    n, t_len = len(order), spec.shape[0]
-    values = checked["values"]
-    position = order.loc[checked["ids"]].to_numpy()
-    sort = np.lexsort((checked["period_rank"], position))
-    position, values = position[sort], values[sort]
-    counts = np.bincount(position, minlength=n)
-    index = np.arange(len(position)) - np.repeat(np.cumsum(counts) - counts, counts)  # row within customer
-    slot = index + (t_len - counts[position]) if side == "start" else index
-    if spec.embedding is not None:  # category ids (an integer input without one is read as numbers)
-        pad = 0
-        if spec.lookup is not None:
-            pad = getattr(spec.lookup, "mask_token", None)
-            if pad is None and (counts < t_len).any():
-                report.add(table.file, NO_PAD_TOKEN.format(input=spec.key, expected=t_len))
-                return None
-        out = np.full((n, t_len, values.shape[1]), pad, dtype=values.dtype)
-    else:
-        dtype = np.float64 if spec.dtype == "float64" else np.float32
-        out = np.full((n, t_len, values.shape[1]), spec.mask_value or 0.0, dtype=dtype)
-    out[position, slot] = values
-    if (counts < t_len).any():
+
+def history_array(checked: dict, spec, static_ids: np.ndarray, side: str, table: Table,
+                  report: ValidationReport) -> np.ndarray | None:
+    """The checked history ``(n, T, F)`` (or ``(n, T)`` for ids) with its customers in the static table's
+    order; says which histories are padded (a note), or that they cannot be (a problem: None)."""
+    t_len, counts = spec.shape[0], checked["counts"]
+    short = counts < t_len
+    if spec.embedding is not None and spec.lookup is not None and short.any() \
+            and getattr(spec.lookup, "mask_token", None) is None:
+        report.add(table.file, NO_PAD_TOKEN.format(input=spec.key, expected=t_len))
+        return None
+    out = checked["values"]
+    index = pd.Index(checked["ids"]).get_indexer(static_ids)  # the temporal row of each static customer
+    if not np.array_equal(index, np.arange(len(index))):
+        out = out[index]
+    if short.any():
         report.notes.append(PERIODS_PADDED_NOTE.format(
-            file=table.file, count=int((counts < t_len).sum()), expected=t_len, side=side,
-            padded_by=spec.padded_by))
+            file=table.file, count=int(short.sum()), expected=t_len, side=side, padded_by=spec.padded_by))
     return out if len(spec.shape) > 1 else out[..., 0]
 
 
 def check_static(table: Table | None, config: Config, plan: dict,
-                  report: ValidationReport) -> dict | None:
+                 report: ValidationReport) -> dict | None:
     if table is None:
         return None
     ok = True
-    columns = list(table.frame.columns)
+    columns = table.columns
     id_col = config.id_column
     if id_col not in columns:
         _missing_column(table, id_col, "the customer id column", config, report)
@@ -145,14 +141,15 @@ def check_static(table: Table | None, config: Config, plan: dict,
                 values[spec.key] = block
     if id_col not in columns:
         return None
-    ids = column_texts(table, id_col).to_numpy(dtype=object)
+    codes, texts = table.keys(id_col)
+    ids = texts[codes]
     empty = np.flatnonzero(ids == "")
     if empty.size:
         report.add(table.file, EMPTY_KEYS.format(
             column=id_col, count=empty.size, where=rows_text(table.file, table.is_csv, table.rows[empty]),
             what="a customer id"), column=id_col, rows=table.rows[empty])
         ok = False
-    duplicated = pd.Series(ids).duplicated(keep=False).to_numpy() & (ids != "")
+    duplicated = (np.bincount(codes, minlength=len(texts)) > 1)[codes] & (ids != "")
     if duplicated.any():
         dup_ids = list(dict.fromkeys(ids[duplicated]))
         examples = [f"{i!r} (rows {', '.join(str(r) for r in table.rows[ids == i][:3])})"
@@ -168,165 +165,298 @@ def check_static(table: Table | None, config: Config, plan: dict,
 
 def _input_block(table: Table, features: list[str], spec, report: ValidationReport, keys) -> np.ndarray | None:
     """(rows, features) as the model input takes them: floats of its dtype, ids or texts."""
-    if spec is None or spec.embedding is None:  # numbers (an integer input without an Embedding too:
-        # the engine refuses it with its own words, and check says so up front)
-        block = _numeric_block(table, features, report, keys)
-        if block is None:
-            return None
-        return block if spec is not None and spec.dtype == "float64" else block.astype(np.float32)
-    labels = None
-    if keys is not None:
-        def labels(k: int) -> str:
-            return f"{cell_text(table.frame[keys[0]].iat[k])}, {cell_text(table.frame[keys[1]].iat[k])}"
-    high = int(spec.embedding.input_dim) - 1
-    columns, ok = [], True
-    for column in features:
-        if spec.dtype == "string":
-            text = column_texts(table, column).astype(str)
-            missing = (text.str.lower().isin(MISSING_TOKENS).to_numpy() if spec.mask_zero is False
-                       else np.zeros(len(text), bool))
-            if missing.any():
-                idx = np.flatnonzero(missing)
-                report.add(table.file, MISSING_VALUES.format(
-                    column=column, count=idx.size, where=rows_text(table.file, table.is_csv, table.rows[idx])),
-                    column=column, rows=table.rows[idx])
-                ok = False
-            columns.append(text.to_numpy(dtype=object).astype(str))
-            continue
-        values, ok_column = numeric_column(table, column, report, labels)
-        ok = ok and ok_column
-        if not ok_column:
-            continue
-        bad = values != np.round(values)
-        if spec.lookup is None:
-            bad |= (values < 0) | (values > high)
-        if bad.any():
-            idx = np.flatnonzero(bad)
-            shown = [repr(v) for v in values[idx[:EXAMPLES_SHOWN]]]
-            report.add(table.file, NOT_CATEGORY_IDS.format(
-                column=column, input=spec.key, high=high, count=idx.size, fix=CATEGORY_IDS_FIX,
-                where=rows_text(table.file, table.is_csv, table.rows[idx], shown)), column=column, rows=table.rows[idx])
-            ok = False
-            continue
-        columns.append(values.astype(np.int64 if spec.dtype == "int64" else np.int32))
-    if not ok:
+    columns = [_input_column(table, column, spec, report, _row_labels(table, keys)) for column in features]
+    if any(column is None for column in columns):
         return None
     return np.stack(columns, axis=1)
+
+
+def _input_column(table: Table, column: str, spec, report: ValidationReport, labels) -> np.ndarray | None:
+    """One column as the model input takes it (floats of its dtype, category ids or texts), or None after
+    reporting every bad cell."""
+    if spec is None or spec.embedding is None:  # numbers (an integer input without an Embedding too:
+        # the engine refuses it with its own words, and check says so up front)
+        values, ok = numeric_column(table, column, report, labels)
+        if not ok:
+            return None
+        return values if spec is not None and spec.dtype == "float64" else values.astype(np.float32)
+    high = int(spec.embedding.input_dim) - 1
+    if spec.dtype == "string":
+        text = table.texts(column).astype(str)
+        missing = (pd.Series(text, dtype=object).str.lower().isin(MISSING_TOKENS).to_numpy()
+                   if spec.mask_zero is False else np.zeros(len(text), bool))
+        if missing.any():
+            idx = np.flatnonzero(missing)
+            report.add(table.file, MISSING_VALUES.format(
+                column=column, count=idx.size, where=rows_text(table.file, table.is_csv, table.rows[idx])),
+                column=column, rows=table.rows[idx])
+            return None
+        return text
+    values, ok = numeric_column(table, column, report, labels)
+    if not ok:
+        return None
+    bad = values != np.round(values)
+    if spec.lookup is None:
+        bad |= (values < 0) | (values > high)
+    if bad.any():
+        idx = np.flatnonzero(bad)
+        shown = [repr(v) for v in values[idx[:EXAMPLES_SHOWN]]]
+        report.add(table.file, NOT_CATEGORY_IDS.format(
+            column=column, input=spec.key, high=high, count=idx.size, fix=CATEGORY_IDS_FIX,
+            where=rows_text(table.file, table.is_csv, table.rows[idx], shown)), column=column, rows=table.rows[idx])
+        return None
+    return values.astype(np.int64 if spec.dtype == "int64" else np.int32)
+
+
+def _row_labels(table: Table, keys):
+    """(row position -> 'customer, period') for messages, or None without key columns."""
+    if keys is None:
+        return None
+    return lambda k: f"{table.text(keys[0], k)}, {table.text(keys[1], k)}"
 
 
 def _check_present(table: Table, listed, specs, report: ValidationReport, keys) -> None:
     """Every problem of the listed feature columns that are there (when one is missing), so that
     one pass reports them all; numbers only (which column feeds which embedding is unknown then)."""
     if all(spec.kind == "numeric" for spec in specs):
-        _numeric_block(table, [c for c in listed or [] if c in table.frame.columns], report, keys)
+        _numeric_block(table, [c for c in listed or [] if c in table.columns], report, keys)
+
+
+class _LongKeys:
+    """The id and period columns of a long table as codes, put in (customer, period) order by one sort:
+    what is wrong with them (empty, duplicated, too many or too few periods, unsorted), and where each
+    row goes in the ``(customers, T, F)`` array. Customers are numbered in order of first appearance."""
+
+    def __init__(self, table: Table, id_col: str, period_col: str, spec) -> None:
+        self.table, self.spec = table, spec
+        self.id_codes, self.ids = table.keys(id_col)              # (rows,), (customers,)
+        period_codes, self.period_texts = table.keys(period_col)  # (rows,), (P,)
+        rank = period_ranks(self.period_texts)                    # (P,) sort key of each period label
+        key = self.id_codes.astype(np.int64) * len(self.period_texts) + rank[period_codes]  # (rows,)
+        self.order = None if np.all(key[1:] >= key[:-1]) else np.argsort(key, kind="stable")  # None: in order
+        if self.order is not None:
+            key = key[self.order]
+        repeat = key[1:] == key[:-1]                              # a (customer, period) seen on the row before
+        del key  # (rows,) int64: memory for the feature columns
+        self.period_sorted = period_codes if self.order is None else period_codes[self.order]
+        self.customer_sorted = self.id_codes if self.order is None else self.id_codes[self.order]
+        duplicated = np.zeros(len(self.id_codes), bool)
+        duplicated[1:] |= repeat
+        duplicated[:-1] |= repeat
+        self.duplicated = duplicated if self.order is None else _unsort(duplicated, self.order)
+        self.group_starts = np.flatnonzero(duplicated & ~np.concatenate(([False], repeat)))  # sorted positions
+        distinct = np.concatenate(([True], ~repeat))
+        self.counts = np.bincount(self.customer_sorted[distinct], minlength=len(self.ids))  # periods per customer
+        self.starts = np.cumsum(self.counts) - self.counts        # first sorted row of each customer
+        self.unsorted: list[str] = []
+        if self.order is not None:
+            fell = (self.customer_sorted[1:] == self.customer_sorted[:-1]) & (self.order[1:] < self.order[:-1])
+            self.unsorted = self.ids[np.unique(self.customer_sorted[1:][fell])].tolist()
+
+    def report(self, id_col: str, period_col: str, report: ValidationReport) -> bool:
+        """Empty keys, duplicated (customer, period) pairs, customers with a wrong number of periods
+        (problems) and unsorted rows (a note); True when there is no problem."""
+        table, ok = self.table, True
+        for key_col, codes, texts, what in ((id_col, self.id_codes, self.ids, "a customer id"),
+                                            (period_col, *self.table.keys(period_col), "a period")):
+            empty = np.flatnonzero(codes == _code_of(texts, ""))
+            if empty.size:
+                report.add(table.file, EMPTY_KEYS.format(
+                    column=key_col, count=empty.size, what=what,
+                    where=rows_text(table.file, table.is_csv, table.rows[empty])),
+                    column=key_col, rows=table.rows[empty])
+                ok = False
+        if self.group_starts.size:
+            order = np.arange(len(self.id_codes)) if self.order is None else self.order
+            first_rows = order[self.group_starts]                 # each pair's first row (the sort is stable)
+            shown = self.group_starts[np.argsort(first_rows, kind="stable")[:EXAMPLES_SHOWN]]
+            examples = [f"{self.ids[self.customer_sorted[s]]!r} {self.period_texts[self.period_sorted[s]]!r} "
+                        f"(rows {', '.join(str(table.rows[k]) for k in order[s:s + 3][self._same_pair(s)])})"
+                        for s in shown]
+            count = self.group_starts.size
+            report.add(table.file, DUPLICATE_PERIODS.format(
+                count=count, examples=_examples(examples, total=count, quote=False)),
+                column=period_col, rows=table.rows[self.duplicated])
+            ok = False
+        spec = self.spec
+        if spec is not None:
+            self.expected, why = spec.shape[0], f"the model's temporal input {spec.key!r} has T={spec.shape[0]}"
+        else:
+            values, times = np.unique(self.counts, return_counts=True)
+            self.expected = int(values[np.argmax(times)]) if len(values) else 0
+            why = "the most common count; the model could not be checked"
+        if spec is not None and spec.padded_by:  # a masked history may be shorter: padded to T
+            wrong = (self.counts > self.expected) | (self.counts < 1)
+            why += f"; shorter histories are padded ({spec.padded_by}), longer ones are not allowed"
+        else:
+            wrong = self.counts != self.expected
+        if wrong.any():
+            which = np.flatnonzero(wrong)
+            examples = [f"{self.ids[c]!r} has {self.counts[c]}" for c in which[:EXAMPLES_SHOWN]]
+            report.add(table.file, WRONG_PERIOD_COUNT.format(
+                count=which.size, expected=self.expected, why=why,
+                examples=_examples(examples, total=which.size, quote=False)),
+                column=period_col, rows=table.rows[wrong[self.id_codes]])
+            ok = False
+        if self.unsorted:
+            report.notes.append(PERIODS_SORTED_NOTE.format(
+                file=table.file, count=len(self.unsorted), examples=_examples(self.unsorted), column=period_col))
+        return ok
+
+    def _same_pair(self, s: int) -> np.ndarray:
+        """Which of the (up to 3) sorted rows from ``s`` on hold the same (customer, period) as row ``s``."""
+        end = min(s + 3, len(self.customer_sorted))
+        return ((self.customer_sorted[s:end] == self.customer_sorted[s])
+                & (self.period_sorted[s:end] == self.period_sorted[s]))
+
+    def slots(self, t_len: int, side: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(customer, period slot) of each sorted row in a (customers, t_len) grid, histories shorter
+        than t_len padded at ``side``; None when every customer fills the grid in file order."""
+        if self.order is None and np.all(self.counts == t_len):
+            return None
+        within = np.arange(len(self.customer_sorted)) - self.starts[self.customer_sorted]
+        if side == "start":
+            within += t_len - self.counts[self.customer_sorted]
+        return self.customer_sorted, within
+
+    def period_labels(self, padding: str, report: ValidationReport) -> list[str]:
+        """The period labels of the array: the most common sequence of the histories that have every period
+        (ties: the one of the first customer by id); a note names the customers whose labels differ."""
+        t_len = self.expected
+        full = self.counts == t_len if self.spec is not None else np.ones(len(self.counts), bool)
+        rows = full[self.customer_sorted]
+        sequences = self.period_sorted[rows].reshape(-1, t_len) if t_len else np.zeros((0, 0), np.int64)
+        if len(sequences) == 0:  # every history is short: name the periods by position
+            labels = [f"t{i + 1}" for i in range(t_len)]
+            known = {text: code for code, text in enumerate(self.period_texts)}
+            common = np.asarray([known.get(label, -1) for label in labels], dtype=np.int64)
+        else:
+            common = sequences[0]
+            if not np.all(sequences == common):
+                distinct, which, times = np.unique(sequences, axis=0, return_inverse=True, return_counts=True)
+                best = np.flatnonzero(times == times.max())
+                if len(best) > 1:  # the sequence of the first customer in id order, as Counter.most_common
+                    id_rank = np.empty(len(self.ids), np.int64)
+                    id_rank[np.argsort(self.ids.astype(str), kind="stable")] = np.arange(len(self.ids))
+                    first = np.full(len(distinct), np.iinfo(np.int64).max)
+                    np.minimum.at(first, which.ravel(), id_rank[np.flatnonzero(full)])
+                    best = best[np.argsort(first[best], kind="stable")]
+                common = distinct[best[0]]
+            labels = self.period_texts[common].tolist()
+        within = np.arange(len(self.customer_sorted)) - self.starts[self.customer_sorted]
+        if padding == "start":
+            within += len(common) - self.counts[self.customer_sorted]
+        differ = np.unique(self.customer_sorted[self.period_sorted != common[within]])
+        if differ.size:
+            differ = differ[np.argsort(self.ids[differ].astype(str), kind="stable")]
+            first, last = self.period_texts[self.period_sorted[self.starts[differ]]], \
+                self.period_texts[self.period_sorted[self.starts[differ] + self.counts[differ] - 1]]
+            shown = [f"{self.ids[c]}: {a}..{b}" for c, a, b in
+                     zip(differ[:EXAMPLES_SHOWN], first[:EXAMPLES_SHOWN], last[:EXAMPLES_SHOWN])]
+            report.notes.append(MIXED_PERIODS_NOTE.format(
+                file=self.table.file, count=differ.size, first=labels[0], last=labels[-1],
+                examples=_examples(shown, total=differ.size, quote=False)))
+        return labels
+
+    def history(self, table: Table, features: list[str], spec, side: str, report: ValidationReport,
+                labels) -> np.ndarray | None:
+        """Every feature column checked and written into (customers, T, F) in period order, a few columns
+        at a time; None when a column has a problem (every column is still checked)."""
+        t_len, width = spec.shape[0], len(features)
+        slots = self.slots(t_len, side)
+        short = bool(np.any(self.counts < t_len))
+        numeric = spec.embedding is None
+        dtype = np.float64 if spec.dtype == "float64" else np.float32
+        group = COLUMNS_AT_ONCE if numeric else width  # ids or texts: one block, one width for every column
+        out, ok = None, True
+        for start in range(0, width, group):
+            names = features[start:start + group]
+            if numeric:  # each column converted straight into its row of the block: (g, rows)
+                block = np.empty((len(names), len(self.id_codes)), dtype)
+                for j, column in enumerate(names):
+                    values, good = numeric_column(table, column, report, labels)
+                    ok = ok and good
+                    if ok:
+                        block[j] = values
+            else:
+                columns = [_input_column(table, column, spec, report, labels) for column in names]
+                ok = ok and all(column is not None for column in columns)
+                block = np.stack(columns) if ok else None
+            pa.default_memory_pool().release_unused()  # the Arrow columns just read: not kept for later reads
+            if not ok:
+                continue
+            if out is None:
+                pad = spec.mask_value or 0.0
+                if not numeric:
+                    pad = 0 if spec.lookup is None else getattr(spec.lookup, "mask_token", None)
+                    pad = 0 if pad is None else pad               # no mask token: history_array refuses short ones
+                shape = (len(self.ids), t_len, width)
+                out = np.full(shape, pad, dtype=block.dtype) if short else np.empty(shape, dtype=block.dtype)
+            end = start + len(block)
+            if slots is None:   # the rows are the grid already: (g, customers * T) -> (customers, T, g)
+                out[:, :, start:end] = block.T.reshape(len(self.ids), t_len, -1)
+            else:
+                out[slots[0], slots[1], start:end] = (block if self.order is None else block[:, self.order]).T
+        return out if ok else None
+
+
+def _unsort(values: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``values`` given in sorted order back in file order."""
+    out = np.empty_like(values)
+    out[order] = values
+    return out
+
+
+def _code_of(texts: np.ndarray, text: str) -> int:
+    found = np.flatnonzero(texts == text)
+    return int(found[0]) if found.size else -1
 
 
 def check_temporal(table: Table | None, config: Config, plan: dict, key: str,
-                    report: ValidationReport) -> dict | None:
+                   report: ValidationReport) -> dict | None:
     if table is None:
         return None
     spec = plan["specs"].get(key)
     listed = plan["listed"].get(key)
     width = None if spec is None else (spec.shape[1] if len(spec.shape) > 1 else 1)
     ok = True
-    columns = list(table.frame.columns)
+    columns = table.columns
     id_col, period_col = config.id_column, config.period_column
     for key_col, role in ((id_col, "the customer id column"), (period_col, "the period column")):
         if key_col not in columns:
             _missing_column(table, key_col, role, config, report)
             ok = False
+    keys = _LongKeys(table, id_col, period_col, spec) if ok else None
+    # the values go straight into the history array when its layout is known (keys without problems)
+    layout = (keys is not None and spec is not None and not keys.group_starts.size
+              and not np.any(keys.counts > spec.shape[0]) and not np.any(keys.counts < 1)
+              and (spec.padded_by or np.all(keys.counts == spec.shape[0])))
     features = _features(table, "temporal", listed,
                          {id_col, period_col, config.label_column}, config, report)
+    values = None
     if features is None:  # a listed column is missing (said): the others and the keys are still checked
         _check_present(table, listed, [spec] if spec is not None else [], report,
                        (id_col, period_col) if ok else None)
-        values, ok = None, False
+        ok = False
     else:
         plan["features"][key] = features
-        values = _input_block(table, features, spec, report, (id_col, period_col) if ok else None)
-        ok = ok and values is not None
+        labels = _row_labels(table, (id_col, period_col) if ok else None)
+        if layout and len(features) == width:
+            values = keys.history(table, features, spec, config.temporal_padding, report, labels)
+            ok = ok and values is not None
+        else:  # every column checked, none kept
+            checked = [_input_column(table, column, spec, report, labels) is not None for column in features]
+            ok = ok and all(checked)
         if width is not None and len(features) != width:
             _count_mismatch(table, "temporal", "F", width, features, listed is not None, report)
             ok = False
-    if id_col not in columns or period_col not in columns:
+    if keys is None:
         return None
-
-    ids = column_texts(table, id_col).to_numpy(dtype=object)
-    periods = column_texts(table, period_col).to_numpy(dtype=object)
-    for key_col, keys, what in ((id_col, ids, "a customer id"), (period_col, periods, "a period")):
-        empty = np.flatnonzero(keys == "")
-        if empty.size:
-            report.add(table.file, EMPTY_KEYS.format(
-                column=key_col, count=empty.size, what=what,
-                where=rows_text(table.file, table.is_csv, table.rows[empty])),
-                column=key_col, rows=table.rows[empty])
-            ok = False
-
-    pairs = pd.DataFrame({"id": ids, "period": periods})
-    duplicated = pairs.duplicated(keep=False).to_numpy()
-    if duplicated.any():
-        groups = pairs[duplicated].groupby(["id", "period"], sort=False).groups
-        examples = [f"{i!r} {p!r} (rows {', '.join(str(table.rows[k]) for k in list(rows)[:3])})"
-                    for (i, p), rows in list(groups.items())[:EXAMPLES_SHOWN]]
-        report.add(table.file, DUPLICATE_PERIODS.format(
-            count=len(groups), examples=_examples(examples, total=len(groups), quote=False)),
-            column=period_col, rows=table.rows[duplicated])
-        ok = False
-
-    rank = period_ranks(periods)
-    pairs["rank"] = rank
-    # periods per customer (nunique on object columns runs in Python per group: 0.1 s for 3,000 customers);
-    # the same count as nunique because a period is never NaN here (column_texts: a missing cell is "")
-    per_customer = pairs.drop_duplicates(["id", "period"]).groupby("id", sort=False).size()
-    if spec is not None:
-        expected, why = spec.shape[0], f"the model's temporal input {spec.key!r} has T={spec.shape[0]}"
-    else:
-        expected = int(per_customer.mode().iloc[0]) if len(per_customer) else 0
-        why = "the most common count; the model could not be checked"
-    if spec is not None and spec.padded_by:  # a masked history may be shorter: padded to T
-        wrong = per_customer[(per_customer > expected) | (per_customer < 1)]
-        why += f"; shorter histories are padded ({spec.padded_by}), longer ones are not allowed"
-    else:
-        wrong = per_customer[per_customer != expected]
-    if len(wrong):
-        examples = [f"{i!r} has {k}" for i, k in list(wrong.items())[:EXAMPLES_SHOWN]]
-        bad_rows = table.rows[pairs["id"].isin(wrong.index).to_numpy()]
-        report.add(table.file, WRONG_PERIOD_COUNT.format(
-            count=len(wrong), expected=expected, why=why,
-            examples=_examples(examples, total=len(wrong), quote=False)),
-            column=period_col, rows=bad_rows)
-        ok = False
-
-    codes = pd.factorize(pairs["id"])[0]
-    by_customer = np.argsort(codes, kind="stable")          # file order within a customer
-    falls = (np.diff(codes[by_customer]) == 0) & (np.diff(rank[by_customer]) < 0)
-    if falls.any():
-        names = list(dict.fromkeys(ids[by_customer[1:][falls]]))
-        report.notes.append(PERIODS_SORTED_NOTE.format(
-            file=table.file, count=len(names), examples=_examples(names), column=period_col))
-
+    ok = keys.report(id_col, period_col, report) and ok
     if not ok:
-        return {"ids": ids, "values": None, "features": features}
-    # one label sequence per customer, in period order; the most common one names the periods
-    ordered = pairs.sort_values(["id", "rank"], kind="stable")
-    sequences = ordered.groupby("id", sort=False)["period"].agg(tuple)
-    full = sequences[sequences.map(len) == expected] if spec is not None else sequences
-    if len(full) == 0 and len(sequences):  # every history is short: name the periods by position
-        full = pd.Series([tuple(f"t{i + 1}" for i in range(expected))])
-    common = Counter(full.tolist()).most_common(1)[0][0] if len(full) else ()
-
-    def aligned(seq):  # the part of the common labels a (padded) history occupies
-        if len(seq) == len(common):
-            return common
-        return common[len(common) - len(seq):] if config.temporal_padding == "start" else common[:len(seq)]
-
-    others = sequences[sequences.map(lambda s: s != aligned(s))]
-    if len(others):
-        report.notes.append(MIXED_PERIODS_NOTE.format(
-            file=table.file, count=len(others), first=common[0], last=common[-1],
-            examples=_examples([f"{i}: {s[0]}..{s[-1]}" for i, s in others.items()], quote=False)))
-    return {"ids": ids, "values": values, "features": features, "period_rank": rank,
-            "periods": list(common)}
+        return {"ids": keys.ids, "values": None, "features": features}
+    periods = keys.period_labels(config.temporal_padding, report)
+    return {"ids": keys.ids, "values": values, "features": features, "periods": periods, "counts": keys.counts}
 
 
 def check_same_customers(static: dict, temporal: dict, static_table: Table,
@@ -348,9 +478,9 @@ def check_config_columns(config: Config, static_table: Table | None,
                           more_tables: Sequence[Table] = ()) -> None:
     if not config.present or static_table is None or temporal_table is None:
         return
-    known = set(static_table.frame.columns) | set(temporal_table.frame.columns)
+    known = set(static_table.columns) | set(temporal_table.columns)
     for table in more_tables:
-        known |= set(table.frame.columns)
+        known |= set(table.columns)
     for key in ("display_names", "units"):
         unknown = [c for c in getattr(config, key) if c not in known]
         if unknown:
@@ -361,7 +491,7 @@ def check_config_columns(config: Config, static_table: Table | None,
 
 def _features(table: Table, kind: str, listed: list[str] | None, reserved: set,
               config: Config, report: ValidationReport) -> list[str] | None:
-    columns = list(table.frame.columns)
+    columns = table.columns
     if listed is None:
         features = [c for c in columns if c not in reserved]
         if not features:
@@ -382,7 +512,7 @@ def _features(table: Table, kind: str, listed: list[str] | None, reserved: set,
 
 def _missing_column(table: Table, column: str, role: str, config: Config,
                     report: ValidationReport) -> None:
-    columns = list(table.frame.columns)
+    columns = table.columns
     close = [c for c in columns if c.strip().lower() == column.strip().lower()]
     if "bundle.json" in role:
         fix = f"Add the column to {table.file} or fix its name in bundle.json."
@@ -417,11 +547,8 @@ def _count_mismatch(table: Table, kind: str, symbol: str, expected: int, feature
 def _numeric_block(table: Table, features: list[str], report: ValidationReport,
                    keys: tuple[str, str] | None) -> np.ndarray | None:
     """(rows, features) float64, or None after reporting every bad cell, column by column."""
-    labels = None
-    if keys is not None:  # (customer, period) of a row, computed only for rows shown
-        def labels(k: int) -> str:
-            return f"{cell_text(table.frame[keys[0]].iat[k])}, {cell_text(table.frame[keys[1]].iat[k])}"
-    block, ok = np.empty((len(table.frame), len(features))), True
+    labels = _row_labels(table, keys)
+    block, ok = np.empty((len(table), len(features))), True
     for j, column in enumerate(features):
         values, ok_column = numeric_column(table, column, report, labels)
         block[:, j] = values
@@ -429,9 +556,28 @@ def _numeric_block(table: Table, features: list[str], report: ValidationReport,
     return block if ok else None
 
 
+def _numbers(column: pa.ChunkedArray) -> np.ndarray | None:
+    """float64 of a column of numbers (NaN where missing), or of text cells that all read as finite-or-infinite
+    numbers as they are (pyarrow reads a subset of what pandas reads, and no spaces around them); None when
+    the cells must be read one by one as text."""
+    kind = column.type
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or (
+            pa.types.is_boolean(kind) and column.null_count == 0):
+        return column.cast(pa.float64(), safe=False).to_numpy()   # a null becomes NaN: missing
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        try:
+            numbers = column.cast(pa.float64())
+        except pa.ArrowException:
+            return None
+        if numbers.null_count == 0:
+            values = numbers.to_numpy()
+            if not np.isnan(values).any():
+                return values
+    return None
+
+
 def numeric_column(table: Table, column: str, report: ValidationReport,
-                    labels) -> tuple[np.ndarray, bool]:
-    series = table.frame[column]
+                   labels) -> tuple[np.ndarray, bool]:
     ok = True
 
     def where(mask, values=None):
@@ -445,11 +591,12 @@ def numeric_column(table: Table, column: str, report: ValidationReport,
             shown = [f"{labels(k)}: {v}" if v else labels(k) for k, v in zip(first, shown)]
         return idx, rows_text(table.file, table.is_csv, table.rows[idx], shown)
 
-    if pd.api.types.is_bool_dtype(series) or pd.api.types.is_numeric_dtype(series):
-        values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+    cells = table.column(column)
+    values = _numbers(cells)
+    if values is not None:
         missing = np.isnan(values)
     else:
-        text = column_texts(table, column)
+        text = pd.Series(table.texts(column, keep=False), dtype=object)
         missing = text.str.lower().isin(MISSING_TOKENS).to_numpy()
         values = pd.to_numeric(text.mask(missing, "nan"), errors="coerce").to_numpy(np.float64)
         bad = np.isnan(values) & ~missing
@@ -477,11 +624,13 @@ def numeric_column(table: Table, column: str, report: ValidationReport,
 
 def _labels(table: Table, column: str) -> np.ndarray:
     """The label column: numbers when every non-missing cell is one, else text."""
-    series = table.frame[column]
-    if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
-        values = series.to_numpy()
+    cells = table.column(column)
+    kind = cells.type
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or (
+            pa.types.is_boolean(kind) and cells.null_count == 0):
+        values = cells.to_numpy() if cells.null_count == 0 else cells.cast(pa.float64(), safe=False).to_numpy()
     else:
-        text = column_texts(table, column)
+        text = pd.Series(table.texts(column), dtype=object)
         missing = text.str.lower().isin(MISSING_TOKENS)
         numbers = pd.to_numeric(text.mask(missing, "nan"), errors="coerce")
         if numbers[~missing].notna().all():

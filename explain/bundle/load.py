@@ -30,15 +30,14 @@ Where things are: the report and file names in ``explain.bundle.problems``, ``bu
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
+from explain.bundle import cache as array_cache
 from explain.bundle import many, objects
 from explain.bundle.checks import (  # noqa: F401 (re-exported)
     CATEGORY_IDS_FIX,
@@ -112,6 +111,8 @@ from explain.bundle.roles import (  # noqa: F401 (re-exported)
 from explain.bundle.tables import (  # noqa: F401 (re-exported)
     AMBIGUOUS_FILE,
     MISSING_FILE,
+    UNREADABLE_PARQUET,
+    UnreadableTable,
     oversized_table,
     read_table,
 )
@@ -433,17 +434,70 @@ class _ModelInfo:
     shapes: dict[str, tuple] | None = None       # role -> input shape
     outputs: int | None = None                    # K
     layout: Any = None                            # explain.core.inputs.InputLayout
-    raw: bytes = b""
+    path: Path | None = None                      # model.keras or model.h5
 
 
 def _inspect(folder: Path, loader: ModelLoader | None = None,
              limits: Limits = DEFAULT_LIMITS) -> tuple[ValidationReport, Bundle | None]:
-    report = ValidationReport(path=folder)
     if not folder.is_dir():
+        report = ValidationReport(path=folder)
         report.add(str(folder), NOT_A_FOLDER.format(
             folder=folder, files=", ".join((MODEL_FILE, "static.csv", "temporal.csv"))))
         return report, None
+    cached = array_cache.read(folder, _table_limits(limits))
+    if cached is not None:
+        opened = _open_cached(folder, cached, loader, limits)
+        if opened is not None:
+            return opened
+    return _check(folder, loader, limits)
 
+
+def _table_limits(limits: Limits) -> dict:
+    """The limits a table is measured against: a cache built under them serves opens under these or looser ones."""
+    return {name: getattr(limits, name) for name in ("max_table_cells", "max_table_columns", "max_table_bytes")}
+
+
+def _open_cached(folder: Path, cached: array_cache.Checked, loader: ModelLoader | None, limits: Limits
+                 ) -> tuple[ValidationReport, Bundle] | None:
+    """(report, bundle) from the array cache (:mod:`explain.bundle.cache`): bundle.json and the model are
+    read again, the tables not at all. None when the model or bundle.json now has a problem: then
+    everything is checked again, and the report lists every problem."""
+    report = ValidationReport(path=folder)
+    config = read_config(folder, report, limits)
+    if config.oversized:
+        return None
+    model_info = _read_model(folder, report, loader, limits)
+    layout = _model_layout(model_info, config, report)
+    plan = input_plan(config, layout, report)
+    target = _outputs(config, model_info, report)
+    if not report.ok or layout is None or set(cached.arrays) != set(layout.engine_keys):
+        return None
+    plan["features"] = dict(cached.features)
+    report.notes[:] = cached.notes
+    return report, _assemble(folder, config, model_info, layout, plan, cached, target, report)
+
+
+def _outputs(config: Config, model_info: _ModelInfo | None, report: ValidationReport) -> int:
+    """The output explained by default (bundle.json 'target'); 'output_names' and 'target' checked against
+    the model's outputs."""
+    target = 0
+    if model_info and model_info.outputs is not None and config.output_names is not None:
+        if len(config.output_names) != model_info.outputs:
+            report.add(CONFIG_FILE, OUTPUT_NAMES_COUNT.format(
+                file=CONFIG_FILE, given=len(config.output_names), expected=model_info.outputs))
+    if model_info and model_info.outputs is not None:
+        names = list(config.output_names or default_output_names(model_info.outputs))
+        if len(names) == model_info.outputs:
+            target, problem = default_target(names, config.target, config.positive_label)
+            if problem:
+                report.add(CONFIG_FILE, problem, column="target")
+    return target
+
+
+def _check(folder: Path, loader: ModelLoader | None, limits: Limits) -> tuple[ValidationReport, Bundle | None]:
+    """Every check of bundle.json, the tables and the model; the bundle when there is no problem (its arrays
+    then go to the array cache)."""
+    report = ValidationReport(path=folder)
     config = read_config(folder, report, limits)
     oversized = [(path.name, problem) for path in sorted(folder.iterdir())  # every table, before the model
                  if path.is_file() and path.suffix.lower() in (".csv", ".parquet")
@@ -460,8 +514,8 @@ def _inspect(folder: Path, loader: ModelLoader | None = None,
     temporal_tables = {key: read_table(folder, "temporal", report, names, limits)
                        for key, names in plan["tables"].items()}
 
-    static = check_static(static_table, config, plan, report)
-    temporal = {key: check_temporal(table, config, plan, key, report)
+    static = _checked(check_static, static_table, config, plan, report)
+    temporal = {key: _checked(check_temporal, table, config, plan, key, report)
                 for key, table in temporal_tables.items()}
     first_temporal = next(iter(temporal_tables.values()), None)
     check_config_columns(config, static_table, first_temporal, report,
@@ -470,17 +524,7 @@ def _inspect(folder: Path, loader: ModelLoader | None = None,
         if static and checked:
             check_same_customers(static, checked, static_table, temporal_tables[key],
                                   config.id_column, report)
-    target = 0
-    if model_info and model_info.outputs is not None and config.output_names is not None:
-        if len(config.output_names) != model_info.outputs:
-            report.add(CONFIG_FILE, OUTPUT_NAMES_COUNT.format(
-                file=CONFIG_FILE, given=len(config.output_names), expected=model_info.outputs))
-    if model_info and model_info.outputs is not None:
-        names = list(config.output_names or default_output_names(model_info.outputs))
-        if len(names) == model_info.outputs:
-            target, problem = default_target(names, config.target, config.positive_label)
-            if problem:
-                report.add(CONFIG_FILE, problem, column="target")
+    target = _outputs(config, model_info, report)
 
     complete = static and temporal and all(temporal.values()) and model_info and layout is not None
     if not report.ok or not complete:
@@ -489,15 +533,38 @@ def _inspect(folder: Path, loader: ModelLoader | None = None,
         return report, None
 
     arrays = dict(static["values"])
-    order = pd.Series(np.arange(len(static["ids"])), index=static["ids"])
     for key, checked in temporal.items():
-        arrays[key] = history_array(checked, layout.spec(key), order, config.temporal_padding,
-                                     temporal_tables[key], report)
+        arrays[key] = history_array(checked, layout.spec(key), static["ids"], config.temporal_padding,
+                                    temporal_tables[key], report)
         if arrays[key] is None:
             return report, None
+    used = [model_info.path.name, static_table.path.name, *[t.path.name for t in temporal_tables.values()],
+            *([CONFIG_FILE] if config.present else [])]
+    absent = [name for table in (static_table, *temporal_tables.values()) for name in _formats(table.path.name)
+              if name != table.path.name]
+    absent += [MODEL_FILE] if model_info.path.name != MODEL_FILE else []
+    absent += [] if config.present else [CONFIG_FILE]
+    checked = array_cache.Checked(
+        ids=np.asarray(static["ids"], dtype=object), arrays=arrays, labels=static["labels"],
+        periods={key: list(temporal[key]["periods"]) for key in temporal}, features=dict(plan["features"]),
+        notes=list(report.notes), content_hash=array_cache.content_hash(folder, used))
+    bundle = _assemble(folder, config, model_info, layout, plan, checked, target, report)
+    array_cache.write(folder, array_cache.Sources(used, absent), checked, _table_limits(limits))
+    return report, bundle
 
+
+def _formats(name: str) -> tuple[str, str]:
+    """A table's two accepted file names (CSV and Parquet)."""
+    stem = name.rsplit(".", 1)[0]
+    return f"{stem}.csv", f"{stem}.parquet"
+
+
+def _assemble(folder: Path, config: Config, model_info: _ModelInfo, layout, plan: dict,
+              checked: array_cache.Checked, target: int, report: ValidationReport) -> Bundle:
+    """The Bundle from checked arrays (just checked, or memory-mapped from the array cache)."""
+    arrays = checked.arrays
     names = {**config.display_names}
-    labels = static["labels"]
+    labels = checked.labels
     if labels is not None and config.positive_label is not None:
         if not label_values.occurs(labels, config.positive_label):  # as text and as numbers
             report.notes.append(POSITIVE_LABEL_NOTE.format(
@@ -513,15 +580,15 @@ def _inspect(folder: Path, loader: ModelLoader | None = None,
     bundle = Bundle(
         path=folder,
         model=model_info.model,
-        ids=np.asarray(static["ids"], dtype=object),
+        ids=checked.ids,
         static=static_x,
-        temporal=temporal_x if temporal_x.dtype.kind != "f" else temporal_x,
+        temporal=temporal_x,
         static_features=[c for key in static_keys for c in features[key]],
         temporal_features=list(features[first]),
         static_labels=[names.get(c, c) for key in static_keys for c in features[key]],
         temporal_labels=[names.get(c, c) for c in features[first]],
         units={c: u for c, u in config.units.items() if c in all_columns},
-        periods=list(temporal[first]["periods"]),
+        periods=list(checked.periods[first]),
         output_names=list(config.output_names or default_output_names(model_info.outputs)),
         labels=labels,
         label_name=config.label_column if labels is not None else None,
@@ -529,8 +596,7 @@ def _inspect(folder: Path, loader: ModelLoader | None = None,
         risk_bands=config.risk_bands,
         target=target,
         period_unit=config.period_unit or "",
-        content_hash=_content_hash(model_info.raw, static_table.raw,
-                                   *[t.raw for t in temporal_tables.values()], config.raw),
+        content_hash=checked.content_hash,
         notes=list(report.notes),
         input_roles=tuple(spec.role for spec in layout.specs),
         input_arrays={} if plain else arrays,
@@ -538,7 +604,7 @@ def _inspect(folder: Path, loader: ModelLoader | None = None,
         input_features=features,
         input_labels={key: plan["labels"][key] for key in layout.engine_keys},
         feature_labels={c: names.get(c, c) for c in all_columns},
-        input_periods={key: list(temporal[key]["periods"]) for key in temporal_keys},
+        input_periods={key: list(checked.periods[key]) for key in temporal_keys},
         temporal_padding=config.temporal_padding,
         categories={c: dict(m) for c, m in config.categories.items() if c in all_columns},
         roles={key: spec["role"] for key, spec in (config.inputs or {}).items() if "role" in spec},
@@ -558,7 +624,7 @@ def _inspect(folder: Path, loader: ModelLoader | None = None,
         if padded:
             parts.append(f"padded at the {config.temporal_padding}: {', '.join(padded)}")
         report.summary += " (" + "; ".join(parts) + ")"
-    return report, bundle
+    return bundle
 
 
 def _side_by_side(parts: list[np.ndarray]) -> np.ndarray:
@@ -603,7 +669,6 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
         report.add(MODEL_FILE, MISSING_FILE.format(
             file=MODEL_FILE, folder=folder, accepted=f"{MODEL_FILE} (or {LEGACY_MODEL_FILE}){hint}"))
         return None
-    raw = path.read_bytes()
     from explain.modelfile import safe_load  # imports keras (seconds); only when a model is opened
 
     try:
@@ -615,7 +680,7 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
     except Exception as error:  # UnsafeModelError, a damaged zip, unknown layers, ...
         report.add(MODEL_FILE, MODEL_UNREADABLE.format(file=MODEL_FILE, reason=first_line(error)))
         return None
-    info = _ModelInfo(model=model, raw=raw)
+    info = _ModelInfo(model=model, path=path)
     roles, shapes, problem = input_roles(model)
     if problem:
         report.add(MODEL_FILE, problem)
@@ -633,12 +698,15 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
     return info
 
 
-def _content_hash(*parts: bytes) -> str:
-    """sha256 of model.keras, the static table, the temporal table and bundle.json bytes."""
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(part)
-    return digest.hexdigest()
+def _checked(check, table, *args):
+    """``check(table, *args)``, or None after saying that a Parquet column could not be decoded."""
+    try:
+        return check(table, *args)
+    except UnreadableTable as error:
+        csv_name = error.table.file.rsplit(".", 1)[0] + ".csv"
+        args[-1].add(error.table.file, UNREADABLE_PARQUET.format(file=error.table.file, reason=str(error),
+                                                                 csv_name=csv_name))
+        return None
 
 
 def _upload_target(base: str) -> str | None:

@@ -62,7 +62,8 @@ class ValidationReport:
 
     def add(self, file: str, message: str, column: str | None = None,
             rows: Iterable[int] = ()) -> None:
-        self.problems.append(Problem(file, column, tuple(int(r) for r in rows), message))
+        rows = np.asarray(rows if isinstance(rows, np.ndarray) else list(rows), dtype=np.int64)
+        self.problems.append(Problem(file, column, tuple(rows.tolist()), message))
 
     def format(self) -> str:
         """The report as text: the first problems and notes (``explain.core.text.listing``: about 20, a few
@@ -85,36 +86,19 @@ class ValidationReport:
         return self.format()
 
 
-@dataclass
-class Table:
-    file: str
-    path: Path
-    frame: pd.DataFrame
-    rows: np.ndarray          # (len(frame),) the 1-based data row number of each frame row
-    is_csv: bool
-    raw: bytes
-
-
 def rows_text(file: str, is_csv: bool, rows: Sequence[int], shown: Sequence[str] | None = None) -> str:
     """'rows 5 ('12,5'), 9 ('abc') and 3 more of static.csv (row 1 is the first data row ...)'."""
-    rows = [int(r) for r in rows]
+    count = len(rows)
+    rows = [int(r) for r in rows[:EXAMPLES_SHOWN]]
     items = [str(r) if not shown or not shown[k] else f"{r} ({shown[k]})"
-             for k, r in enumerate(rows[:EXAMPLES_SHOWN])]
-    more = f" and {len(rows) - EXAMPLES_SHOWN} more" if len(rows) > EXAMPLES_SHOWN else ""
-    word = "row" if len(rows) == 1 else "rows"
-    if is_csv and len(rows) == 1:
+             for k, r in enumerate(rows)]
+    more = f" and {count - EXAMPLES_SHOWN} more" if count > EXAMPLES_SHOWN else ""
+    word = "row" if count == 1 else "rows"
+    if is_csv and count == 1:
         convention = f"line {rows[0] + 1} counting the header"
     else:
         convention = ROW_CONVENTION_CSV if is_csv else ROW_CONVENTION_PARQUET
     return f"{word} {', '.join(items)}{more} of {file} ({convention})"
-
-
-def column_texts(table: Table, column: str) -> pd.Series:
-    """The cells of a column as stripped text ("" for a missing Parquet cell)."""
-    series = table.frame[column]
-    if table.is_csv:
-        return series.str.strip()
-    return series.map(cell_text).astype(object)
 
 
 def cell_text(value: Any) -> str:

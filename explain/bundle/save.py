@@ -15,6 +15,7 @@ import pandas as pd
 
 from explain.bundle import load as bundle_io
 from explain.bundle import many
+from explain.bundle.cache import CACHE_DIR
 from explain.bundle.objects import (
     ID_COLUMN,
     NOT_A_BUNDLE_FOLDER,
@@ -62,8 +63,8 @@ def save_bundle(path: str | os.PathLike, model, static, temporal=None, *, tables
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         if not overwrite or not path.is_dir():
             raise ExplainError(PATH_IN_USE.format(path=path))
-        foreign = [p.name for p in path.iterdir() if p.name not in (*bundle_io.BUNDLE_FILES, "demo_metrics.json",
-                                                                     "attributions")
+        kept = (*bundle_io.BUNDLE_FILES, "demo_metrics.json", "attributions", CACHE_DIR)
+        foreign = [p.name for p in path.iterdir() if p.name not in kept
                    and not re.fullmatch(r"temporal_\w+\.(csv|parquet)", p.name)]  # several histories' tables
         if foreign:
             raise ExplainError(NOT_A_BUNDLE_FOLDER.format(path=path, examples=_examples(foreign)))

@@ -44,6 +44,7 @@ from explain.core.settings import (  # noqa: F401
 from explain.core.settings import parse_categorical as parse_rule
 
 MASK_OFFSET = 1e-6
+CHUNK_VALUES = 1 << 22  # values read and converted to float64 at a time for data-wide means and medians
 
 UNKNOWN_CUSTOMER = "Baseline customer {customer!r} is not in the data set. Some valid ids: {examples}."
 EMPTY_COHORT = (
@@ -110,11 +111,34 @@ def median(data: dict) -> dict:
 
 
 def _per_feature(data, reduce):
-    static = np.asarray(data["static"], np.float64)
-    temporal = np.asarray(data["temporal"], np.float64)
-    t_feature = reduce(temporal.reshape(-1, temporal.shape[-1]), axis=0)  # (F,)
-    return {"static": reduce(static, axis=0)[None],
-            "temporal": np.broadcast_to(t_feature, temporal.shape[1:])[None].copy()}
+    kind = "mean" if reduce is np.mean else "median"
+    temporal = data["temporal"]
+    return {"static": feature_statistic(data["static"], kind)[None],
+            "temporal": np.broadcast_to(feature_statistic(temporal, kind), temporal.shape[1:])[None].copy()}
+
+
+def feature_statistic(values, kind: str, mask_value: float | None = None) -> np.ndarray:
+    """(F,) float64: the ``kind`` ("mean" or "median") of each feature (the last axis) over every customer and
+    period, leaving out padded periods (every feature at ``mask_value``). The same numbers as
+    ``numpy.mean``/``median`` of the float64 cells, read a chunk of customers at a time: a memory-mapped
+    array is never converted whole (the median holds the cells in their own dtype, one feature at a time
+    in float64)."""
+    width = values.shape[-1]
+    step = max(1, CHUNK_VALUES // max(1, int(np.prod(values.shape[1:]))))
+    total, count, kept = np.zeros((1, width)), 0, []
+    for start in range(0, len(values), step):
+        part = np.asarray(values[start:start + step])
+        cells = part.reshape(-1, width) if mask_value is None else part[~np.all(part == mask_value, axis=-1)]
+        count += len(cells)
+        if kind == "mean":  # summed row after row, as numpy sums an axis-0 reduction
+            total = np.add.reduce(np.concatenate([total, cells.astype(np.float64)]), axis=0, keepdims=True)
+        else:
+            kept.append(cells)
+    if kind == "mean":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return total[0] / count if count else np.full(width, np.nan)
+    cells = np.concatenate(kept) if kept else np.zeros((0, width))
+    return np.array([np.median(cells[:, j].astype(np.float64)) if len(cells) else np.nan for j in range(width)])
 
 
 def customer(data: dict, index: int) -> dict:
@@ -124,9 +148,9 @@ def customer(data: dict, index: int) -> dict:
 
 def cohort(data: dict, mask) -> dict:
     """Mean of the rows selected by ``mask`` (temporal: per period and feature)."""
-    mask = np.asarray(mask, bool)
-    return {"static": np.asarray(data["static"], np.float64)[mask].mean(axis=0)[None],
-            "temporal": np.asarray(data["temporal"], np.float64)[mask].mean(axis=0)[None]}
+    rows = np.flatnonzero(np.asarray(mask, bool))
+    return {"static": np.asarray(data["static"][rows], np.float64).mean(axis=0)[None],
+            "temporal": np.asarray(data["temporal"][rows], np.float64).mean(axis=0)[None]}
 
 
 def flat(inputs: dict) -> dict:
@@ -168,8 +192,8 @@ def sample(data: dict, k: int = DEFAULT_SAMPLES, seed: int = 0) -> dict:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_SAMPLES:
         raise AttributionError(BAD_SAMPLES.format(high=MAX_SAMPLES, k=k))
     rows = np.sort(np.random.default_rng(seed).choice(n, size=min(k, n), replace=False))
-    return {"static": np.asarray(data["static"], np.float64)[rows][None],
-            "temporal": np.asarray(data["temporal"], np.float64)[rows][None]}
+    return {"static": np.asarray(data["static"][rows], np.float64)[None],
+            "temporal": np.asarray(data["temporal"][rows], np.float64)[None]}
 
 
 def parse_spec(spec: str | Baseline) -> tuple[str, str | float | int | None]:
@@ -267,22 +291,21 @@ def _for_layout(spec, data, inputs, ids, labels, seed, layout, categorical) -> d
 
 
 def _numeric(kind, spec, values, own, rows, width):
-    values = np.asarray(values, np.float64)
+    # only the rows used are read (values may be memory-mapped): data-wide statistics a chunk at a time
     if spec.role == "static":
         if kind == "zero":
             return np.zeros((1, *values.shape[1:]))
         if kind in ("mean", "median"):
-            return {"mean": np.mean, "median": np.median}[kind](values, axis=0)[None]
+            return feature_statistic(values, kind)[None]
         if kind in ("flat", "blur"):
             return np.asarray(own, np.float64)
-        chosen = values[rows]
+        chosen = np.asarray(values[rows], np.float64)
         return chosen.mean(axis=0)[None] if kind == "cohort" else (chosen if kind == "customer" else chosen[None])
-    real = _real_months(spec, values)
     if kind == "zero":
         b = np.zeros((1, *values.shape[1:]))
     elif kind in ("mean", "median"):
-        reduce = {"mean": np.mean, "median": np.median}[kind]
-        b = np.broadcast_to(reduce(values[real], axis=0), values.shape[1:])[None].copy()  # (T, F) from real cells
+        b = np.broadcast_to(feature_statistic(values, kind, spec.mask_value),
+                            values.shape[1:])[None].copy()  # (T, F) from real cells
     elif kind == "flat":
         own = np.asarray(own, np.float64)
         b = np.broadcast_to(_own_mean(own, _real_months(spec, own))[:, None], own.shape).copy()
@@ -291,12 +314,14 @@ def _numeric(kind, spec, values, own, rows, width):
         b = blur({"static": np.zeros((len(own), 0)), "temporal": _fill_padded(own, _real_months(spec, own))},
                  width)["temporal"]
     elif kind == "cohort":
-        chosen, ok = values[rows], real[rows]
+        chosen = np.asarray(values[rows], np.float64)
+        ok = _real_months(spec, chosen)
         count = ok.sum(axis=0)[:, None]  # (T, 1): cohort customers with data in each period
         overall = chosen[ok].mean(axis=0)  # (F,)
         b = np.where(count > 0, (chosen * ok[..., None]).sum(axis=0) / np.maximum(count, 1), overall)[None]
     else:  # customer, sample: those customers, their padded months at their own mean
-        b = _fill_padded(values[rows], real[rows])
+        chosen = np.asarray(values[rows], np.float64)
+        b = _fill_padded(chosen, _real_months(spec, chosen))
         b = b if kind == "customer" else b[None]
     return _off_mask(b, spec.mask_value)
 

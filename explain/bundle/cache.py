@@ -1,0 +1,239 @@
+"""The array cache: a big bundle's checked arrays, written once, memory-mapped on every later open.
+
+The first open of a bundle whose tables take at least ``MIN_BYTES`` on disk writes what the table checks
+produced -- every model input's array, the customer ids, the labels, the period labels, the feature columns
+and the notes -- as ``.npy`` files with a manifest, into ``<bundle>/.explain-cache``, or, when the bundle's
+folder cannot be written, into ``$XDG_CACHE_HOME/explain/<hash of the folder's path>`` (``~/.cache/explain``
+by default). A later open (:func:`read`) checks that the bundle's files are the ones the cache was built
+from: the same names (and the same alternatives absent: a ``static.parquet`` added next to ``static.csv``
+counts), each with the same size, modification time, change time and inode, or else the same sha256
+content hash; then it verifies every cache file's size and CRC-32 and memory-maps the arrays
+(``numpy.load(mmap_mode="r")``). The tables are not read at all, and memory holds the rows a command uses.
+
+A changed, added or removed bundle file makes the cache stale; a damaged one (a file missing, cut or
+altered, a manifest that does not add up) is never trusted: either way the loader checks the tables again
+and writes a new cache. A cache serves only opens whose table size limits (``explain.modelfile.limits``) are
+as loose as the ones it was built under: stricter limits measure the tables again. Written atomically: a
+temporary folder renamed into place. The cache format is versioned (``FORMAT``): a cache from another
+version of the loader is rebuilt.
+``EXPLAIN_ARRAY_CACHE=off`` turns the cache off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+CACHE_DIR = ".explain-cache"
+FORMAT = 2               # bump when the checks produce other arrays or notes from the same files
+MIN_BYTES = 16 << 20     # tables smaller than this open in well under a second: no cache
+ENVIRONMENT = "EXPLAIN_ARRAY_CACHE"
+PIECE = 1 << 24          # bytes read at a time for hashes and checksums
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class Checked:
+    """What the table checks of a bundle produced: enough to assemble its ``Bundle`` again without the tables."""
+
+    ids: np.ndarray                      # (n,) object: customer ids as text
+    arrays: dict                         # every model input's array by the engine's key
+    labels: np.ndarray | None
+    periods: dict                        # temporal key -> period labels
+    features: dict                       # engine key -> table columns
+    notes: list
+    content_hash: str
+
+
+@dataclass
+class Sources:
+    """The bundle files the arrays come from, in content-hash order, and the names that must stay absent."""
+
+    used: list                           # model, static table, temporal table(s), bundle.json when present
+    absent: list                         # the other table format of each table, model.keras beside model.h5, ...
+
+
+def enabled() -> bool:
+    return os.environ.get(ENVIRONMENT, "on").strip().lower() not in ("0", "off", "no", "false")
+
+
+def content_hash(folder: Path, names: list[str]) -> str:
+    """sha256 of the files' bytes one after the other (the bundle's content hash), a piece at a time."""
+    digest = hashlib.sha256()
+    for name in names:
+        with open(folder / name, "rb") as handle:
+            while piece := handle.read(PIECE):
+                digest.update(piece)
+    return digest.hexdigest()
+
+
+def places(folder: Path) -> list[Path]:
+    """Where a bundle's cache may be: in its folder, then in the user's cache directory."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "explain"
+    key = hashlib.sha256(str(folder.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return [folder / CACHE_DIR, base / key]
+
+
+def read(folder: Path, limits: dict | None = None) -> Checked | None:
+    """The bundle's cached arrays (memory-mapped), or None: no cache, off, stale or damaged, or built under
+    looser table ``limits`` ({name: value or None for no limit}) than these (then the tables are measured)."""
+    if not enabled():
+        return None
+    for place in places(folder):
+        try:
+            found = _open(place, folder, limits or {})
+        except (KeyError, TypeError, ValueError, AttributeError):  # a manifest of another shape: not trusted
+            found = None
+        if found is not None:
+            return found
+    return None
+
+
+def _open(place: Path, folder: Path, limits: dict) -> Checked | None:
+    manifest = _manifest(place)
+    if manifest is None or manifest.get("format") != FORMAT or not _within(manifest["limits"], limits) \
+            or not _fresh(folder, manifest):
+        return None
+    arrays = _arrays(place, manifest["arrays"])
+    if arrays is None:
+        return None
+    labels = arrays.pop("labels", None)
+    if labels is not None:  # small: in memory, as the loader made them
+        labels = np.array(labels, dtype=object if manifest["labels_are_text"] else labels.dtype)
+    inputs = {key: arrays[f"input:{key}"] for key in manifest["inputs"]}
+    return Checked(ids=np.asarray(arrays["ids"]).astype(object), arrays=inputs, labels=labels,
+                   periods=manifest["periods"], features=manifest["features"], notes=manifest["notes"],
+                   content_hash=manifest["content_hash"])
+
+
+def write(folder: Path, sources: Sources, checked: Checked, limits: dict | None = None) -> Path | None:
+    """Write the cache of a bundle that has just been checked under the table ``limits``; where it went, or None
+    (off, small tables, texts that cannot be memory-mapped, or no place that can be written: the bundle opens the
+    same, only slower)."""
+    if not enabled() or sum((folder / name).stat().st_size for name in sources.used) < MIN_BYTES:
+        return None
+    if any(np.asarray(a).dtype == object for a in checked.arrays.values()):
+        return None
+    arrays = {"ids": np.asarray(checked.ids, dtype=str),
+              **{f"input:{key}": value for key, value in checked.arrays.items()}}
+    if checked.labels is not None:
+        arrays["labels"] = (np.asarray(checked.labels, dtype=str) if checked.labels.dtype == object
+                            else checked.labels)
+    manifest = {"format": FORMAT, "content_hash": checked.content_hash, "limits": dict(limits or {}),
+                "files": [_stat(folder / name) for name in sources.used], "absent": list(sources.absent),
+                "inputs": list(checked.arrays), "labels_are_text": bool(
+                    checked.labels is not None and checked.labels.dtype == object),
+                "periods": {k: list(v) for k, v in checked.periods.items()},
+                "features": {k: list(v) for k, v in checked.features.items()}, "notes": list(checked.notes)}
+    for place in places(folder):
+        try:
+            _write_at(place, arrays, manifest)
+            return place
+        except OSError:  # read-only folder, disk full, a race with another writer: try the next place
+            continue
+    return None
+
+
+# ---- reading --------------------------------------------------------------------------------------------
+
+def _manifest(place: Path) -> dict | None:
+    """The manifest, if it is there and its own checksum adds up."""
+    try:
+        data = json.loads((place / MANIFEST).read_text(encoding="utf-8"))
+        stored = data.pop("checksum")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return data if stored == _checksum(data) else None
+
+
+def _within(built: dict, now: dict) -> bool:
+    """Tables that passed the limits ``built`` pass ``now``: every limit now is as loose (None: no limit)."""
+    return all(now.get(name) is None or (limit is not None and limit <= now[name]) for name, limit in built.items()) \
+        and set(now) <= set(built)
+
+
+def _fresh(folder: Path, manifest: dict) -> bool:
+    """The bundle's files are the ones the cache was built from."""
+    if any((folder / name).exists() for name in manifest["absent"]):
+        return False
+    names = [entry["name"] for entry in manifest["files"]]
+    try:
+        now = [_stat(folder / name) for name in names]
+    except OSError:
+        return False
+    if now == manifest["files"]:
+        return True
+    return content_hash(folder, names) == manifest["content_hash"]  # copied or touched: the same bytes?
+
+
+def _arrays(place: Path, entries: dict) -> dict | None:
+    """Every array memory-mapped, after its file's size and CRC-32 are verified; None if any is damaged."""
+    out = {}
+    for key, entry in entries.items():
+        path = place / entry["file"]
+        try:
+            if path.stat().st_size != entry["size"] or _crc32(path) != entry["crc32"]:
+                return None
+            value = np.load(path, mmap_mode="r" if entry["shape"] and np.prod(entry["shape"]) else None,
+                            allow_pickle=False)
+        except (OSError, ValueError):
+            return None
+        if str(value.dtype) != entry["dtype"] or list(value.shape) != entry["shape"]:
+            return None
+        out[key] = value
+    return out
+
+
+# ---- writing --------------------------------------------------------------------------------------------
+
+def _write_at(place: Path, arrays: dict, manifest: dict) -> None:
+    place.parent.mkdir(parents=True, exist_ok=True)
+    if not os.access(place.parent, os.W_OK):
+        raise PermissionError(f"{place.parent} is not writable")
+    staging = Path(tempfile.mkdtemp(prefix=f"{CACHE_DIR}.writing-", dir=place.parent))
+    if place.name == CACHE_DIR:
+        staging.chmod(0o755)  # readable by whoever can read the bundle (the user cache stays private)
+    old = None
+    try:
+        entries = {}
+        for k, (key, value) in enumerate(arrays.items()):
+            name = f"a{k}.npy"
+            np.save(staging / name, value, allow_pickle=False)
+            entries[key] = {"file": name, "dtype": str(value.dtype), "shape": list(value.shape),
+                            "size": (staging / name).stat().st_size, "crc32": _crc32(staging / name)}
+        manifest = {**manifest, "arrays": entries}
+        (staging / MANIFEST).write_text(json.dumps({**manifest, "checksum": _checksum(manifest)}), encoding="utf-8")
+        if place.exists():
+            old = Path(tempfile.mkdtemp(prefix=f"{CACHE_DIR}.old-", dir=place.parent))
+            os.replace(place, old / "cache")
+        os.replace(staging, place)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _stat(path: Path) -> dict:
+    st = path.stat()
+    return {"name": path.name, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+            "inode": st.st_ino}
+
+
+def _crc32(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as handle:
+        while piece := handle.read(PIECE):
+            crc = zlib.crc32(piece, crc)
+    return crc
+
+
+def _checksum(data: dict) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
