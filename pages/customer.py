@@ -83,6 +83,13 @@ def downloads(attribution, bundle, cid, settings, figs) -> None:
         f"{stem}.html", mime="text/html", on_click="ignore", icon=":material/description:", key="dl_html")
 
 
+def points_spent(attribution) -> str:
+    """The evaluations spent on the customer: with steps="auto" they differ per customer."""
+    forward = attribution.forward_points
+    return (f"{int(attribution.gradient_points[0])} gradient evaluations"
+            + (f" and {int(forward[0])} model calls without a gradient" if forward is not None else ""))
+
+
 def customer_page():
     bundle, choice = frame.page()
     cid, settings = choice.customer, choice.settings
@@ -91,7 +98,7 @@ def customer_page():
     target, unit = bundle.output_names[attribution.settings.target], SPACE_UNITS[attribution.space_used]
     fx, fb, delta = (float(attribution.prediction[0]), float(attribution.baseline_prediction[0]),
                      float(attribution.delta[0]))
-    status, advice = report.delta_status(delta, fx, fb)
+    status, advice = report.delta_status(delta, fx, fb, auto=settings.steps == "auto")
     described = show.md(more_inputs.baseline_words(bundle, settings))
 
     st.markdown(f"#### Customer {show.md(cid)}")  # small: the sentence below names the customer again
@@ -109,10 +116,12 @@ def customer_page():
         show.verdict_headline(said)
         show.quality_badge(status, advice, verdict.quality(delta, fx, fb), {
             "Gap left over (delta)": f"{delta:+.3e} (prediction - baseline prediction - sum of all attributions)",
-            "Steps": f"{attribution.steps[0]} ({settings.method}, {settings.path} path)"})
+            "Steps": f"{attribution.steps[0]} ({settings.method}, {settings.path} path)",
+            "Points spent": points_spent(attribution)})
     m1.metric(f"Predicted {show.md(target)}{unit}", f"{fx:.3f}",
               help=show.md(f"Score {score:.3f}: in the band '{said.band}' ({said.range_text})."))
-    m2.metric(f"Baseline prediction{unit}", f"{fb:.3f}", help=described + " " + baseline_vs_rate(bundle, target, fb))
+    m2.metric(f"Baseline prediction{unit}", f"{fb:.3f}",
+              help=described + " " + show.md(baseline_vs_rate(bundle, target, fb)))
     m3.metric("Difference explained", f"{fx - fb:+.3f}",
               help="prediction minus baseline prediction: what the attributions below share out")
     if close := report.close_baseline_note(fx, fb):

@@ -9,7 +9,7 @@ from ui import frame, show
 
 def drivers_page():
     bundle, choice = frame.page()
-    st.title(f"What drives {bundle.output_names[choice.settings.target]}")
+    st.title(f"What drives {show.md(bundle.output_names[choice.settings.target])}")
     store = parts.store_ui(bundle, choice.settings)
     if store is None:
         return

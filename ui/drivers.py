@@ -133,7 +133,7 @@ def segment_cards(d, per_row: int = 3) -> None:
                     way = "raises" if driver.mean_attribution > 0 else "lowers"
                     st.markdown("- " + show.md(f"{driver.words}: {way} the score by "
                                                f"{abs(driver.mean_attribution):.3f} on average"))
-                st.page_link("pages/customer.py", label=f"Highest risk: {segment.highest_risk}",
+                st.page_link("pages/customer.py", label=f"Highest risk: {show.md(segment.highest_risk)}",
                              icon=":material/person_search:", query_params=url.with_customer(segment.highest_risk),
                              help="Open this segment's highest-risk customer on the Customer page")
 

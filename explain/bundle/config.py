@@ -119,6 +119,22 @@ def read_config(folder: Path, report: ValidationReport, limits: Limits = DEFAULT
     if not path.is_file():
         return config
     config.present = True
+    data = _parse(path, config, report, limits)
+    if data is None:
+        return config
+    unknown = [key for key in data if key not in CONFIG_KEYS]
+    if unknown:
+        report.notes.append(JSON_UNKNOWN_KEY_NOTE.format(
+            file=CONFIG_FILE, keys=_examples(unknown, limit=20), known=", ".join(CONFIG_KEYS)))
+    take = _Taker(data, report)
+    _read_columns(config, take, report)
+    _read_inputs(config, take)
+    _read_outputs(config, take, data, report)
+    return config
+
+
+def _parse(path: Path, config: Config, report: ValidationReport, limits: Limits) -> dict | None:
+    """The file's JSON object (bounded before it is parsed), or None with its problem in ``report``."""
     size = path.stat().st_size
     try:
         if size > limits.max_json_bytes:
@@ -129,74 +145,93 @@ def read_config(folder: Path, report: ValidationReport, limits: Limits = DEFAULT
     except JsonBoundError as error:
         report.add(CONFIG_FILE, JSON_TOO_LARGE.format(file=CONFIG_FILE, reason=error.reason, field=error.field))
         config.oversized = True
-        return config
+        return None
     except UnicodeDecodeError as error:
         report.add(CONFIG_FILE, INVALID_JSON.format(
             file=CONFIG_FILE, reason="it is not UTF-8 text", line="?", col=error.start))
-        return config
+        return None
     except json.JSONDecodeError as error:
         report.add(CONFIG_FILE, INVALID_JSON.format(
             file=CONFIG_FILE, reason=error.msg, line=error.lineno, col=error.colno))
-        return config
+        return None
     if not isinstance(data, dict):
         report.add(CONFIG_FILE, JSON_NOT_OBJECT.format(file=CONFIG_FILE, found=json_kind(data)))
-        return config
+        return None
+    return data
 
-    unknown = [key for key in data if key not in CONFIG_KEYS]
-    if unknown:
-        report.notes.append(JSON_UNKNOWN_KEY_NOTE.format(
-            file=CONFIG_FILE, keys=_examples(unknown, limit=20), known=", ".join(CONFIG_KEYS)))
 
-    def take(key: str, expected: str, check) -> Any:
-        if key not in data or data[key] is None:
+def _is_str(v) -> bool:
+    return isinstance(v, str) and v != ""
+
+
+def _is_str_list(v) -> bool:
+    return isinstance(v, list) and len(v) > 0 and all(_is_str(x) for x in v)
+
+
+def _is_str_map(v) -> bool:
+    return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
+
+
+def _is_inputs(v) -> bool:
+    return isinstance(v, dict) and v and all(
+        isinstance(spec, dict) and set(spec) <= set(INPUT_KEYS)
+        and _is_str_list(spec.get("features", ["x"]))
+        and all(_is_str(spec[k]) for k in ("display_name", "role", "table") if k in spec)
+        and spec.get("role", "static") in ("static", "temporal") for spec in v.values())
+
+
+class _Taker:
+    """``take(key, expected, check)``: the value of ``key`` when it passes ``check``; None when absent or null,
+    and None with a problem naming the key and what was expected when it does not pass."""
+
+    def __init__(self, data: dict, report: ValidationReport) -> None:
+        self.data, self.report = data, report
+
+    def __call__(self, key: str, expected: str, check) -> Any:
+        if key not in self.data or self.data[key] is None:
             return None
-        value = data[key]
+        value = self.data[key]
         if not check(value):
-            report.add(CONFIG_FILE, JSON_BAD_TYPE.format(
+            self.report.add(CONFIG_FILE, JSON_BAD_TYPE.format(
                 file=CONFIG_FILE, key=key, expected=expected, found=json_kind(value)), column=key)
             return None
         return value
 
-    def is_str(v):
-        return isinstance(v, str) and v != ""
 
-    def is_str_list(v):
-        return isinstance(v, list) and len(v) > 0 and all(is_str(x) for x in v)
-
-    def is_str_map(v):
-        return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
-
-    config.id_column = take("id_column", "a column name (text)", is_str) or DEFAULT_ID_COLUMN
-    config.period_column = (take("period_column", "a column name (text)", is_str)
+def _read_columns(config: Config, take: _Taker, report: ValidationReport) -> None:
+    """Column roles, feature lists, display names, units and the label column."""
+    config.id_column = take("id_column", "a column name (text)", _is_str) or DEFAULT_ID_COLUMN
+    config.period_column = (take("period_column", "a column name (text)", _is_str)
                             or DEFAULT_PERIOD_COLUMN)
     for key in ("static_features", "temporal_features"):
-        value = take(key, "a non-empty list of column names", is_str_list)
+        value = take(key, "a non-empty list of column names", _is_str_list)
         if value is not None:
             repeated = sorted(c for c, k in Counter(value).items() if k > 1)
             if repeated:
                 report.add(CONFIG_FILE, JSON_DUPLICATE_FEATURE.format(
                     file=CONFIG_FILE, key=key, columns=_examples(repeated)), column=key)
             setattr(config, key, list(value))
-    config.display_names = dict(take("display_names", "an object {column: text}", is_str_map) or {})
-    config.units = dict(take("units", "an object {column: text}", is_str_map) or {})
-    config.output_names = take("output_names", "a non-empty list of names", is_str_list)
-    config.label_column = take("label_column", "a column name (text) or null", is_str)
+    config.display_names = dict(take("display_names", "an object {column: text}", _is_str_map) or {})
+    config.units = dict(take("units", "an object {column: text}", _is_str_map) or {})
+    config.output_names = take("output_names", "a non-empty list of names", _is_str_list)
+    config.label_column = take("label_column", "a column name (text) or null", _is_str)
 
-    def is_inputs(v):
-        return isinstance(v, dict) and v and all(
-            isinstance(spec, dict) and set(spec) <= set(INPUT_KEYS)
-            and is_str_list(spec.get("features", ["x"]))
-            and all(is_str(spec[k]) for k in ("display_name", "role", "table") if k in spec)
-            and spec.get("role", "static") in ("static", "temporal") for spec in v.values())
 
+def _read_inputs(config: Config, take: _Taker) -> None:
+    """The ``inputs`` of models with more inputs, padding side, categories and the period unit."""
     inputs = take("inputs", "an object {input name: {\"features\": [columns], \"display_name\": text, "
-                  "\"role\": \"static\" or \"temporal\", \"table\": file name}}", is_inputs)
+                  "\"role\": \"static\" or \"temporal\", \"table\": file name}}", _is_inputs)
     config.inputs = {str(k): dict(v) for k, v in inputs.items()} if inputs else None
     config.temporal_padding = take("temporal_padding", "\"start\" or \"end\"",
                                    lambda v: v in PADDING_SIDES) or "start"
     categories = take("categories", "an object {column: {id or text: display text}}",
-                      lambda v: isinstance(v, dict) and all(is_str_map(m) for m in v.values()))
+                      lambda v: isinstance(v, dict) and all(_is_str_map(m) for m in v.values()))
     config.categories = {str(c): dict(m) for c, m in (categories or {}).items()}
+    config.period_unit = take("period_unit", " or ".join(f'"{u}"' for u in PERIOD_UNITS), lambda v: v in PERIOD_UNITS)
+
+
+def _read_outputs(config: Config, take: _Taker, data: dict, report: ValidationReport) -> None:
+    """The positive label, the target explained and the risk bands."""
     positive = data.get("positive_label")
     if positive is not None and not isinstance(positive, (str, int, float, bool)):
         report.add(CONFIG_FILE, JSON_BAD_TYPE.format(
@@ -205,13 +240,11 @@ def read_config(folder: Path, report: ValidationReport, limits: Limits = DEFAULT
     else:
         config.positive_label = positive
     config.target = take("target", "an output index (a number) or an output name (text)",
-                         lambda v: is_str(v) or (isinstance(v, int) and not isinstance(v, bool) and v >= 0))
-    config.period_unit = take("period_unit", " or ".join(f'"{u}"' for u in PERIOD_UNITS), lambda v: v in PERIOD_UNITS)
+                         lambda v: _is_str(v) or (isinstance(v, int) and not isinstance(v, bool) and v >= 0))
     if data.get("risk_bands") is not None:
         config.risk_bands, problem = verdict.parse_bands(data["risk_bands"])
         if problem:
             report.add(CONFIG_FILE, problem, column="risk_bands")
-    return config
 
 
 def default_target(output_names: list[str], target=None, positive_label=None) -> tuple[int, str | None]:

@@ -412,78 +412,112 @@ def integrated_gradients(
         raise AttributionError(BAD_BATCH_SIZE.format(value=batch_size))
     settings = Settings(baseline=None, steps=steps, method=method, target=target, space=space, path=path,
                         tolerance=tolerance, max_points=max_points)  # checks every setting
-    target_index = resolve_target(settings.target, engine.n_outputs, output_names)
-    settings = settings.replace(target=target_index)
-    space, path = settings.space, settings.path
+    settings = settings.replace(target=resolve_target(settings.target, engine.n_outputs, output_names))
     x, raw, padding, n = _check_inputs(engine, inputs, ids)
     b, k = _check_baselines(engine, baselines, n, ids, x, padding)
+    rows = _rows(x, raw, b, n, k, ids)
     chunk = int(batch_size or DEFAULT_BATCH_SIZE)
-    space_used = "output" if space == "output" else engine.logit_kind
+    attrs, legs, fx = _integrate_legs(engine, rows, settings, chunk, should_stop)
+    return _attribution(engine, settings, rows, attrs, legs, fx, padding, chunk, should_stop)
 
-    # One "row" per (customer, baseline sample): (n * K, ...).
-    xr = {key: np.repeat(v, k, axis=0) for key, v in x.items()}
-    rawr = {key: np.repeat(v, k, axis=0) for key, v in raw.items()}
-    br = {key: v.reshape(n * k, *v.shape[2:]) for key, v in b.items()}
+
+@dataclass(frozen=True)
+class _Rows:
+    """One row per (customer, baseline sample): (n * K, ...) arrays, and how rows are named in errors."""
+
+    x: dict
+    raw: dict
+    baseline: dict
+    labels: np.ndarray
+    n: int
+    k: int
+
+    def mean_k(self, a: np.ndarray) -> np.ndarray:
+        """(n * K, ...) -> (n, ...): the average over a customer's baseline samples."""
+        return a.reshape(self.n, self.k, *a.shape[1:]).mean(axis=1)
+
+
+def _rows(x: dict, raw: dict, b: dict, n: int, k: int, ids) -> _Rows:
     row_ids = np.repeat(np.asarray(ids, dtype=object), k) if ids is not None else None
-    row_labels = row_ids if row_ids is not None else np.repeat(np.arange(n), k)
+    return _Rows(x={key: np.repeat(v, k, axis=0) for key, v in x.items()},
+                 raw={key: np.repeat(v, k, axis=0) for key, v in raw.items()},
+                 baseline={key: v.reshape(n * k, *v.shape[2:]) for key, v in b.items()},
+                 labels=row_ids if row_ids is not None else np.repeat(np.arange(n), k), n=n, k=k)
 
-    if path == "joint":
-        legs = {"joint": (br, engine.keys)}
-    else:  # one input moves, the others stay at the customer's values
-        legs = {key: ({other: br[other] if other == key else xr[other] for other in engine.keys}, (key,))
+
+def _integrate_legs(engine, rows: _Rows, settings: Settings, chunk: int, should_stop: StopCheck):
+    """(attributions by key (n * K, ...), {leg: (f at the leg's start, its delta, points used)}, f(x)): the joint
+    path as one leg, or one leg per input (that input moves, the others stay at the customer's values)."""
+    if settings.path == "joint":
+        legs = {"joint": (rows.baseline, engine.keys)}
+    else:
+        legs = {key: ({other: rows.baseline[other] if other == key else rows.x[other] for other in engine.keys},
+                      (key,))
                 for key in engine.keys}
-    attrs = {key: np.zeros((n * k, *engine.point_shapes[key])) for key in engine.keys}
-    leg_results = {}
-    fx = None
+    attrs = {key: np.zeros((rows.n * rows.k, *engine.point_shapes[key])) for key in engine.keys}
+    results, fx = {}, None
     for leg, (leg_b, moving) in legs.items():
-        a, used, fx, f_ref = _integrate(engine, xr, leg_b, rawr, moving, settings, target_index, chunk, row_labels,
-                                        should_stop)
+        a, used, fx, f_ref = _integrate(engine, rows.x, leg_b, rows.raw, moving, settings, settings.target, chunk,
+                                        rows.labels, should_stop)
         for key in moving:
             attrs[key] += a[key]
-        leg_results[leg] = (f_ref, fx - f_ref - _row_total(a), used)
+        results[leg] = (f_ref, fx - f_ref - _row_total(a), used)
+    return attrs, results, fx
 
-    def mean_k(a):  # (n * K, ...) -> (n, ...)
-        return a.reshape(n, k, *a.shape[1:]).mean(axis=1)
 
-    def total_k(spent):  # what every leg and baseline sample of a customer spent: (n,)
-        return sum(getattr(leg[2], spent) for leg in leg_results.values()).reshape(n, k).sum(axis=1)
-
+def _attribution(engine, settings: Settings, rows: _Rows, attrs: dict, legs: dict, fx, padding: dict, chunk: int,
+                 should_stop: StopCheck) -> Attribution:
+    """The result: per input in its own shape (an ignored input exactly 0, categorical ones per feature), averaged
+    over baseline samples, with its completeness."""
+    n, k = rows.n, rows.k
     per_key = {}
     for spec in engine.specs:
         a = attrs[spec.key] if spec.key not in engine.ignored else np.zeros_like(attrs[spec.key])  # not -0.0
         if spec.kind == "categorical":  # layer IG: summed over the embedding dimension, per original feature
             a = a.sum(axis=-1)
-        per_key[spec.key] = mean_k(a)
-    prediction = mean_k(fx)
-    per_input = None
-    if path == "joint":
-        baseline_prediction = mean_k(leg_results["joint"][0])
-        steps_used = leg_results["joint"][2].steps
-        delta = prediction - baseline_prediction - sum(v.reshape(n, -1).sum(1) for v in per_key.values())
-    else:
-        fb = engine.forward_points(br, rawr, space, chunk, should_stop)[:, target_index]
-        _check_outputs(fb, row_labels, "at the baseline")
-        baseline_prediction = mean_k(fb)
-        per_input = {
-            key: {"reference_prediction": mean_k(leg_results[key][0]), "delta": mean_k(leg_results[key][1]),
-                  "steps": leg_results[key][2].steps.reshape(n, k).max(axis=1),
-                  "gradient_points": leg_results[key][2].gradient_points.reshape(n, k).sum(axis=1)}
-            for key in engine.keys
-        }
-        deltas = np.stack([per_input[key]["delta"] for key in engine.keys])  # (inputs, n)
-        delta = deltas[np.abs(deltas).argmax(axis=0), np.arange(n)]
-        steps_used = np.max([leg_results[key][2].steps for key in engine.keys], axis=0)
+        per_key[spec.key] = rows.mean_k(a)
+    prediction = rows.mean_k(fx)
+    baseline_prediction, delta, steps_used, per_input = _completeness(engine, settings, rows, legs, per_key,
+                                                                      prediction, chunk, should_stop)
+
+    def total_k(spent):  # what every leg and baseline sample of a customer spent: (n,)
+        return sum(getattr(leg[2], spent) for leg in legs.values()).reshape(n, k).sum(axis=1)
+
     static_keys = engine.layout.keys_of("static")
     temporal_keys = engine.layout.keys_of("temporal")
     static = np.concatenate([per_key[key].reshape(n, -1) for key in static_keys], axis=1)
     return Attribution(
         static=static, temporal=per_key[temporal_keys[0]] if len(temporal_keys) == 1 else None,
         prediction=prediction, baseline_prediction=baseline_prediction, delta=delta,
-        steps=steps_used.reshape(n, k).max(axis=1), settings=settings, space_used=space_used, per_input=per_input,
+        steps=steps_used.reshape(n, k).max(axis=1), settings=settings,
+        space_used="output" if settings.space == "output" else engine.logit_kind, per_input=per_input,
         gradient_points=total_k("gradient_points"), forward_points=total_k("forward_points"),
         inputs=per_key, padding={key: padding[key] for key in temporal_keys}, roles=dict(engine.roles),
         ignored_inputs=engine.ignored, notes=tuple(engine.ignored_notes()),
     )
+
+
+def _completeness(engine, settings: Settings, rows: _Rows, legs: dict, per_key: dict, prediction, chunk: int,
+                  should_stop: StopCheck):
+    """(baseline prediction, delta, steps used per row, per-input completeness or None): the joint path's delta,
+    or each input's own and the largest of them."""
+    n, k = rows.n, rows.k
+    if settings.path == "joint":
+        baseline_prediction = rows.mean_k(legs["joint"][0])
+        delta = prediction - baseline_prediction - sum(v.reshape(n, -1).sum(1) for v in per_key.values())
+        return baseline_prediction, delta, legs["joint"][2].steps, None
+    fb = engine.forward_points(rows.baseline, rows.raw, settings.space, chunk, should_stop)[:, settings.target]
+    _check_outputs(fb, rows.labels, "at the baseline")
+    per_input = {
+        key: {"reference_prediction": rows.mean_k(legs[key][0]), "delta": rows.mean_k(legs[key][1]),
+              "steps": legs[key][2].steps.reshape(n, k).max(axis=1),
+              "gradient_points": legs[key][2].gradient_points.reshape(n, k).sum(axis=1)}
+        for key in engine.keys
+    }
+    deltas = np.stack([per_input[key]["delta"] for key in engine.keys])  # (inputs, n)
+    delta = deltas[np.abs(deltas).argmax(axis=0), np.arange(n)]
+    steps_used = np.max([legs[key][2].steps for key in engine.keys], axis=0)
+    return rows.mean_k(fb), delta, steps_used, per_input
 
 
 def _row_total(attrs: dict) -> np.ndarray:

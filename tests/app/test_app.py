@@ -437,6 +437,7 @@ def test_customer_page_says_the_verdict_in_words_and_the_delta_as_a_quiet_badge(
         assert re.search(r"adds up to (\d+\.\d|over 99\.9) %", badge) and "e-0" not in badge  # plain percent
         popover = at.get("popover")[0]  # the delta in full, for engineers
         assert any("Gap left over (delta)" in plain(m.value) and "e-" in plain(m.value) for m in popover.markdown)
+        assert any("64 gradient evaluations and 2 model calls" in plain(m.value) for m in popover.markdown)
         assert not any("delta" in m.label.lower() for m in at.metric)  # no longer a headline number
 
 

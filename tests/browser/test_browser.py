@@ -302,17 +302,18 @@ def test_feature_names_that_are_markup_show_as_text_in_the_browser(markup_server
     assert not page.locator("[data-testid=stException]").count()
     assert page.evaluate("() => document.querySelectorAll('img[onerror], img[src=x]').length") == 0
     assert page.evaluate(SCRIPT_ATTRIBUTES) == []
+    # every link goes to a web page, this app (an absolute path, or a page of it with its query), or an e-mail
     assert page.evaluate("() => document.querySelectorAll('a[href]').length") == \
-        page.evaluate("() => [...document.querySelectorAll('a[href]')].filter(a => /^(https?:|\\/|#|mailto:)/.test("
-                      "a.getAttribute('href'))).length")
+        page.evaluate("() => [...document.querySelectorAll('a[href]')].filter(a => "
+                      "/^(https?:|\\/|#|mailto:|[\\w-]+(\\?|$))/.test(a.getAttribute('href'))).length")
     if path == "/data":  # the tables draw on a canvas; the page's text names the columns nowhere else
         return
     chart_text = page.evaluate(CHART_TEXT)
     assert any(evil_html in t for t in chart_text), "the HTML name is not shown as text in a chart"
     assert any(evil_latex in t for t in chart_text), "the LaTeX name is not shown as text in a chart"
     if path.startswith("/?"):
-        summary = page.locator("[data-testid=stAlertContentInfo]").filter(has_text="Largest effects").first
-        assert evil_html in summary.inner_text() or evil_latex in summary.inner_text()
+        sentence = page.get_by_text("likely to churn (").first  # the page's first line, names as text
+        assert sentence.is_visible() and "<" not in sentence.inner_html().replace("<span", "").replace("</span", "")
         assert page.get_by_text(evil_html).first.is_visible() or page.get_by_text(evil_latex).first.is_visible()
         screenshot(page, "customer_markup_names")
 

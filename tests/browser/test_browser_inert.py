@@ -43,10 +43,12 @@ def inert(page) -> dict:  # noqa: F811 (the fixture's name, as a plain argument)
     f"/?steps=16&customer={PHISHING.replace(' ', '%20')}",
     "/compare?steps=16&compare=cohort:1",
     "/cohort",
+    "/drivers",
+    "/diagnostics",
     "/data",
 ])
 def test_a_page_shows_bundle_and_url_text_as_text(hostile_server, page, path):  # noqa: F811
-    open_page(page, hostile_server + path, ready="[data-testid=stMain] h1")
+    open_page(page, hostile_server + path, ready="[data-testid=stMain] :is(h1, h2, h3)")
     inert(page)
 
 

@@ -130,3 +130,18 @@ def test_a_subpackage_names_every_module_it_holds(package):
     table = next(ast.literal_eval(node.value) for node in ast.parse(init).body
                  if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "_MODULES")
     assert set(table) == {p.stem for p in (PACKAGE / package).glob("*.py") if p.stem != "__init__"}
+
+
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_function_of_the_package_is_over_80_lines():
+    """Readable functions: a longer one is split into named steps (docstrings and comments count as lines)."""
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, "\n".join(long)
