@@ -160,7 +160,7 @@ def _customer_page_draws(url: str) -> None:
                 "() => { for (const gd of document.querySelectorAll('.js-plotly-plot')) {"
                 "  const t = (gd._fullData || []).find(t => t.type === 'heatmap'); if (t) return t.y; } }").json_value()
             assert list(rows) == ["calls", "usage"]
-            assert "Customer u2" in page.inner_text("h1")
+            assert page.get_by_role("heading", name="Customer u2").first.is_visible()
             assert page.query_selector("[data-testid=stException]") is None
         finally:
             browser.close()
