@@ -51,7 +51,7 @@ __all__ = ["ABSOLUTE_TOLERANCE", "AMBIGUOUS_ROLES", "AUTO_MAX_STEPS", "AUTO_STAR
 
 DEFAULT_BATCH_SIZE = 4096  # interpolation points per gradient call
 AUTO_START_STEPS = adaptive.START_POINTS  # steps="auto" first tries the rule with 16 points
-AUTO_MAX_STEPS = adaptive.DEFAULT_MAX_POINTS  # and spends at most 1,024 gradient evaluations per row by default
+AUTO_MAX_STEPS = adaptive.DEFAULT_MAX_POINTS  # and spends at most 2,048 gradient evaluations per row by default
 ADAPTIVE_MEMORY = 256 * 2 ** 20  # bytes of gradient sums held for live panels (rows are taken in groups)
 ADAPTIVE_PANELS_HELD = 64  # live panels per row assumed by that bound
 
