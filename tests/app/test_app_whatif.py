@@ -68,7 +68,7 @@ def test_a_one_click_edit_shows_both_predictions_and_the_difference(demo):
 
 def test_a_static_edit_through_its_input(demo):
     at = app(params={"customer": "C00002", "steps": "32"}, page=PAGE)
-    box = next(n for n in at.number_input if n.label == "Tenure (months)")
+    box = next(n for n in at.number_input if plain(n.label) == "Tenure (months)")  # labels are escaped
     box.set_value(40).run()
     assert not errors(at)
     assert at.query_params["whatif"] == "s0=40"

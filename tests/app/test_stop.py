@@ -45,9 +45,10 @@ def test_asked_once_per_gradient_call_and_no_result_change(model):
     x, b = _data(10), {"static": np.zeros((1, S)), "temporal": np.zeros((1, T, F))}
     plain = ig.integrated_gradients(model, x, b, steps=8)
     should_stop, calls = _counter()
-    # 16 points per call at 8 steps: 2 customers per call, 5 calls
+    # 16 points per call at 8 steps: 2 customers per call, 5 gradient calls; and before each of the two forward
+    # calls that give f(x) and f(b) (10 customers: one call each)
     watched = ig.integrated_gradients(model, x, b, steps=8, batch_size=16, should_stop=should_stop)
-    assert len(calls) == 5
+    assert len(calls) == 5 + 2
     np.testing.assert_allclose(watched.static, plain.static, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(watched.temporal, plain.temporal, rtol=1e-6, atol=1e-9)
 
