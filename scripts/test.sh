@@ -18,5 +18,5 @@ python3 -m pip install --quiet --disable-pip-version-check -r requirements-docs.
 export TF_CPP_MIN_LOG_LEVEL=2
 # the declared style (pyproject.toml [tool.ruff]) and the docs site, before the tests
 python3 -m ruff check .
-python3 -m mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 python3 -m pytest "$@"
