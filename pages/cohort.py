@@ -7,7 +7,7 @@ import streamlit as st
 from explain.analysis import cohort
 from explain.core import verdict
 from explain.plots import figures
-from ui import frame, jobs, options, pickers, show, state
+from ui import frame, jobs, pickers, show, state
 from ui import inputs as more_inputs
 
 
@@ -16,9 +16,7 @@ def cohort_page():
     more_inputs.one_history_only(bundle, "Cohort")
     settings = choice.settings
     st.title("Cohort")
-    technical = f" · {settings.steps} steps ({settings.method})" if pickers.technical_view() else ""
-    compared = options.BASELINE_LABELS.get(settings.baseline.kind, str(settings.baseline))
-    st.caption(show.md(f"Each customer compared with {compared}{technical}."))
+    st.caption(show.md(f"Each customer compared with {pickers.compared_with(settings)}."))
     ids = cohort.sample_ids(bundle, pickers.sample_ui())
     explained = jobs.attributions_ui(bundle, ids, settings)
     if explained is None:

@@ -6,7 +6,7 @@ import streamlit as st
 from explain.analysis import cohort, report
 from explain.core import labels
 from explain.plots import figures
-from ui import frame, options, pickers, show, state
+from ui import frame, pickers, show, state
 from ui import inputs as more_inputs
 
 COHORT_NOTE = ("The cohort's mean is over {n:,} of the {total:,} customers with {label} = {value}, drawn at random "
@@ -48,9 +48,7 @@ def compare_page():
     other = pickers.compare_ui(bundle)
     a = one(bundle, cid, settings)
     b = second(bundle, other, settings)
-    technical = f" · {settings.steps} steps ({settings.method})" if pickers.technical_view() else ""
-    compared = options.BASELINE_LABELS.get(settings.baseline.kind, str(settings.baseline))
-    st.caption(show.md(f"Both compared with {compared}{technical} · one colour "
+    st.caption(show.md(f"Both compared with {pickers.compared_with(settings)} · one colour "
                        "scale for both heatmaps (the same shade means the same effect); the difference has its own "
                        "scale."))
 

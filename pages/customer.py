@@ -105,8 +105,9 @@ def customer_page():
     if pickers.technical_view():  # the engineers' caption, while the IG settings are open
         st.caption(show.md(f"Explaining {target}{unit} · baseline: {settings.baseline} · {attribution.steps[0]} "
                            f"steps ({settings.method}) · {settings.path} path"))
+    base = state.baseline_arrays(bundle, cid, settings) if bundle.plain else None
     if bundle.plain:  # the answer first (bundles with more inputs: the summary below their heatmaps)
-        why(bundle, cid, attribution, inputs, state.baseline_arrays(bundle, cid, settings), target)
+        why(bundle, cid, attribution, inputs, base, target)
     for note in attribution.notes:  # an input the model does not use: its attributions are exactly 0
         st.info(show.md(note), icon=":material/info:")
     score = float(state.predictions(bundle, attribution.settings.target)[bundle.index_of(cid)])
@@ -132,7 +133,6 @@ def customer_page():
         st.subheader("Download")
         return downloads(attribution, bundle, cid, settings, shown)
 
-    base = state.baseline_arrays(bundle, cid, settings)
     said = periods.words(bundle)
     units_s, units_t = show.units(bundle, bundle.static_features), show.units(bundle, bundle.temporal_features)
     (fig_panel, fig_static, fig_history), shown = speed.figures(bundle, "customer", cid, settings, lambda: (

@@ -13,13 +13,21 @@ THRESHOLD = 0.5  # the score to get below: the edge of "likely to churn"
 TIME_LIMIT = 3.0  # seconds the search may take here (median 0.1 s on the demo; docs/performance.md)
 
 
+def search(bundle, cid: str, settings):
+    """The what-if search that would keep ``cid`` (cached), or None where it does not apply: the What-if page
+    says which model kinds and why."""
+    try:
+        return state.whatif_search(bundle, cid, settings, threshold=THRESHOLD, time_limit=TIME_LIMIT)
+    except ExplainError:
+        return None
+
+
 def card(bundle, cid: str, settings, score: float, target: str) -> None:
     """Nothing for a customer below the threshold, or where the search does not apply (explained in log-odds)."""
     if score < THRESHOLD or settings.space != "output":
         return
-    try:
-        result = state.whatif_search(bundle, cid, settings, threshold=THRESHOLD, time_limit=TIME_LIMIT)
-    except ExplainError:  # a model kind the search does not handle: the What-if page says which and why
+    result = search(bundle, cid, settings)
+    if result is None:
         return
     values = bundle.inputs_for([cid])
     values = {role: values[role][0] for role in values}

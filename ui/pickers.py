@@ -206,6 +206,12 @@ def technical_view() -> bool:
     return bool(st.session_state.get("ig_settings_open"))
 
 
+def compared_with(settings) -> str:
+    """Who customers are compared with, in words; with the steps and rule while the IG settings are open."""
+    words = options.BASELINE_LABELS.get(settings.baseline.kind, str(settings.baseline))
+    return words + (f" · {settings.steps} steps ({settings.method})" if technical_view() else "")
+
+
 def _ig_settings_changed() -> bool:
     """A link or a session that set any IG setting away from its default opens the section, so the view it set
     is seen."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explain.core.errors import ExplainError
 from ui import keep, state
 
 PARAM = "tour"
@@ -41,11 +40,7 @@ def links(bundle, settings, n: int) -> dict:
     if n >= 2:
         query["customer"] = state.default_customer(bundle)  # the highest score of the bundle
     if n == 3:
-        try:
-            result = state.whatif_search(bundle, query["customer"], settings, threshold=keep.THRESHOLD,
-                                         time_limit=keep.TIME_LIMIT)
-        except ExplainError:  # a model kind the search does not handle: the What-if page says why
-            result = None
+        result = keep.search(bundle, query["customer"], settings)
         if result is not None and result.reached:
             query["whatif"] = result.scenario.text()
     return query
