@@ -22,7 +22,7 @@ from explain.core.files import write_atomic
 from explain.core.periods import words as periods_words
 from explain.core.settings import Settings
 from explain.plots import html as html_page
-from explain.plots.diagnostics import delta_by_steps, path_figure
+from explain.plots.diagnostics import delta_by_steps, integration_points_figure, path_figure
 from explain.plots.figures import (
     compare_figures,
     compare_static,
@@ -258,6 +258,19 @@ def diagnostics(bundle, customer, settings=None, *, steps=None, points: int | No
     )
 
 
+
+
+def integration_points(bundle, customer, settings=None, *, alphas: int | None = None) -> go.Figure:
+    """The Diagnostics page's points chart for one customer id: the prediction along the straight path
+    from the baseline (``alphas`` model calls, 257 by default) and the points the engine integrates the
+    gradient at under ``settings`` (default: mean baseline, 64 points; ``Settings(steps="auto")``: the
+    points placed for this customer, in panels). The numbers: ``explain.analysis.diagnostics.integration_points``."""
+    settings = settings or Settings()
+    cid = str(customer)
+    found = diag.integration_points(bundle, cid, settings, alphas or diag.SWEEP_ALPHAS)
+    target = settings.for_bundle(bundle).target
+    return integration_points_figure(found, y_title=f"{bundle.output_names[target]} ({settings.space})",
+                                     title=f"Where the engine placed its points: customer {cid}")
 
 
 def html(attribution, bundle, customer=0, path=None, *, ids=None, baseline=None) -> str:

@@ -18,7 +18,7 @@ def diagnostics_page():
     st.caption(show.md(f"Customer {cid} · baseline {settings.baseline} · "
                        f"target {bundle.output_names[settings.target]} ({settings.space}) · "
                        f"{settings.path} path · now {attribution.steps[0]} steps ({settings.method}), "
-                       f"delta {float(attribution.delta[0]):+.2e}"))
+                       f"{spent(attribution)}, delta {float(attribution.delta[0]):+.2e}"))
 
     sweep = state.delta_sweep(bundle, cid, settings)
     gap = abs(sweep["gap"])
@@ -39,6 +39,11 @@ def diagnostics_page():
                    "happens in a short stretch (more steps needed)."
                    + (SAMPLE_NOTE if settings.baseline.kind == "sample" else ""))
 
+    st.subheader("Where the engine placed its integration points")
+    found = state.integration_points(bundle, cid, settings)
+    show.plot(diagnostic_figures.integration_points_figure(found, y_title=y_title), key="diag_points")
+    st.caption(show.md(diagnostics.points_text(found)))
+
     st.subheader("Inputs the engine detected")
     roles, model = diagnostics.detected_inputs(bundle.model)
     st.dataframe(roles, hide_index=True, width="stretch")
@@ -52,6 +57,13 @@ def diagnostics_page():
         st.subheader("Notes from loading the bundle")
         for note in bundle.notes:
             st.text(show.plain(note))
+
+
+def spent(attribution) -> str:
+    """The evaluations spent on the customer (all baselines and paths): with steps="auto" they differ per customer."""
+    forward = attribution.forward_points
+    return (f"{int(attribution.gradient_points[0])} gradient"
+            + (f" and {int(forward[0])} forward evaluations" if forward is not None else " evaluations"))
 
 
 def faithfulness_section(bundle, settings):

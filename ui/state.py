@@ -277,6 +277,23 @@ def path_profile(bundle, customer: str, settings: Settings, points: int = diagno
     return _path_profile(bundle, bundle.content_hash, str(customer), settings.key(), points)
 
 
+@st.cache_data(max_entries=32, ttl=TTL, show_spinner="Sweeping the prediction along the path...")
+def _integration_points(_bundle, content_hash: str, customer: str, key: tuple, alphas: int):
+    with WORK.computing("integration points"):
+        start = time.perf_counter()
+        found = diagnostics.integration_points(_bundle, customer, Settings.from_key(key), alphas,
+                                               should_stop=runtime.should_stop)
+        return found, time.perf_counter() - start
+
+
+def integration_points(bundle, customer: str, settings: Settings, alphas: int = diagnostics.SWEEP_ALPHAS):
+    """f along the path to ``customer`` and the points the engine integrates at (cached); records the timing."""
+    start = time.perf_counter()
+    found, seconds = _integration_points(bundle, bundle.content_hash, str(customer), settings.key(), int(alphas))
+    record_timing(f"integration points ({alphas} forward alphas)", 1, settings, seconds, time.perf_counter() - start)
+    return found
+
+
 @st.cache_data(max_entries=16, ttl=TTL, show_spinner=False)
 def _model_layers(_bundle, content_hash: str) -> tuple[pd.DataFrame, dict]:
     return diagnostics.model_layers(_bundle.model)

@@ -1,7 +1,8 @@
 """What the Diagnostics page shows, computed without Streamlit: the delta of every integration
-rule at several step counts, the path from the baseline to a customer, what the engine
-detected in the model, the model's layers as a table, and the baseline a customer is shown
-against. Every model call goes through the engine (which holds the model's lock).
+rule at several step counts, the path from the baseline to a customer, where the engine placed
+its integration points on that path, what the engine detected in the model, the model's layers
+as a table, and the baseline a customer is shown against. Every model call goes through the
+engine (which holds the model's lock).
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import numpy as np
 import pandas as pd
 
 from explain.analysis.explainer import baseline_for, explain_customers
-from explain.core import ig
+from explain.core import ig, points
 from explain.core.engine import check_stop
 from explain.core.quadrature import METHODS
 
 SWEEP_STEPS = (4, 8, 16, 32, 64, 128, 256)
 PATH_POINTS = 33
+SWEEP_ALPHAS = points.SWEEP_ALPHAS  # the dense forward sweep of f along the path
 LAYER_COLUMNS = ["layer", "type", "output shape", "params"]
 
 
@@ -53,6 +55,42 @@ def path_profile(bundle, customer: str, settings, points: int = PATH_POINTS) -> 
     base = baseline_for(bundle, inputs, settings.baseline, settings.seed)
     target = settings.for_bundle(bundle).target
     return ig.path_profile(bundle.model, inputs, base, points=points, target=target, space=settings.space)
+
+
+def integration_points(bundle, customer: str, settings, alphas: int = SWEEP_ALPHAS,
+                       should_stop=None) -> points.PathPoints:
+    """f along the straight path from the baseline to ``customer`` (``alphas`` points, model calls
+    only) and the points the engine integrates the gradient at under ``settings``, as
+    ``explain_customers`` computes that customer (see :func:`explain.core.points.path_points`)."""
+    settings = settings.for_bundle(bundle)
+    inputs = bundle.inputs_for([str(customer)])
+    base = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical)
+    return points.path_points(
+        bundle.model, inputs, base, sweep=alphas, steps=settings.steps, method=settings.method,
+        target=settings.target, space=settings.space, path=settings.path, tolerance=settings.tolerance,
+        max_points=settings.max_points, ids=[str(customer)], output_names=bundle.output_names,
+        should_stop=should_stop, roles=getattr(bundle, "roles", None) or None)
+
+
+def points_text(result: points.PathPoints) -> str:
+    """What the points chart shows, in plain words, then what was spent (plain text: escape it for markdown)."""
+    if result.adaptive:
+        what = ("The line is the prediction along the straight path from the baseline (alpha 0) to this customer "
+                "(alpha 1), each dot a point where the engine evaluated the gradient and each shaded band one of "
+                "its panels: where the prediction changes along the path, the engine placed more points.")
+    else:
+        what = (f"The line is the prediction along the straight path from the baseline (alpha 0) to this customer "
+                f"(alpha 1), each dot a point where the engine evaluated the gradient: with steps = {result.steps} "
+                f"these are the same {result.steps} points of the {result.method} rule for every customer, wherever "
+                f"the prediction changes (steps = auto places them where it changes).")
+    spent = []
+    for name, leg in result.legs.items():
+        where = "" if name == "joint" else f"{name}'s path: "
+        spent.append(f"{where}{leg.final_points} points in {leg.panels} panel{'s' if leg.panels != 1 else ''}, "
+                     f"{leg.gradient_points} gradient and {leg.forward_points} forward evaluations spent in all, "
+                     f"delta {leg.delta:+.2e}")
+    sample = (f" Shown for the first of the {result.samples} sampled baselines." if result.samples > 1 else "")
+    return what + " " + "; ".join(spent) + "." + sample
 
 
 def shown_baseline(bundle, customer: str, settings) -> dict:

@@ -67,6 +67,7 @@ class PathIntegral:
     forward_points: np.ndarray  # (rows,) int: every model evaluation without a gradient, f(0) and f(1) too
     final_points: np.ndarray  # (rows,) int: the points of the final rule
     edges: list  # per row: the final panels' edges (alphas), [0, 1] for the first try
+    rules: list | None = None  # per row, when asked (keep_rule): the final rule's (alphas, weights), by alpha
 
 
 def panel_rule(method: str, lo: np.ndarray, hi: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
@@ -126,6 +127,7 @@ class _Row:
         self.settled_q = 0.0
         self.settled_err = 0.0
         self.settled_edges: list[tuple[float, float]] = []
+        self.settled_counts: list[int] = []  # each settled panel's points
 
     def add_grid(self, alphas, values) -> None:
         a = np.concatenate([self.grid_a, alphas])
@@ -145,18 +147,35 @@ class _Row:
     def final_points(self) -> int:
         return self.settled_points + int(self.points.sum())
 
+    def rule(self, method: str) -> tuple[np.ndarray, np.ndarray]:
+        """The final rule's (alphas, weights), ordered by alpha: every panel's points (a point on
+        the edge of two panels, as the trapezoid rule puts it, is there once for each)."""
+        lo = np.concatenate([[e[0] for e in self.settled_edges], self.lo])
+        hi = np.concatenate([[e[1] for e in self.settled_edges], self.hi])
+        counts = np.concatenate([np.asarray(self.settled_counts, np.int64), self.points])
+        alphas, weights = [np.zeros(0)], [np.zeros(0)]
+        for count in np.unique(counts):
+            a, w = panel_rule(method, lo[counts == count], hi[counts == count], int(count))
+            alphas.append(a.reshape(-1))
+            weights.append(w.reshape(-1))
+        alphas, weights = np.concatenate(alphas), np.concatenate(weights)
+        order = np.argsort(alphas, kind="stable")
+        return alphas[order], weights[order]
+
 
 def integrate(forward, gradients, f0, f1, limit, *, method: str = "gausslegendre",
               max_points: int = DEFAULT_MAX_POINTS, start_points: int = START_POINTS,
               panel_points: int = PANEL_POINTS, first_panels: int = FIRST_PANELS,
-              first_points: int = FIRST_POINTS) -> PathIntegral:
+              first_points: int = FIRST_POINTS, keep_rule: bool = False) -> PathIntegral:
     """Integrate h along every row's path until |delta| <= ``limit`` (per row) or the row's
     budget of ``max_points`` gradient evaluations is spent (see the module's text).
 
     ``forward`` and ``gradients``: the callables of the module's text. ``f0``, ``f1`` (rows,):
     f at the baseline and at the customer (already computed: counted as 2 forward points).
     The final rule of a row is the one with the smaller |delta| of the first try and the
-    panels. A row's result never depends on the other rows.
+    panels. A row's result never depends on the other rows. ``keep_rule``: also return each
+    row's final rule (``PathIntegral.rules``: the points and weights its attributions sum over);
+    the numbers are the same either way.
     """
     f0, f1 = np.asarray(f0, np.float64), np.asarray(f1, np.float64)
     limit = np.broadcast_to(np.asarray(limit, np.float64), f0.shape)
@@ -166,7 +185,8 @@ def integrate(forward, gradients, f0, f1, limit, *, method: str = "gausslegendre
     sums, q = np.array(sums, np.float64), np.array(q, np.float64)
     result = PathIntegral(sums=sums, estimate=q, gradient_points=np.full(n, start_points, np.int64),
                           forward_points=np.full(n, 2, np.int64), final_points=np.full(n, start_points, np.int64),
-                          edges=[np.array([0.0, 1.0]) for _ in range(n)])
+                          edges=[np.array([0.0, 1.0]) for _ in range(n)],
+                          rules=[(a.copy(), w.copy()) for _ in range(n)] if keep_rule else None)
     first_cost = first_panels * first_points
     hard = np.flatnonzero((np.abs(f1 - f0 - q) > limit) & (start_points + first_cost <= max_points))
     if hard.size == 0:
@@ -183,6 +203,8 @@ def integrate(forward, gradients, f0, f1, limit, *, method: str = "gausslegendre
             result.final_points[r] = row.final_points()
             edges = row.settled_edges + list(zip(row.lo.tolist(), row.hi.tolist()))
             result.edges[r] = np.unique(np.array(edges).reshape(-1))
+            if keep_rule:
+                result.rules[r] = row.rule(method)
     return result
 
 
@@ -236,6 +258,7 @@ def _take(row: _Row, lo, hi, sums, q, err, points: int, settle_below: float) -> 
     row.settled_q += float(q[small].sum())
     row.settled_err += float(err[small].sum())
     row.settled_edges += list(zip(lo[small].tolist(), hi[small].tolist()))
+    row.settled_counts += [points] * int(small.sum())
     live = ~small
     row.lo, row.hi = np.concatenate([row.lo, lo[live]]), np.concatenate([row.hi, hi[live]])
     row.q, row.err = np.concatenate([row.q, q[live]]), np.concatenate([row.err, err[live]])

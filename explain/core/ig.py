@@ -532,9 +532,11 @@ def _check_outputs(values, labels, where):
                                                         where=where))
 
 
-def _integrate(engine, x, b, raw, moving, settings, target, chunk, labels, should_stop=None, max_points=None):
+def _integrate(engine, x, b, raw, moving, settings, target, chunk, labels, should_stop=None, max_points=None,
+               rules: list | None = None):
     """Attributions along b -> x of every row for the ``moving`` inputs ({key: (rows, *point shape)}),
-    what was spent (:class:`Spent`), f(x) (rows,) and f(b) (rows,).
+    what was spent (:class:`Spent`), f(x) (rows,) and f(b) (rows,). ``rules``, a list when given, gets
+    each row's final rule appended: (alphas, weights, its panels' edges) (``explain.core.points`` draws it).
 
     A fixed ``steps`` is the rule with that many points for every row; "auto" is adaptive
     integration (``explain.core.adaptive``) per row until |delta| <= tolerance * |f(x) - f(b)|
@@ -566,6 +568,8 @@ def _integrate(engine, x, b, raw, moving, settings, target, chunk, labels, shoul
         flat, _ = gradients(every, np.broadcast_to(alphas, (rows, alphas.size)),
                             np.broadcast_to(weights, (rows, alphas.size)))
         spent = Spent.fixed(rows, settings.steps)
+        if rules is not None:
+            rules.extend([(alphas, weights, np.array([0.0, 1.0]))] * rows)
     else:
         def forward(index, alphas):
             return engine.sweep(x, b, raw, index, alphas, target, settings.space, chunk, should_stop)
@@ -579,8 +583,10 @@ def _integrate(engine, x, b, raw, moving, settings, target, chunk, labels, shoul
             found = adaptive.integrate(lambda i, a: forward(part[i], a),
                                        lambda i, a, w: gradients(part[i], a, w),
                                        fb[part], fx[part], limit[part], method=settings.method,
-                                       max_points=settings.max_points)
+                                       max_points=settings.max_points, keep_rule=rules is not None)
             flat[part] = found.sums
+            if rules is not None:
+                rules.extend((a, w, edges) for (a, w), edges in zip(found.rules, found.edges))
             spent.put(part, found)
     attrs, offset = {}, 0
     for key in moving:  # the flat sums back to each input's shape: attributions = (x - b) * sums

@@ -1,7 +1,7 @@
-"""The Diagnostics page's figures: convergence of the integral, the path from the baseline, and
-the faithfulness checks (deletion/insertion curves, model randomisation, occlusion). Arrays in,
-``go.Figure`` out; ``diagnostics(bundle, customer)`` draws the page's two for one customer.
-No streamlit."""
+"""The Diagnostics page's figures: convergence of the integral, the path from the baseline, where
+the engine placed its integration points on it, and the faithfulness checks (deletion/insertion
+curves, model randomisation, occlusion). Arrays and finished results in, ``go.Figure`` out;
+``explain.figures.diagnostics(bundle, customer)`` draws the page's two for one customer. No streamlit."""
 
 from __future__ import annotations
 
@@ -49,6 +49,41 @@ def path_figure(profile: dict, *, title: str | None = None, y_title: str = "pred
     fig.update_xaxes(gridcolor="#eee")
     fig.update_yaxes(gridcolor="#eee")
     return layout(fig, title, height=480, legend=dict(orientation="h", yanchor="top", y=-0.15, x=0))
+
+
+POINTS_COLOUR = "#1b9e77"
+PANEL_FILL = "rgba(117,112,179,0.12)"
+
+
+def integration_points_figure(result, *, title: str | None = None, y_title: str = "prediction") -> go.Figure:
+    """f(alpha) along the path from the baseline (0) to the customer (1) as a line, the final rule's
+    points on it as dots (hover: alpha, f, weight, panel) and every other panel shaded; one row per
+    leg (``explain.core.points.PathPoints``: the joint path, or one per input with path="per-input")."""
+    legs = list(result.legs.values())
+    names = [f"{esc(y_title)} along the path" if leg.name == "joint" else
+             f"{esc(leg.name)} moves (the other inputs at the customer's values)" for leg in legs]
+    fig = make_subplots(rows=len(legs), cols=1, shared_xaxes=True, vertical_spacing=0.12 / max(1, len(legs) - 1),
+                        subplot_titles=names)
+    for row, leg in enumerate(legs, start=1):
+        label = "" if leg.name == "joint" else f" ({esc(leg.name)})"
+        fig.add_trace(go.Scatter(x=leg.alphas, y=leg.values, mode="lines", name=f"{esc(y_title)}{label}",
+                                 line=dict(color="#333", width=2), legendgroup=f"leg{row}", showlegend=row == 1,
+                                 hovertemplate="alpha %{x:.4f}: %{y:.4g}<extra></extra>"), row=row, col=1)
+        custom = np.stack([leg.point_weights, leg.point_panels + 1], axis=1)
+        fig.add_trace(go.Scatter(
+            x=leg.point_alphas, y=leg.point_values, mode="markers", legendgroup=f"leg{row}", showlegend=row == 1,
+            name=f"gradient points ({leg.final_points} in {leg.panels} panel{'s' if leg.panels != 1 else ''}){label}",
+            marker=dict(color=POINTS_COLOUR, size=7, line=dict(color="white", width=1)), customdata=custom,
+            hovertemplate=("alpha %{x:.5f}<br>f %{y:.4g}<br>weight %{customdata[0]:.3g}<br>"
+                           "panel %{customdata[1]:.0f}<extra>gradient point</extra>")), row=row, col=1)
+        edges = np.asarray(leg.edges, np.float64)
+        for lo, hi in zip(edges[1::2], edges[2::2]):  # every other panel shaded: the panels are the bands
+            fig.add_vrect(x0=float(lo), x1=float(hi), fillcolor=PANEL_FILL, line_width=0, layer="below",
+                          row=row, col=1)  # after the traces: plotly leaves out shapes of empty subplots
+        fig.update_yaxes(title=esc(y_title), gridcolor="#eee", row=row, col=1)
+    fig.update_xaxes(range=[-0.01, 1.01], gridcolor="#eee")
+    fig.update_xaxes(title="alpha (0 = baseline, 1 = customer)", row=len(legs), col=1)
+    return layout(fig, title, height=260 + 160 * len(legs), legend=dict(orientation="h", yanchor="top", y=-0.2, x=0))
 
 
 # ----------------------------------------------------------------------------- faithfulness

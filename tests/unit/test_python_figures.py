@@ -116,6 +116,23 @@ def test_diagnostics_of_a_linear_model(setup):
     np.testing.assert_allclose(np.diff(prediction.y, 2), 0, atol=1e-4)  # linear along a straight path
 
 
+@pytest.mark.parametrize("steps", [6, "auto"])
+def test_integration_points_of_a_linear_model(setup, steps):
+    """f along the straight path of a linear model is the straight line f(b) + alpha (f(x) - f(b)); the
+    dots are the engine's points (a fixed steps: its rule's; auto: the 16 of the first try, which adds up)."""
+    bundle, _, exact, x = setup
+    fig = figures.integration_points(bundle, "C3", Settings(baseline="zero", steps=steps), alphas=17)
+    line, dots = fig.data
+    row = IDS.index("C3")
+    gap = exact["static"][row].sum() + exact["temporal"][row].sum()
+    np.testing.assert_allclose(np.asarray(line.y) - line.y[0], np.asarray(line.x) * gap, rtol=1e-4, atol=1e-5)
+    rule = explain.core.quadrature.alphas_and_weights("gausslegendre", 16 if steps == "auto" else steps)
+    np.testing.assert_allclose(dots.x, rule[0])
+    np.testing.assert_allclose(np.asarray(dots.customdata)[:, 0], rule[1])
+    assert "customer C3" in fig.layout.title.text
+    assert fig.layout.yaxis.title.text == f"{bundle.output_names[0]} (output)"
+
+
 def test_ids_needed_for_a_subset_and_unknown_customers(setup):
     bundle, _, _, _ = setup
     some = explain.explain_customers(bundle, ["C3", "A1"], Settings(baseline="zero", steps=8))

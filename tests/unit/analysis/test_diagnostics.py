@@ -117,3 +117,26 @@ def test_detected_inputs_follow_the_models_input_order(linear, lstm):
     roles, summary = diagnostics.detected_inputs(lstm.model)
     assert dict(zip(roles["role"], roles["position"])) == {"static": 0, "temporal": 1}
     assert summary["outputs (K)"].iloc[0] == 1
+
+
+@pytest.mark.parametrize("steps", [16, "auto"])
+def test_integration_points_are_those_of_the_customers_attribution(lstm, steps):
+    """The analysis call resolves the bundle's customer, baseline and settings as explain_customers does:
+    the same f(x), f(b), delta and points spent; the words say what the chart shows."""
+    from explain.analysis.explainer import explain_customers
+
+    request = Settings(baseline="mean", steps=steps, tolerance=1e-3)
+    found = diagnostics.integration_points(lstm, "D05", request, alphas=9)
+    a = explain_customers(lstm, ["D05"], request)
+    leg = found.legs["joint"]
+    assert (leg.start, leg.end) == (pytest.approx(a.baseline_prediction[0]), pytest.approx(a.prediction[0]))
+    assert leg.delta == pytest.approx(float(a.delta[0]), abs=1e-9)
+    assert (leg.final_points, leg.gradient_points, leg.forward_points) == (
+        a.steps[0], a.gradient_points[0], a.forward_points[0])
+    assert leg.values[0] == pytest.approx(leg.start, abs=1e-6) and leg.values[-1] == pytest.approx(leg.end, abs=1e-6)
+    text = diagnostics.points_text(found)
+    assert f"{leg.final_points} points in {leg.panels} panel" in text and f"{leg.gradient_points} gradient" in text
+    if steps == "auto":
+        assert "where the prediction changes along the path, the engine placed more points" in text
+    else:
+        assert "the same 16 points of the gausslegendre rule for every customer" in text

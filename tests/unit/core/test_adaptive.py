@@ -172,3 +172,28 @@ def test_panels_are_placed_where_f_changes():
 def test_every_rule_can_be_used_in_the_panels(method):
     result, exact = Known([step(width=1e-3)]).run(limit=np.full(1, 1e-3), method=method)
     assert abs(exact[0] - result.estimate[0]) <= 1e-3
+
+
+@pytest.mark.parametrize("method", ["gausslegendre", "trapezoid"])
+def test_the_final_rule_is_returned_on_request_and_changes_no_number(method):
+    functions = [smooth(), step(width=1e-3), spike(), several_steps(4)]
+    plain, exact = Known(functions).run(limit=np.full(4, 1e-4), method=method)
+    kept, _ = Known(functions).run(limit=np.full(4, 1e-4), method=method, keep_rule=True)
+    assert plain.rules is None and len(kept.rules) == 4
+    np.testing.assert_array_equal(kept.sums, plain.sums)
+    np.testing.assert_array_equal(kept.estimate, plain.estimate)
+    np.testing.assert_array_equal(kept.gradient_points, plain.gradient_points)
+    np.testing.assert_array_equal(kept.forward_points, plain.forward_points)
+    for (f, h), (alphas, weights), edges, points, estimate in zip(functions, kept.rules, kept.edges,
+                                                                  kept.final_points, kept.estimate):
+        assert len(alphas) == len(weights) == points and np.all(np.diff(alphas) >= 0)
+        assert weights.sum() == pytest.approx(1.0, abs=1e-12) and np.all((alphas >= 0) & (alphas <= 1))
+        assert np.dot(weights, h(alphas)) == pytest.approx(estimate, rel=1e-12, abs=1e-12)  # the rule summed
+        inside = np.searchsorted(edges, alphas, side="right") - 1
+        for panel, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):  # each panel's weights: its width
+            mine = (np.clip(inside, 0, len(edges) - 2) == panel)
+            if method == "gausslegendre":
+                assert weights[mine].sum() == pytest.approx(hi - lo, rel=1e-9)
+    assert kept.final_points[1] > adaptive.START_POINTS and len(kept.edges[1]) > 2  # the step: in panels
+    if method == "gausslegendre":
+        assert kept.final_points[0] == adaptive.START_POINTS  # the smooth row: the first try
