@@ -18,6 +18,31 @@ def dashboard_stores(tmp_path_factory):
     yield
 
 
+def private_copy(source: Path, parent: Path) -> Path:
+    """``parent/<source's name>``: a copy of the bundle folder ``source`` without its stores (attributions/)."""
+    folder = Path(parent) / Path(source).name
+    shutil.copytree(source, folder, ignore=shutil.ignore_patterns("attributions", ".building-*"))
+    return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def startup_demo(tmp_path_factory):
+    """The bundle the dashboard opens without EXPLAIN_BUNDLE (AppTest runs the app in this process):
+    a private copy of bundles/demo without its attributions/ folder, so that a store a manual
+    ``streamlit run`` left in bundles/demo/attributions/ is never found by the pages (Cohort, What
+    drives churn, the stored attributions), and a rebuild of bundles/demo does not reach a running test.
+    ``ui.startup.DEMO_DIR`` is that copy for the whole session; it yields the copy (None without a demo)."""
+    if not (DEMO / "model.keras").is_file():
+        yield None
+        return
+    from ui import startup
+
+    folder = private_copy(DEMO, tmp_path_factory.mktemp("startup"))
+    real, startup.DEMO_DIR = startup.DEMO_DIR, folder
+    yield folder
+    startup.DEMO_DIR = real
+
+
 @pytest.fixture(scope="module")
 def bundle_dir(tmp_path_factory):
     """A private copy of the demo bundle (others may rebuild bundles/demo while this runs)."""
