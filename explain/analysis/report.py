@@ -18,6 +18,7 @@ from explain.core.periods import words as periods_words
 from explain.core.text import unit_after
 
 LONG_COLUMNS = ["customer_id", "input", "period", "feature", "value", "attribution"]
+POINTS_COLUMNS = ["gradient_points", "forward_points"]  # attribute's CSV/Parquet: each customer's, on each row
 SUMMARY_COLUMNS = ["customer_id", "prediction", "baseline_prediction", "delta", "steps", "gradient_points",
                    "forward_points"]
 OUTPUT_SUFFIXES = (".json", ".csv", ".parquet")
@@ -239,15 +240,27 @@ def summary_frame(attribution, ids) -> pd.DataFrame:
     })[SUMMARY_COLUMNS]
 
 
+def attribute_frame(attribution, bundle, ids) -> pd.DataFrame:
+    """The long format (``LONG_COLUMNS``) then ``POINTS_COLUMNS``: the gradient and forward evaluations
+    spent on each customer (``summary_frame``'s), repeated on every row of that customer."""
+    frame = long_frame(attribution, bundle, ids)
+    spent = summary_frame(attribution, ids)
+    per = len(frame) // max(1, len(ids))
+    for name in POINTS_COLUMNS:
+        frame[name] = np.repeat(spent[name].to_numpy(), per)
+    return frame
+
+
 def write_attributions(path, attribution, bundle, ids, request=None) -> Path:
-    """Write JSON (docs/cli.md's shape), or CSV / Parquet (the long format), chosen by suffix."""
+    """Write JSON (docs/cli.md's shape), or CSV / Parquet (the long format, then each customer's
+    ``gradient_points`` and ``forward_points``: ``attribute_frame``), chosen by suffix."""
     suffix = Path(path).suffix.lower()
     if suffix not in OUTPUT_SUFFIXES:
         raise ExplainError(BAD_SUFFIX.format(path=str(path), suffixes=", ".join(OUTPUT_SUFFIXES)))
     if suffix == ".json":
         text = json.dumps(to_json_dict(attribution, bundle, ids, request), indent=1)
         return write_atomic(path, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"))
-    frame = long_frame(attribution, bundle, ids)
+    frame = attribute_frame(attribution, bundle, ids)
     if suffix == ".csv":  # opened in spreadsheets: no cell may run as a formula
         return write_atomic(path, lambda tmp: tmp.write_bytes(csv_download(frame).encode("utf-8")))
     return write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))

@@ -44,7 +44,8 @@ def test_a_fixed_steps_shows_its_rules_points_on_the_demo():
     np.testing.assert_allclose(dots_x, alphas)
     np.testing.assert_allclose(custom[:, 0], weights)
     a = explain_customers(load_bundle(DEMO), ["C00003"], Settings(steps=32))
-    assert y[0] == pytest.approx(a.baseline_prediction[0], abs=1e-6) and y[-1] == pytest.approx(a.prediction[0], abs=1e-6)
+    assert y[0] == pytest.approx(a.baseline_prediction[0], abs=1e-6)
+    assert y[-1] == pytest.approx(a.prediction[0], abs=1e-6)
     np.testing.assert_allclose(dots_y, np.interp(dots_x, x, y), atol=0.02)  # the dots lie on the line
     text = caption(at)
     assert "the same 32 points of the gausslegendre rule for every customer" in text

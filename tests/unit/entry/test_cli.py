@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from explain.analysis.explainer import Request, explain_customers
-from explain.analysis.report import LONG_COLUMNS
+from explain.analysis.report import LONG_COLUMNS, POINTS_COLUMNS
 from explain.bundle.load import load_bundle
 from explain.cli import main
 
@@ -58,14 +58,30 @@ def test_attribute_long_format(demo, tmp_path, suffix):
     assert main(["attribute", "--bundle", str(DEMO), "--customer", "C00003", "--steps", "16", "--out", str(out)]) == 0
     frame = (pd.read_csv(out, dtype={"customer_id": str}, keep_default_na=False) if suffix == ".csv"
              else pd.read_parquet(out))
-    assert list(frame.columns) == LONG_COLUMNS
+    assert list(frame.columns) == LONG_COLUMNS + POINTS_COLUMNS  # the contract's long format, then what was spent
     assert len(frame) == demo.n_static + demo.n_periods * demo.n_temporal
+    assert set(frame["gradient_points"]) == {16} and set(frame["forward_points"]) == {2}  # f(x) and f(b)
     static = frame[frame["input"] == "static"]
     assert list(static["feature"]) == list(demo.static_features)
     np.testing.assert_allclose(static["value"].astype(float), demo.inputs_for(["C00003"])["static"][0], rtol=1e-6)
     temporal = frame[frame["input"] == "temporal"]
     assert list(temporal["period"].unique()) == list(demo.periods)
     assert not list(tmp_path.glob(".*part"))  # no temporary file left behind
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_attribute_long_format_says_what_auto_spent_on_each_customer(demo, tmp_path, suffix):
+    out, ids = tmp_path / f"x{suffix}", ["C00003", "C00010", "C00042"]
+    assert main(["attribute", "--bundle", str(DEMO), *(a for i in ids for a in ("--customer", i)), "--steps", "auto",
+                 "--out", str(out)]) == 0
+    frame = (pd.read_csv(out, dtype={"customer_id": str}, keep_default_na=False) if suffix == ".csv"
+             else pd.read_parquet(out))
+    api = explain_customers(demo, ids, Request(steps="auto"))
+    spent = frame.groupby("customer_id", sort=False)[POINTS_COLUMNS].agg(["min", "max"])
+    assert list(spent.index) == ids
+    for name in POINTS_COLUMNS:  # one value per customer, on every row of theirs: the API's
+        assert list(spent[(name, "min")]) == list(spent[(name, "max")]) == [int(v) for v in getattr(api, name)]
+    assert frame["gradient_points"].dtype.kind == "i"
 
 
 @pytest.mark.parametrize("args, message", [
