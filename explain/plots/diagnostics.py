@@ -51,10 +51,6 @@ def path_figure(profile: dict, *, title: str | None = None, y_title: str = "pred
     return layout(fig, title, height=480, legend=dict(orientation="h", yanchor="top", y=-0.15, x=0))
 
 
-def _points_words(leg) -> str:
-    return f"{leg.final_points} in {leg.panels} panel{'s' if leg.panels != 1 else ''}"
-
-
 POINTS_COLOUR = "#1b9e77"
 PANEL_FILL = "rgba(117,112,179,0.12)"
 
@@ -65,7 +61,8 @@ def integration_points_figure(result, *, title: str | None = None, y_title: str 
     leg (``explain.core.points.PathPoints``: the joint path, or one per input with path="per-input")."""
     legs = list(result.legs.values())
     names = [f"{esc(y_title)} along the path" if leg.name == "joint" else
-             f"{esc(leg.name)} moves (the other inputs at the customer's values): {_points_words(leg)}"
+             f"{esc(leg.name)} moves (the other inputs at the customer's values): {leg.final_points} gradient "
+             f"points in {leg.panels} panel{'s' if leg.panels != 1 else ''}"
              for leg in legs]
     fig = make_subplots(rows=len(legs), cols=1, shared_xaxes=True, vertical_spacing=0.12 / max(1, len(legs) - 1),
                         subplot_titles=names)
@@ -77,7 +74,8 @@ def integration_points_figure(result, *, title: str | None = None, y_title: str 
         custom = np.stack([leg.point_weights, leg.point_panels + 1], axis=1)
         fig.add_trace(go.Scatter(
             x=leg.point_alphas, y=leg.point_values, mode="markers", legendgroup=f"leg{row}", showlegend=row == 1,
-            name=f"gradient points ({_points_words(leg)})" if joint else "gradient points",
+            name=(f"gradient points ({leg.final_points} in {leg.panels} panel{'s' if leg.panels != 1 else ''})"
+                  if joint else "gradient points"),
             marker=dict(color=POINTS_COLOUR, size=7, line=dict(color="white", width=1)), customdata=custom,
             hovertemplate=("alpha %{x:.5f}<br>f %{y:.4g}<br>weight %{customdata[0]:.3g}<br>"
                            "panel %{customdata[1]:.0f}<extra>gradient point</extra>")), row=row, col=1)
