@@ -55,7 +55,7 @@ def test_one_panel_is_not_shaded_and_per_input_legs_get_a_row_each():
     spec = integration_points_figure(found).to_plotly_json()
     assert len(spec["data"]) == 4
     titles = [a["text"] for a in spec["layout"]["annotations"]]
-    assert titles[0] == "static moves (the other inputs at the customer's values): 8 in 1 panel"
+    assert titles[0] == "static moves (the other inputs at the customer's values): 8 gradient points in 1 panel"
     assert titles[1].endswith(": 8 gradient points in 2 panels")
     assert [t["showlegend"] for t in spec["data"]] == [True, True, False, False]
     assert [t["xaxis"] for t in spec["data"]] == ["x", "x", "x2", "x2"]
