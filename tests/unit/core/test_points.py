@@ -150,3 +150,54 @@ def test_sampled_baselines_show_the_first_and_one_customer_only(sharp):
     assert found.samples == 3
     with pytest.raises(AttributionError, match="one customer at a time; the inputs hold 2"):
         points.path_points(sharp, x, BASELINE)
+
+
+def test_a_padded_history_stays_padded_along_the_path():
+    """Masking(0) + LSTM, a customer with 2 real months of 8: f along the path is the same layers on the
+    real months alone (no padding) at b + alpha (x - b), and the points are the engine's."""
+    from tests.unit.core.test_inputs import masked_model as build
+    from tests.unit.core.test_inputs import padded_data
+
+    model, real_only = build()
+    data = padded_data()
+    x = one(data, 2)  # LENGTHS[2] = 2 real months, padded at the start
+    b = {"static": np.full((1, 2), 0.5), "temporal": np.full((1, 8, x["temporal"].shape[2]), 0.5)}
+    found = points.path_points(model, x, b, steps="auto", sweep=17).legs["joint"]
+    a = ig.integrated_gradients(model, x, b, steps="auto")
+    path = along(x, b, found.alphas)
+    expected = real_only([tf.constant(path["static"]), tf.constant(path["temporal"][:, -2:])]).numpy()[:, 0]
+    np.testing.assert_allclose(found.values, expected, rtol=1e-5, atol=1e-6)
+    assert found.delta == pytest.approx(float(a.delta[0]), abs=1e-9) and found.final_points == a.steps[0]
+
+
+def test_an_embedding_input_moves_along_its_vectors():
+    """Category ids into an Embedding: the path runs between the embedding vectors (layer IG); f along it
+    is the twin model on b_e + alpha (x_e - b_e), and the hand-summed IG of the vectors is the engine's."""
+    from tests.unit.core.test_inputs import categorical_data, embedding_model
+
+    model, twin, embed = embedding_model()
+    x = one(categorical_data(n=3), 1)
+    b = {"plan": np.array([[0]], "int32"), "num": np.zeros((1, 2)), "hist": np.zeros((1, *x["hist"].shape[1:]))}
+    found = points.path_points(model, x, b, steps="auto", sweep=9, tolerance=1e-3)
+    leg = found.legs["joint"]
+    a = ig.integrated_gradients(model, x, b, steps="auto", tolerance=1e-3)
+    ex, eb = embed(x["plan"]).astype(np.float64), embed(b["plan"]).astype(np.float64)
+
+    def twin_path(alphas):
+        alphas = np.asarray(alphas)
+        return [tf.constant((eb + alphas[:, None, None] * (ex - eb)).astype("float32")),
+                tf.constant((alphas[:, None] * x["num"]).astype("float32")),
+                tf.constant((alphas[:, None, None] * x["hist"]).astype("float32"))]
+
+    np.testing.assert_allclose(leg.values, twin(twin_path(leg.alphas)).numpy()[:, 0], rtol=1e-5, atol=1e-6)
+    inputs = twin_path(leg.point_alphas)
+    with tf.GradientTape() as tape:
+        tape.watch(inputs)
+        total = tf.reduce_sum(twin(inputs))
+    grads = [g.numpy().astype(np.float64) for g in tape.gradient(total, inputs)]
+    w = leg.point_weights
+    np.testing.assert_allclose(((ex - eb)[0] * np.tensordot(w, grads[0], axes=1)).sum(axis=-1), a.inputs["plan"][0],
+                               rtol=1e-4, atol=1e-7)  # layer IG, summed over the embedding dimension
+    np.testing.assert_allclose(x["num"][0] * np.tensordot(w, grads[1], axes=1), a.inputs["num"][0],
+                               rtol=1e-4, atol=1e-7)
+    assert leg.delta == pytest.approx(float(a.delta[0]), abs=1e-9)
