@@ -137,3 +137,23 @@ def test_the_long_view_needs_the_bundle_the_store_was_computed_from(stores, bund
                                   read_store(stores["compact"], ids[:2])[0], check_exact=True)
     arrays, _ = read_store(moved, long=False)  # the arrays need no bundle
     assert arrays["temporal"].shape == (len(ids), bundle.n_periods, bundle.n_temporal)
+
+
+def test_padded_periods_are_nulls_in_the_file_and_nan_in_the_arrays(tmp_path):
+    from tests.support import padded
+
+    bundle = load_bundle(padded.write(tmp_path / "padded", n=24))
+    ids = [str(i) for i in bundle.ids]
+    api = explain_customers(bundle, ids, REQUEST)
+    pad = next(iter(api.padding.values()))  # (n, T) True at the padded weeks
+    assert pad.any() and not pad.all()
+    run_batch_job(bundle, tmp_path / "store", REQUEST, chunk_size=10, progress=False)
+    cells = pq.read_table(tmp_path / "store", columns=["temporal"])["temporal"].combine_chunks().flatten()
+    assert cells.null_count == int(pad.sum()) * bundle.n_temporal  # no data: null, never a 0 effect
+    arrays, _ = read_store(tmp_path / "store", long=False)
+    assert np.isnan(arrays["temporal"][pad]).all()
+    np.testing.assert_array_equal(arrays["temporal"][~pad], api.temporal[~pad])
+    old = write_old_store(bundle, tmp_path / "old", REQUEST, ids, 10)
+    np.testing.assert_array_equal(open_store(old).arrays(bundle, ids).temporal,
+                                  open_store(tmp_path / "store").arrays(bundle, ids).temporal)
+    pd.testing.assert_frame_equal(read_store(tmp_path / "store")[0], read_store(old)[0], check_exact=True)
