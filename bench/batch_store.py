@@ -116,11 +116,25 @@ for start in range(0, n, rows):
         pt = pt[:, int(pad[start:start + rows].sum(axis=1).min()):]  # padding every row of the call has
     calls.append((tf.constant(ps.astype(np.float32)), tf.constant(pt.astype(np.float32))))
 grads(*calls[0])
+same = None
+if trim:  # the cut calls give the full model's gradients bit for bit (the cut periods' being 0)? (eager, both)
+    def eager(m, a, b):
+        with tf.GradientTape() as tape:
+            tape.watch([a, b])
+            total = tf.reduce_sum(m([a, b], training=False)[:, 0])
+        return [g.numpy() for g in tape.gradient(total, [a, b])]
+    ps, pt = calls[-1]
+    t_all, t_cut = xt.shape[1], pt.shape[1]
+    full = np.concatenate([np.zeros((pt.shape[0], t_all - t_cut, pt.shape[2]), np.float32), pt.numpy()], axis=1)
+    g_full, g_cut = eager(bundle.model, ps, tf.constant(full)), eager(model, ps, pt)
+    same = bool(np.array_equal(g_full[0], g_cut[0]) and np.array_equal(g_full[1][:, t_all - t_cut:], g_cut[1])
+                and not g_full[1][:, :t_all - t_cut].any())
 start = time.perf_counter()
 for ps, pt in calls:
     [g.numpy() for g in grads(ps, pt)]
 seconds = time.perf_counter() - start
-print(json.dumps({"limit_customers_per_s": n / seconds, "points_per_call": rows * 64, "trim": trim}))
+print(json.dumps({"limit_customers_per_s": n / seconds, "points_per_call": rows * 64, "trim": trim,
+                  "same_gradients": same}))
 """
 
 READ = r"""
@@ -254,7 +268,8 @@ def report(rows: dict, limits: dict, n: int, resume_s: float, identical: bool) -
         ratio = new[key] / old[key] if old[key] else float("nan")
         print(f"{label:<24}{form.format(old[key]):>10}{form.format(new[key]):>10}{ratio:>9.2f}")
     for limit in limits:
-        how = ", each call cut to its longest real history" if limit["trim"] else ""
+        how = (f", each call cut to its longest real history (gradients bit for bit the full model's: "
+               f"{limit['same_gradients']})") if limit["trim"] else ""
         print(f"model limit (forward + backward), {limit['points_per_call']} points per call{how}: "
               f"{limit['limit_customers_per_s']:.1f} customers/s, peak {limit['peak_gb']:.2f} GB")
     print(f"resume after SIGKILL ({n:,} customers): {resume_s:.0f} s in all, identical to the uninterrupted "
