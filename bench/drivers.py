@@ -85,7 +85,7 @@ def build_store(bundle, out: Path) -> float:
     out.mkdir(parents=True)
     (out / "_summary").mkdir()
     write_json(out / MANIFEST, manifest)
-    s, t, f = bundle.n_static, bundle.n_periods, bundle.n_temporal
+    t, f = bundle.n_periods, bundle.n_temporal
     static_w = np.array([STATIC_WEIGHTS.get(c, 0.0) for c in bundle.static_features])
     temporal_w = np.zeros((t, f))
     for j, column in enumerate(bundle.temporal_features):
@@ -93,7 +93,6 @@ def build_store(bundle, out: Path) -> float:
             temporal_w[first:last, j] = weight
     static_mean, temporal_mean = bundle.static.mean(axis=0), bundle.temporal.mean(axis=0)
     inputs = [v.key for v in _views(bundle)]
-    periods = [str(p) for p in bundle.periods]
     for chunk, at in enumerate(range(0, len(ids), CHUNK)):
         rows = slice(at, at + CHUNK)
         k = len(ids[rows])
@@ -103,21 +102,12 @@ def build_store(bundle, out: Path) -> float:
         score = -1.4 + (a_s.sum(axis=1) + a_t.sum(axis=(1, 2))) / SCALE
         prediction = 1 / (1 + np.exp(-score))
         base = 1 / (1 + np.exp(1.4))
-        per = s + t * f
-        long = pd.DataFrame({
-            "customer_id": np.repeat(np.array(ids[rows], dtype=object), per),
-            "input": np.tile(np.array([inputs[0]] * s + [inputs[1]] * (t * f), dtype=object), k),
-            "period": np.tile(np.array([""] * s + [p for p in periods for _ in range(f)], dtype=object), k),
-            "feature": np.tile(np.array(list(bundle.static_features) + list(bundle.temporal_features) * t,
-                                        dtype=object), k),
-            "value": np.concatenate([xs, xt.reshape(k, -1)], axis=1).ravel(),
-            "attribution": np.concatenate([a_s, a_t.reshape(k, -1)], axis=1).ravel(),
-        })
+        arrays = {inputs[0]: a_s, inputs[1]: a_t.reshape(k, -1)}  # a compact store (format 3)
         summary = pd.DataFrame({"customer_id": ids[rows], "prediction": prediction,
                                 "baseline_prediction": np.full(k, base),
                                 "delta": prediction - base - a_s.sum(axis=1) - a_t.sum(axis=(1, 2)),
                                 "steps": np.full(k, 64, np.int64)})
-        write_chunk(out, manifest, chunk, long, summary)
+        write_chunk(out, manifest, chunk, arrays, summary)
     write_json(out / MANIFEST, completed(manifest))
     write_success(out)
     return time.perf_counter() - start

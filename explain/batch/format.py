@@ -2,19 +2,28 @@
 (``explain.batch.ray_job``, ``explain.batch.ray_store``) and the reader (``explain.batch.store``) share.
 
 The output folder (``OUT``; a name ending in ``.parquet`` is a folder too, the usual name of a
-Parquet dataset)::
+Parquet dataset), format version 3 (the compact store, written since issue 26)::
 
-    OUT/_manifest.json                 settings, bundle hash, customer list hash, chunk size, ...
-    OUT/part-00000.parquet ...         the long format of docs/cli.md, one file per chunk:
-                                       customer_id, input, period, feature, value, attribution
+    OUT/_manifest.json                 settings, bundle hash, customer list hash, chunk size, the
+                                       inputs (key, role, features, periods) ...
+    OUT/part-00000.parquet ...         the attributions, one file per chunk, ONE ROW PER CUSTOMER:
+                                       customer_id, then one column per model input (by its key:
+                                       "static", "temporal" for a plain bundle), a fixed-size list
+                                       of float64 of the input's cells (S; a history T x F, period
+                                       by period), null where the history is padding (no data)
     OUT/_summary/summary-00000.parquet one row per customer, one file per chunk:
                                        customer_id, prediction, baseline_prediction, delta, steps,
                                        gradient_points, forward_points (evaluations spent)
     OUT/_SUCCESS                       written last, once every chunk is there
 
+The input values are not stored (they are the bundle's): ``explain.batch.store`` gives the long
+format of docs/cli.md as a view (``read_store``), with the values read from the bundle. Stores of
+format 1 and 2 (the long format in the part files: customer_id, input, period, feature, value,
+attribution; one row per customer and cell) are still read.
+
 Parquet readers skip names starting with ``_`` or ``.``, so ``pandas.read_parquet(OUT)`` reads
-the long format only. Each file also carries the settings and the bundle hash as Parquet
-key-value metadata (key ``explain.batch.local``). Every file is written through
+the part files only. Each file also carries the settings and the bundle hash as Parquet
+key-value metadata (key ``explain.batch``). Every file is written through
 ``files.write_atomic`` (a hidden temporary file, then a rename), so a chunk file exists whole
 or not at all.
 
@@ -32,18 +41,22 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from explain.analysis.report import LONG_COLUMNS, SUMMARY_COLUMNS
+from explain.analysis.report import SUMMARY_COLUMNS, input_views
 from explain.core.errors import ExplainError
 from explain.core.files import write_atomic
 from explain.core.settings import DEFAULT_TOLERANCE, Settings, outside_tolerance
 from explain.core.text import examples, one_line
 
 FORMAT = "explain-batch"
-FORMAT_VERSION = 2  # 2: the summary's gradient_points and forward_points; the manifest's outside_tolerance
+# 2: the summary's gradient_points and forward_points; the manifest's outside_tolerance.
+# 3: the part files hold one row per customer, each input's attributions as a fixed-size list (compact).
+FORMAT_VERSION = 3
+COMPACT_SINCE = 3  # stores of an older version hold the long format in their part files
 MANIFEST = "_manifest.json"
 SUCCESS = "_SUCCESS"
 SUMMARY_DIR = "_summary"
@@ -139,8 +152,19 @@ def _differences(stored: dict, wanted: dict) -> list[str]:
     return out
 
 
+def compact(manifest: dict) -> bool:
+    """True for a store whose part files hold one row per customer (format 3 on), False for the long format."""
+    return int(manifest.get("format_version", 1)) >= COMPACT_SINCE
+
+
+def part_kind(manifest: dict) -> str:
+    """What a store's part files hold: "arrays" (compact) or "long"."""
+    return "arrays" if compact(manifest) else "long"
+
+
 def _file_metadata(manifest: dict, kind: str, chunk: int) -> dict:
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind, "chunk": chunk,
+    return {"format": FORMAT, "format_version": manifest.get("format_version", FORMAT_VERSION), "kind": kind,
+            "chunk": chunk,
             "n_chunks": manifest["n_chunks"], "chunk_size": manifest["chunk_size"],
             "settings": manifest["settings"], "bundle_hash": manifest["bundle"]["content_hash"],
             "customers_sha256": manifest["customers"]["sha256"]}
@@ -276,12 +300,13 @@ def chunk_paths(folder: Path, chunk: int) -> tuple[Path, Path]:
 def verify_chunk(folder: Path, manifest: dict, chunk: int, ids: Sequence[str]) -> str | None:
     """None if both files of ``chunk`` exist, read back, carry this run's metadata and hold
     exactly ``ids`` (in order); else why not."""
-    long_path, summary_path = chunk_paths(folder, chunk)
-    if not long_path.exists() and not summary_path.exists():
+    part_path, summary_path = chunk_paths(folder, chunk)
+    if not part_path.exists() and not summary_path.exists():
         return "missing"
     rows_per_customer = manifest["rows_per_customer"]
+    kind = part_kind(manifest)
     try:
-        for path, kind in ((summary_path, "summary"), (long_path, "long")):
+        for path, kind in ((summary_path, "summary"), (part_path, kind)):
             if not path.exists():
                 return f"{path.name} missing"
             meta = pq.read_schema(path).metadata or {}
@@ -289,10 +314,13 @@ def verify_chunk(folder: Path, manifest: dict, chunk: int, ids: Sequence[str]) -
             expected = _file_metadata(manifest, kind, chunk)
             if stored != expected:
                 return f"{path.name} was written by another run"
-            column = pq.read_table(path, columns=["customer_id"]).column("customer_id").to_pylist()
-            if kind == "summary":
+            file = pq.ParquetFile(path)
+            column = file.read(columns=["customer_id"]).column("customer_id").to_pylist()
+            if kind in ("summary", "arrays"):
                 if column != list(ids):
                     return f"{path.name} holds other customers"
+                if kind == "arrays" and file.metadata.num_rows != len(ids):
+                    return f"{path.name} holds other rows"
             else:
                 if len(column) != rows_per_customer * len(ids) or column[::rows_per_customer] != list(ids):
                     return f"{path.name} holds other customers or rows"
@@ -301,9 +329,16 @@ def verify_chunk(folder: Path, manifest: dict, chunk: int, ids: Sequence[str]) -
     return None
 
 
-
 def _write_table(path: Path, table: pa.Table) -> None:
-    write_atomic(path, lambda tmp: pq.write_table(table, tmp), readable=True)
+    write_atomic(path, lambda tmp: pq.write_table(table, tmp, **_parquet_options(table)), readable=True)
+
+
+def _parquet_options(table: pa.Table) -> dict:
+    """zstd; the float cells of an arrays file split by byte (they compress a third better); ids as a dictionary."""
+    split = [f"{field.name}.list.element" for field in table.schema if pa.types.is_fixed_size_list(field.type)]
+    if not split:
+        return {}
+    return {"compression": "zstd", "use_dictionary": ["customer_id"], "use_byte_stream_split": split}
 
 
 def write_json(path: Path, document: dict) -> None:
@@ -335,26 +370,48 @@ def _table(frame: pd.DataFrame, schema: pa.Schema, metadata: dict, chunk: int, k
         table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
     except (pa.ArrowException, ValueError, TypeError) as error:
         raise StoreError(UNWRITABLE_CHUNK.format(chunk=chunk, kind=kind, why=one_line(error))) from None
+    return _with_metadata(table, metadata)
+
+
+def _with_metadata(table: pa.Table, metadata: dict) -> pa.Table:
     meta = dict(table.schema.metadata or {})
     meta[METADATA_KEY] = json.dumps(metadata, sort_keys=True).encode("utf-8")
     return table.replace_schema_metadata(meta)
 
 
-def write_chunk(folder: Path, manifest: dict, chunk: int, long: pd.DataFrame, summary: pd.DataFrame) -> int:
-    """Write one chunk's two files: both tables are converted first, then the summary, then the
-    long file; if the long file cannot be written the summary is removed again, so a chunk is
-    whole or absent (``verify_chunk`` counts a chunk done only when both files read back)."""
-    long_path, summary_path = chunk_paths(folder, chunk)
+def arrays_table(manifest: dict, chunk: int, ids: Sequence[str], arrays: dict) -> pa.Table:
+    """One chunk's part file of a compact store: ``customer_id`` and, per input of the manifest's
+    ``inputs``, ``arrays[key]`` (c, *cells) float64 as a fixed-size list of its cells (NaN: null)."""
+    columns = {"customer_id": pa.array([str(i) for i in ids], pa.string())}
+    try:
+        for spec in manifest["inputs"]:
+            width = spec["width"]
+            cells = np.ascontiguousarray(np.asarray(arrays[spec["key"]], np.float64).reshape(len(ids), width))
+            values = pa.array(cells.reshape(-1), pa.float64(), from_pandas=True)  # NaN (padding) -> null
+            columns[spec["key"]] = pa.FixedSizeListArray.from_arrays(values, width)
+    except (pa.ArrowException, ValueError, TypeError, KeyError) as error:
+        raise StoreError(UNWRITABLE_CHUNK.format(chunk=chunk, kind="arrays", why=one_line(error))) from None
+    return _with_metadata(pa.table(columns), _file_metadata(manifest, "arrays", chunk))
+
+
+def write_chunk(folder: Path, manifest: dict, chunk: int, arrays: dict, summary: pd.DataFrame) -> int:
+    """Write one chunk's two files (a compact store): ``arrays`` ({input key: (c, *cells) float64
+    attributions, NaN where there is no data}) and the summary frame (its ``customer_id`` in the
+    chunk's order). Both tables are converted first, then the summary is written, then the
+    part file; if the part file cannot be written the summary is removed again, so a chunk is
+    whole or absent (``verify_chunk`` counts a chunk done only when both files read back).
+    Returns the long-format rows the chunk stands for."""
+    part_path, summary_path = chunk_paths(folder, chunk)
+    ids = summary["customer_id"].astype(str).tolist()
     summary_table = _table(summary, SUMMARY_SCHEMA, _file_metadata(manifest, "summary", chunk), chunk, "summary")
-    long_table = _table(long, long_schema(long), _file_metadata(manifest, "long", chunk), chunk, "long")
+    part_table = arrays_table(manifest, chunk, ids, arrays)
     _write_table(summary_path, summary_table)
     try:
-        _write_table(long_path, long_table)
+        _write_table(part_path, part_table)
     except BaseException:
         summary_path.unlink(missing_ok=True)
         raise
-    return len(long)
-
+    return len(ids) * manifest["rows_per_customer"]
 
 
 # ---- the manifest ---------------------------------------------------------------------------
@@ -363,6 +420,7 @@ def write_chunk(folder: Path, manifest: dict, chunk: int, long: pd.DataFrame, su
 def new_manifest(bundle, ids: Sequence[str], request: Settings, chunk_size: int) -> dict:
     """The manifest of a new store of ``ids`` of ``bundle`` (also the identity a folder is checked
     against); the local and the Ray engine write the same one."""
+    inputs = store_inputs(bundle)
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -376,11 +434,24 @@ def new_manifest(bundle, ids: Sequence[str], request: Settings, chunk_size: int)
         "chunk_size": chunk_size,
         "n_chunks": -(-len(ids) // chunk_size),
         "rows_per_customer": bundle.n_static + bundle.n_periods * bundle.n_temporal,
-        "layout": {"long": "part-NNNNN.parquet", "summary": f"{SUMMARY_DIR}/summary-NNNNN.parquet",
+        "inputs": inputs,
+        "layout": {"arrays": "part-NNNNN.parquet", "summary": f"{SUMMARY_DIR}/summary-NNNNN.parquet",
                    "metadata_key": METADATA_KEY.decode()},
-        "columns": {"long": LONG_COLUMNS, "summary": SUMMARY_COLUMNS},
+        "columns": {"arrays": ["customer_id", *(spec["key"] for spec in inputs)], "summary": SUMMARY_COLUMNS},
         "complete": False,
     }
+
+
+def store_inputs(bundle) -> list[dict]:
+    """The inputs of a compact store, in model order: key, role, features, periods (a history's;
+    None for a static input) and width (cells per customer: S, or T x F period by period)."""
+    out = []
+    for view in input_views(bundle):
+        periods = None if view.periods is None else [str(p) for p in view.periods]
+        width = len(view.features) * (1 if periods is None else len(periods))
+        out.append({"key": str(view.key), "role": view.role, "features": [str(f) for f in view.features],
+                    "periods": periods, "width": width})
+    return out
 
 
 def count_outside_tolerance(summaries: Iterable[pd.DataFrame], settings: dict) -> int:

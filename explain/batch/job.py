@@ -31,7 +31,7 @@ class BatchResult:
     computed_chunks: int
     reused_chunks: int
     removed_temporary_files: int
-    rows: int  # long-format rows of the whole store
+    rows: int  # long-format rows the whole store stands for (customers x cells)
     seconds: float
     manifest: dict = field(repr=False)
     outside_tolerance: int | None = None  # customers whose attributions miss the tolerance (None: not counted)
@@ -42,10 +42,11 @@ class BatchResult:
 
     def describe(self) -> str:
         reused = f", reused {self.reused_chunks} finished chunk(s)" if self.reused_chunks else ""
-        text = (f"wrote {self.n_customers} customers ({self.rows} rows) in {self.n_chunks} chunk(s) to "
+        text = (f"wrote {self.n_customers} customers ({self.rows} long-format rows) in {self.n_chunks} chunk(s) to "
                 f"{self.path}: computed {self.computed_chunks}{reused} in {self.seconds:.1f} s. Read it with "
-                f"pandas.read_parquet('{self.path}') (long format) and "
-                f"pandas.read_parquet('{self.path}/{SUMMARY_DIR}') (one row per customer).")  # path: a Path or a URI
+                f"explain.batch.store.open_store('{self.path}') (arrays, one chunk at a time), read_store (the long "
+                f"format) or pandas.read_parquet('{self.path}/{SUMMARY_DIR}') (one row per customer); "
+                "docs/batch.md.")  # path: a Path or a URI
         return text if self.outside_tolerance is None else f"{text}\n{self.tolerance_line()}"
 
     def tolerance_line(self) -> str:

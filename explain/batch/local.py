@@ -1,4 +1,4 @@
-"""Attributions of every customer of a bundle, in resumable chunks, to a Parquet dataset.
+"""Attributions of every customer of a bundle, in resumable chunks, to a Parquet dataset (a compact store).
 
     python -m explain batch --bundle DIR --out OUT [settings] [--batch-size N] [--customers-file F]
 
@@ -13,8 +13,9 @@ customers or another chunk size, a folder with a corrupt manifest, and a folder 
 this tool did not write are refused, never overwritten: to start over, delete the folder or
 choose a new ``--out``. There is deliberately no ``--force``.
 
-Memory is bounded by the chunk size: one chunk's attributions are held at a time (the
-bundle's input arrays are in memory anyway).
+Memory is bounded by the chunk size and the points per gradient call (``points_per_call``: fewer
+for long histories): one chunk's attributions are held at a time, and the bundle's arrays are
+read a chunk at a time (memory-mapped from its array cache when it is big).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+import numpy as np
+
 from explain.analysis.explainer import explain_customers
-from explain.analysis.report import long_frame, summary_frame
+from explain.analysis.report import input_views, summary_frame
 from explain.batch.format import (
     LOCK,
     MANIFEST,
@@ -45,8 +48,12 @@ from explain.batch.format import (
 )
 from explain.batch.job import DEFAULT_CHUNK_SIZE, BatchResult, check_chunk_size, follow, result
 from explain.core.errors import ExplainError
+from explain.core.ig import DEFAULT_BATCH_SIZE
 from explain.core.settings import Settings
 from explain.core.text import examples
+
+POINT_PERIODS = 400_000  # interpolation points x history periods per gradient call (memory, see points_per_call)
+MIN_POINTS = 64
 
 # ---- messages (tests match these) ------------------------------------------------------------
 UNKNOWN_IDS = ("{source}: {count} unknown customer id(s): {examples}. Ids are text and case-sensitive; "
@@ -63,13 +70,39 @@ NO_HASH = ("The batch job needs a bundle loaded from a folder (load_bundle): its
 
 def compute_chunk(bundle, ids: list[str], request: Settings, engine_batch_size: int | None = None, *,
                   baseline: dict | None = None):
-    """(long frame, summary frame) of one chunk: ``explain_customers`` on these ids only.
+    """(attributions, summary frame) of one chunk: ``explain_customers`` on these ids only;
+    attributions {input key: (c, *cells) float64}, NaN where a history is padding (no data).
 
     ``baseline``: the data-wide baseline arrays, when ``bundle`` holds one chunk only (the Ray
-    engine's actors); default: computed from ``bundle`` as always.
+    engine's actors); default: computed from ``bundle`` as always. ``engine_batch_size``: points
+    per gradient call; default: ``points_per_call(bundle)``.
     """
+    if engine_batch_size is None:
+        engine_batch_size = points_per_call(bundle)
     attribution = explain_customers(bundle, ids, request, batch_size=engine_batch_size, baseline=baseline)
-    return long_frame(attribution, bundle, ids), summary_frame(attribution, ids)
+    return chunk_arrays(attribution, bundle, len(ids)), summary_frame(attribution, ids)
+
+
+def chunk_arrays(attribution, bundle, n: int) -> dict:
+    """{input key: (n, cells) float64} of an attribution as a compact store holds it: each input's
+    cells in the long format's order (a history period by period), NaN where the history is padding."""
+    out = {}
+    for view in input_views(bundle):
+        attr = np.asarray(attribution.inputs[view.key], np.float64).reshape(n, -1)
+        pad = attribution.padding.get(view.key) if view.role == "temporal" else None
+        if pad is not None and np.any(pad):
+            cells = np.repeat(np.asarray(pad, bool), attr.shape[1] // pad.shape[1], axis=1)
+            attr = np.where(cells, np.nan, attr)
+        out[view.key] = attr
+    return out
+
+
+def points_per_call(bundle) -> int:
+    """Interpolation points per gradient call of a batch job: the engine's default (4096), fewer for
+    long histories, so that one call's activations stay near ``POINT_PERIODS`` points x periods
+    (a Masking + LSTM(64) on 365 days: 1,095 points, about 1 GB of activations instead of 4)."""
+    periods = max(1, int(getattr(bundle, "n_periods", 1) or 1))
+    return int(max(MIN_POINTS, min(DEFAULT_BATCH_SIZE, POINT_PERIODS // periods)))
 
 
 # ---- the job --------------------------------------------------------------------------------
@@ -128,13 +161,13 @@ def run_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: in
         def computed_chunks():
             for index in todo:
                 try:
-                    long, summary = compute_chunk(bundle, chunks[index], request, engine_batch_size)
+                    arrays, summary = compute_chunk(bundle, chunks[index], request, engine_batch_size)
                 except ExplainError as error:
                     raise ExplainError(CHUNK_FAILED.format(chunk=index, first=chunks[index][0],
                                                            last=chunks[index][-1], error=error,
                                                            folder=folder)) from error
-                write_chunk(folder, manifest, index, long, summary)
-                del long, summary
+                write_chunk(folder, manifest, index, arrays, summary)
+                del arrays, summary
                 yield len(chunks[index]), True
 
         done = len(ids) - sum(len(chunks[i]) for i in todo)

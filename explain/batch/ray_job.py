@@ -4,7 +4,7 @@
 
 Ray does the scheduling; this module only says what the plan and one chunk are. The chunks are
 the local job's (``--batch-size`` customers each, in the same order), so the store is the same
-one: same manifest, same part and summary files, same ``_SUCCESS``, read unchanged by
+one: same manifest, same part files (compact, format 3) and summary files, same ``_SUCCESS``, read unchanged by
 ``read_store``, ``find_store`` and the Cohort page, and resumable by either engine.
 
 - The driver never loads the bundle. A Ray task (``_plan``) opens it once (the same
@@ -171,9 +171,9 @@ class ChunkWriter:
                 if fmt.verify_chunk(folder, self.manifest, chunk, ids) is None:
                     done = False
                 else:
-                    long, summary = batch.compute_chunk(self._bundle(ids, static, temporal), ids, self.request,
-                                                        self.engine_batch_size, baseline=self.plan["baseline"])
-                    fmt.write_chunk(folder, self.manifest, chunk, long, summary)
+                    arrays, summary = batch.compute_chunk(self._bundle(ids, static, temporal), ids, self.request,
+                                                          self.engine_batch_size, baseline=self.plan["baseline"])
+                    fmt.write_chunk(folder, self.manifest, chunk, arrays, summary)
                     done = True
             chunks.append(chunk)
             customers.append(len(ids))

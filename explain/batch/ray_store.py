@@ -15,10 +15,10 @@ moved in and out:
 - one chunk: its two files are downloaded (if there) and verified locally; a chunk to compute
   is written locally, then each file is uploaded under a hidden temporary name
   (``.NAME.XXXX.part``, which Parquet readers skip and a rerun removes) and moved onto its
-  final name, the summary first: the long file's arrival is what makes the chunk count;
+  final name, the summary first: the part file's arrival is what makes the chunk count;
 - there is no lock file on a URI: run one job per output URI at a time.
 
-``pandas.read_parquet("s3://...")`` reads such a store directly; the dashboard
+``pandas.read_parquet("s3://...")`` reads such a store's files directly (one row per customer); the dashboard
 (``find_store``, ``read_store``) reads local folders, so copy a store down (``aws s3 sync``)
 to use it there.
 """
@@ -209,7 +209,7 @@ class UriTarget:
                 if self._get(relative, folder / relative):
                     before[relative] = _stamp(folder / relative)
             yield folder
-            for relative in reversed(files):  # (summary, long): the summary first
+            for relative in reversed(files):  # (part, summary): the summary first
                 path = folder / relative
                 if path.exists() and before.get(relative) != _stamp(path):
                     self._put(path, relative)

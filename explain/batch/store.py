@@ -1,12 +1,14 @@
-"""Reading a batch store (the folder ``python -m explain batch`` writes; see ``store_format``).
+"""Reading a batch store (the folder ``python -m explain batch`` writes; see ``explain.batch.format``).
 
-``read_store(OUT, ids)`` reads a finished store as tables (long format, summaries), in the
-order of ``ids``; ``open_store(OUT)`` gives a ``Store`` (its manifest, its files read lazily,
-one chunk at a time), whose ``arrays(bundle, ids)`` are the engine's arrays (what the Cohort
-page uses). The dashboard reuses a finished store instead of recomputing: ``find_store(bundle,
-request)`` looks in ``<bundle>/attributions/*/`` for one with this bundle's content hash and
-these settings. ``pandas.read_parquet(OUT)`` and ``pandas.read_parquet(OUT / "_summary")``
-read it too.
+``open_store(OUT)`` gives a ``Store`` (its manifest, its files read lazily, one chunk at a time):
+``arrays(bundle, ids)`` are the engine's arrays (what the Cohort page uses), ``rows(bundle)`` the
+chunks ``explain.drivers`` reads, ``chunk_arrays(chunk)`` one chunk of a compact store as numpy.
+``read_store(OUT, ids)`` reads a finished store as tables in the order of ``ids``: the long format
+(a view of a compact store: its ``value`` column from the bundle) and the summaries; with
+``long=False`` the attributions as arrays by input. Stores of format 1 and 2 (long part files)
+are read as before. The dashboard reuses a finished store instead of recomputing: ``find_store(bundle,
+request)`` looks in ``<bundle>/attributions/*/`` for one with this bundle's content hash and these
+settings. ``pandas.read_parquet(OUT / "_summary")`` reads the summaries.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -24,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from explain.analysis.drivers import Rows
-from explain.analysis.report import input_views, long_layout
+from explain.analysis.report import input_views, long_frame, long_layout
 from explain.batch.format import (
     LONG_SCHEMA,
     MANIFEST,
@@ -32,6 +35,7 @@ from explain.batch.format import (
     SUMMARY_SCHEMA,
     StoreError,
     chunk_paths,
+    compact,
     customers_hash,
     inspect_folder,
     output_folder,
@@ -50,6 +54,14 @@ INCOMPLETE = ("The batch output {folder} is incomplete: {done} of {total} chunks
 NOT_IN_STORE = "{count} customer id(s) are not in the batch output {folder}: {examples}."
 UNREADABLE_CHUNK = ("The batch output file {path} cannot be read ({why}). Rerun the `python -m explain batch` "
                     "command that made it: it verifies every chunk and recomputes the damaged ones.")
+WRONG_INPUTS = ("The batch output {folder} does not fit this bundle's features and periods ({why}). It was written "
+                "with another table layout; recompute it with `python -m explain batch` into a new --out folder.")
+NEEDS_BUNDLE = ("The batch output {folder} is a compact store: it keeps the attributions, not the input values, so its "
+                "long format needs the bundle it was computed from ({why}). Pass bundle= (the bundle folder or a "
+                "loaded Bundle), or read the attributions as arrays (read_store(..., long=False), open_store(...)).")
+OLD_FORMAT_ARRAYS = ("The batch output {folder} is of format {version} (the long format): read_store(..., long=False) "
+                     "reads compact stores (format 3) only; read it with read_store(...) (long) or "
+                     "open_store(...).arrays(bundle, ids).")
 WRONG_LAYOUT = ("The batch output {folder} does not fit this bundle's features and periods (chunk {chunk}: "
                 "{why}). It was written with another table layout; recompute it with `python -m explain batch` "
                 "into a new --out folder.")
@@ -120,14 +132,18 @@ class Store:
         table = pa.concat_tables(list(summaries.values())) if summaries else SUMMARY_SCHEMA.empty_table()
         return _select(table, ids, self.path)
 
-    def iter_chunks(self) -> Iterator[tuple[int, pd.DataFrame, pd.DataFrame]]:
-        """(chunk, long frame, summary frame) of every finished chunk, one at a time."""
-        for i in self.done_chunks():
-            long_path, summary_path = chunk_paths(self.path, i)
-            yield i, _read_table(long_path).to_pandas(), _read_table(summary_path).to_pandas()
+    @property
+    def compact(self) -> bool:
+        """True for a store of format 3 on (one row per customer), False for the long format (1 and 2)."""
+        return compact(self.manifest)
 
-    def long(self, ids: Sequence[str] | None = None, columns: Sequence[str] | None = None) -> pd.DataFrame:
-        """The long format of ``ids`` (default: all); reads only the chunks that hold them."""
+    def long(self, ids: Sequence[str] | None = None, columns: Sequence[str] | None = None, *,
+             bundle=None) -> pd.DataFrame:
+        """The long format of ``ids`` (default: all); reads only the chunks that hold them. A compact
+        store's long format is a view: its ``value`` column comes from ``bundle`` (a ``Bundle`` or its
+        folder; default: the folder in the manifest), which must be the one the store was computed from."""
+        if self.compact:
+            return self._long_view(ids, columns, bundle)
         chunks = self.done_chunks()
         if ids is not None:
             ids = [str(i) for i in ids]
@@ -167,6 +183,8 @@ class Store:
         row is where ``bundle``'s features and periods put it (``StoreError`` if not).
         """
         ids = list(dict.fromkeys(str(i) for i in ids))
+        if self.compact:
+            return self._compact_arrays(bundle, ids)
         n, s, t, f = len(ids), bundle.n_static, bundle.n_periods, bundle.n_temporal
         per = s + t * f
         expected = long_layout(bundle)
@@ -188,7 +206,9 @@ class Store:
             values = table["attribution"].to_numpy(zero_copy_only=False).reshape(k, per)
             static[rows] = values[:, static_rows]
             temporal[rows] = values[:, temporal_rows].reshape(k, t, f)
-        summary = self._summary_of(summaries, ids)
+        return self._stored(static, temporal, first, self._summary_of(summaries, ids))
+
+    def _stored(self, static, temporal, first: str, summary: pd.DataFrame) -> "StoredAttributions":
         return StoredAttributions(
             static=static, temporal=temporal, padding={first: np.isnan(temporal).all(axis=2)},
             prediction=summary["prediction"].to_numpy(np.float64),
@@ -203,6 +223,9 @@ class Store:
         cells NaN (no data), a text value NaN. Checks that every row is where ``bundle``'s features
         and periods put it (``StoreError`` if not); ``same_periods=False`` lets the period labels
         differ (an earlier store of the same layout: its periods are compared by position)."""
+        if self.compact:
+            yield from self._compact_rows(bundle, same_periods)
+            return
         expected = long_layout(bundle)
         if not same_periods:
             del expected["period"]
@@ -230,6 +253,167 @@ class Store:
             yield Rows(ids=ids, prediction=summary["prediction"].to_numpy(),
                        values={key: v for key, (v, _) in by_input.items()},
                        attributions={key: a for key, (_, a) in by_input.items()})
+
+
+    # ---- a compact store (format 3): one row per customer, each input's cells as a list
+
+    @property
+    def inputs(self) -> list[dict]:
+        """A compact store's inputs: key, role, features, periods (None: static), width (cells per customer)."""
+        return list(self.manifest.get("inputs") or [])
+
+    def chunk_arrays(self, chunk: int, ids: Sequence[str] | None = None) -> tuple[np.ndarray, dict]:
+        """(ids (k,), {input key: (k, *shape) float64 attributions, NaN where there is no data}) of one
+        chunk of a compact store (only ``ids`` of it, in the file's order, when given); shape: (S,) or (T, F)."""
+        path = chunk_paths(self.path, chunk)[0]
+        table = _read_table(path, ["customer_id", *(spec["key"] for spec in self.inputs)])
+        if ids is not None:
+            table = table.filter(pc.is_in(table["customer_id"], value_set=pa.array(list(ids), pa.string())))
+        got = np.asarray(table["customer_id"].to_pylist(), dtype=object)
+        arrays = {}
+        for spec in self.inputs:
+            column = table[spec["key"]].combine_chunks()
+            if getattr(column.type, "list_size", None) != spec["width"]:
+                raise StoreError(UNREADABLE_CHUNK.format(path=path, why=(
+                    f"column {spec['key']!r} is {column.type}, the manifest says {spec['width']} cells per customer")))
+            cells = column.flatten().to_numpy(zero_copy_only=False).astype(np.float64, copy=False)  # null: NaN
+            shape = (len(spec["features"]),) if spec["periods"] is None else (len(spec["periods"]),
+                                                                            len(spec["features"]))
+            arrays[spec["key"]] = cells.reshape(len(got), *shape)
+        return got, arrays
+
+    def _check_inputs(self, bundle, same_periods: bool = True) -> None:
+        """``StoreError`` (``WRONG_INPUTS``) unless the compact store's cells are where ``bundle``'s
+        features and periods put them (the same words as a long store's check)."""
+        stored, expected = _layout_of(self.inputs), long_layout(bundle)
+        if not same_periods:
+            del stored["period"], expected["period"]
+        if len(stored["input"]) != len(expected["input"]):
+            raise StoreError(WRONG_INPUTS.format(folder=self.path, why=(
+                f"{len(stored['input'])} cells per customer in the store, this bundle has {len(expected['input'])} "
+                f"({', '.join(f'{n} {key}' for key, n in Counter(expected['input']).items())})")))
+        for name, values in expected.items():
+            bad = np.flatnonzero(stored[name] != values)
+            if bad.size:
+                j = int(bad[0])
+                raise StoreError(WRONG_INPUTS.format(folder=self.path, why=(
+                    f"row {j + 1} of a customer has {name} {stored[name][j]!r}, this bundle expects {values[j]!r}")))
+
+    def _compact_arrays(self, bundle, ids: list[str]) -> "StoredAttributions":
+        self._check_inputs(bundle)
+        n, s, t, f = len(ids), bundle.n_static, bundle.n_periods, bundle.n_temporal
+        static_keys = [spec["key"] for spec in self.inputs if spec["role"] == "static"]
+        first = next(spec["key"] for spec in self.inputs if spec["role"] == "temporal")
+        position = {cid: k for k, cid in enumerate(ids)}
+        static, temporal = np.zeros((n, s)), np.zeros((n, t, f))
+        summaries = self._summaries()  # read once: which chunks to open, and the summary rows
+        for chunk in self._chunks_holding(ids, summaries):
+            got, arrays = self.chunk_arrays(chunk, ids)
+            rows = np.array([position[cid] for cid in got], dtype=np.int64)
+            if static_keys:
+                static[rows] = np.concatenate([arrays[key] for key in static_keys], axis=1)
+            temporal[rows] = arrays[first]
+        return self._stored(static, temporal, first, self._summary_of(summaries, ids))
+
+    def _compact_rows(self, bundle, same_periods: bool) -> Iterator[Rows]:
+        self._check_inputs(bundle, same_periods)
+        known = {str(i): k for k, i in enumerate(bundle.ids)}
+        for chunk in self.done_chunks():
+            ids, arrays = self.chunk_arrays(chunk)
+            summary = _read_table(chunk_paths(self.path, chunk)[1], ["customer_id", "prediction"])
+            if summary["customer_id"].to_pylist() != ids.tolist():
+                raise StoreError(WRONG_LAYOUT.format(folder=self.path, chunk=chunk, why=(
+                    "its summary file lists other customers than its part file")))
+            yield Rows(ids=ids, prediction=summary["prediction"].to_numpy(), attributions=arrays,
+                       values=_bundle_values(bundle, ids, arrays, known))
+
+    def _long_view(self, ids, columns, bundle) -> pd.DataFrame:
+        """The long format of a compact store (format 1 and 2's rows, row for row), a chunk at a time."""
+        bundle = self._values_bundle(bundle)
+        self._check_inputs(bundle)
+        summaries = self._summaries()
+        chunks = self.done_chunks() if ids is None else self._chunks_holding([str(i) for i in ids], summaries)
+        frames = []
+        for chunk in chunks:
+            got, arrays = self.chunk_arrays(chunk, None if ids is None else [str(i) for i in ids])
+            view = SimpleNamespace(inputs=arrays, padding={
+                spec["key"]: np.isnan(arrays[spec["key"]]).all(axis=2) for spec in self.inputs
+                if spec["role"] == "temporal"})
+            frame = long_frame(view, bundle, list(got))
+            frames.append(frame if columns is None else frame[list(dict.fromkeys(["customer_id", *columns]))])
+        if frames:
+            frame = pd.concat(frames, ignore_index=True)
+        else:
+            frame = pd.DataFrame({c: [] for c in (LONG_SCHEMA.names if columns is None else
+                                                  dict.fromkeys(["customer_id", *columns]))})
+        if ids is not None:
+            position = {cid: k for k, cid in enumerate(dict.fromkeys(str(i) for i in ids))}
+            order = np.argsort(frame["customer_id"].map(position).to_numpy(), kind="stable")
+            frame = frame.iloc[order].reset_index(drop=True)
+        return frame if columns is None else frame[list(columns)]
+
+    def _values_bundle(self, bundle):
+        """The bundle whose values the long view shows: ``bundle`` (or the manifest's), of this store's content."""
+        if bundle is None:
+            where = (self.manifest.get("bundle") or {}).get("path")
+            if not where or not Path(where).is_dir():
+                raise StoreError(NEEDS_BUNDLE.format(folder=self.path,
+                                                     why=f"its manifest names {where!r}, not a folder"))
+            bundle = where
+        if isinstance(bundle, (str, os.PathLike)):
+            from explain.bundle.load import load_bundle
+
+            bundle = load_bundle(bundle)
+        if getattr(bundle, "content_hash", None) != self.bundle_hash:
+            raise StoreError(NEEDS_BUNDLE.format(folder=self.path, why=(
+                f"the bundle given has content hash {str(getattr(bundle, 'content_hash', None))[:12]}..., the store "
+                f"was computed from {self.bundle_hash[:12]}...")))
+        return bundle
+
+    def array_view(self, ids: Sequence[str] | None = None) -> dict:
+        """A compact store's attributions of ``ids`` (default: all, in the order of the run) as
+        {input key: (n, *shape) float64, NaN where there is no data}, in the order of ``ids``."""
+        if not self.compact:
+            raise StoreError(OLD_FORMAT_ARRAYS.format(folder=self.path, version=self.manifest.get("format_version")))
+        summaries = self._summaries()
+        wanted = None if ids is None else list(dict.fromkeys(str(i) for i in ids))
+        chunks = self.done_chunks() if wanted is None else self._chunks_holding(wanted, summaries)
+        parts = [self.chunk_arrays(chunk, wanted) for chunk in chunks]
+        got = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, object)
+        order = np.arange(len(got)) if wanted is None else np.argsort(
+            pd.Series(got).map({cid: k for k, cid in enumerate(wanted)}).to_numpy(), kind="stable")
+        return {spec["key"]: np.concatenate([p[1][spec["key"]] for p in parts])[order] if parts else
+                np.zeros((0, spec["width"])) for spec in self.inputs}
+
+
+def _layout_of(inputs: list[dict]) -> dict[str, np.ndarray]:
+    """A compact store's cells as ``analysis.report.long_layout`` gives a bundle's: input, period, feature of each."""
+    columns = {"input": [], "period": [], "feature": []}
+    for spec in inputs:
+        periods = [""] if spec["periods"] is None else spec["periods"]
+        for period in periods:
+            for feature in spec["features"]:
+                columns["input"].append(spec["key"])
+                columns["period"].append(period)
+                columns["feature"].append(feature)
+    return {name: np.array(values, dtype=object) for name, values in columns.items()}
+
+
+def _bundle_values(bundle, ids: np.ndarray, arrays: dict, known: dict) -> dict:
+    """{input key: values shaped as ``arrays``} of ``ids`` from ``bundle`` (float64; NaN for a text value,
+    where the attribution is NaN (no data) and for a customer the bundle does not hold)."""
+    rows = [k for k, cid in enumerate(ids) if cid in known]
+    inputs = bundle.inputs_for([ids[k] for k in rows]) if rows else {}
+    out = {}
+    for key, attr in arrays.items():
+        values = np.full(attr.shape, np.nan)
+        if rows and key in inputs:
+            raw = np.asarray(inputs[key])
+            if raw.dtype.kind in "fiub" and raw.size == len(rows) * int(np.prod(attr.shape[1:])):
+                values[rows] = raw.astype(np.float64).reshape(len(rows), *attr.shape[1:])
+        values[np.isnan(attr)] = np.nan
+        out[key] = values
+    return out
 
 
 def _input_rows(bundle, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
@@ -346,11 +530,20 @@ def open_store(out) -> Store:
     return Store(folder, manifest)
 
 
-def read_store(path, ids: Sequence[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def read_store(path, ids: Sequence[str] | None = None, *, long: bool = True,
+               bundle=None) -> tuple[pd.DataFrame | dict, pd.DataFrame]:
     """(long frame, summary frame) of a finished store, for ``ids`` (default: every customer),
-    in the order of ``ids`` (or of the run)."""
+    in the order of ``ids`` (or of the run).
+
+    ``long=False`` (a compact store): the attributions as arrays instead of the long frame,
+    {input key: (n, S) or (n, T, F) float64, NaN where a history is padding}. The long frame of a
+    compact store is a view built a chunk at a time, its ``value`` column read from ``bundle`` (a
+    ``Bundle`` or its folder; default: the folder in the manifest, if it still holds the same
+    content); it holds a row per customer and cell, so read only the ``ids`` you need."""
     store = open_store(path).require_complete()
-    return store.long(ids), store.summary(ids)
+    if not long:
+        return store.array_view(ids), store.summary(ids)
+    return store.long(ids, bundle=bundle), store.summary(ids)
 
 
 def find_store(bundle, request: Settings | None, search_dirs: Iterable | None = None, *,

@@ -27,6 +27,7 @@ from explain.batch.store import find_store, open_store, read_store
 from explain.bundle.load import load_bundle
 from explain.cli import main
 from explain.core.errors import ExplainError
+from tests.support.old_store import write_old_store
 
 ROOT = Path(__file__).resolve().parents[3]
 # How far other chunk sizes (other batch shapes) may move a float64 result: TensorFlow's CPU kernels
@@ -118,7 +119,11 @@ def test_layout_reads_with_pandas_and_carries_metadata(clean, bundle, ids):
     assert list(long.columns) == LONG_COLUMNS and list(summary.columns) == SUMMARY_COLUMNS
     assert len(long) == 300 * (bundle.n_static + bundle.n_periods * bundle.n_temporal)
     assert summary["customer_id"].tolist() == ids
-    pd.testing.assert_frame_equal(pd.read_parquet(out), long)  # the manifest etc. are skipped
+    # a compact store: pandas reads one row per customer, each input's cells as one array (the manifest etc. skipped)
+    frame = pd.read_parquet(out)
+    assert list(frame.columns) == ["customer_id", "static", "temporal"] and frame["customer_id"].tolist() == ids
+    stacked = np.stack(frame["temporal"].to_numpy())  # (300, T x F), period by period as the long format
+    np.testing.assert_array_equal(stacked.ravel(), long.loc[long["input"] == "temporal", "attribution"].to_numpy())
     pd.testing.assert_frame_equal(pd.read_parquet(out / SUMMARY_DIR), summary)
     manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["complete"] and (out / SUCCESS).exists() and not (out / LOCK).exists()
@@ -127,7 +132,7 @@ def test_layout_reads_with_pandas_and_carries_metadata(clean, bundle, ids):
     assert manifest["chunk_size"] == 50 and manifest["n_chunks"] == 6 and manifest["format_version"] == FORMAT_VERSION
     meta = json.loads(pq.read_schema(out / "part-00003.parquet").metadata[METADATA_KEY])
     assert meta["bundle_hash"] == bundle.content_hash and meta["settings"] == manifest["settings"]
-    assert meta["chunk"] == 3 and meta["kind"] == "long"
+    assert meta["chunk"] == 3 and meta["kind"] == "arrays"
     # the numbers are the API's
     some = ids[51:53]
     api = long_frame(explain_customers(bundle, some, REQUEST), bundle, some)
@@ -186,6 +191,11 @@ def test_resume_after_sigkill_gives_the_uninterrupted_rows(tmp_path, bundle_dir,
     _, clean_long, clean_summary = clean
     pd.testing.assert_frame_equal(sort_long(long), sort_long(clean_long), check_exact=True)
     pd.testing.assert_frame_equal(summary, clean_summary, check_exact=True)
+    # the compact part files themselves: every attribution bit for bit the uninterrupted run's
+    resumed, clean_arrays = read_store(out, long=False)[0], read_store(clean[0], long=False)[0]
+    assert json.loads((out / MANIFEST).read_text())["format_version"] == FORMAT_VERSION == 3
+    for key in clean_arrays:
+        np.testing.assert_array_equal(resumed[key], clean_arrays[key])
 
 
 def test_leftover_temporary_files_are_removed_and_bad_chunks_recomputed(tmp_path, bundle, ids, small):
@@ -363,18 +373,24 @@ def test_store_arrays_equal_the_engine_in_any_order_across_chunks(clean, bundle,
         open_store(folder).arrays(bundle, [ids[0], str(bundle.ids[1])])
 
 
-def test_store_arrays_refuse_a_store_of_another_layout(small, bundle, ids):
-    store = open_store(small)
+@pytest.mark.parametrize("kind", ["compact", "format 2"])
+def test_store_arrays_refuse_a_store_of_another_layout(kind, small, tmp_path, bundle, ids):
+    if kind == "compact":
+        store, where = open_store(small), r"does not fit this bundle's features and periods \("
+    else:
+        store = open_store(write_old_store(bundle, tmp_path / "old", REQUEST, ids[:20], 10, version=2))
+        where = r"does not fit this bundle's features and periods \(chunk 0: "
     renamed = dataclasses.replace(bundle, temporal_features=[*bundle.temporal_features[:-1], "renamed"])
-    with pytest.raises(StoreError, match=r"does not fit this bundle's features and periods \(chunk 0: row 15 of a "
-                                         r"customer has feature 'bill_amount', this bundle expects 'renamed'\)"):
+    with pytest.raises(StoreError, match=where + r"row 15 of a customer has feature 'bill_amount', this bundle "
+                                               r"expects 'renamed'\)"):
         store.arrays(renamed, ids[:3])
     shifted = dataclasses.replace(bundle, periods=[f"m{k}" for k in range(bundle.n_periods)])
     with pytest.raises(StoreError, match="row 10 of a customer has period '2025-01', this bundle expects 'm0'"):
         store.arrays(shifted, ids[:3])
     wider = dataclasses.replace(bundle, static=np.hstack([bundle.static, bundle.static[:, :1]]),
                                 static_features=[*bundle.static_features, "extra"])
-    with pytest.raises(StoreError, match=r"243 rows for the customers asked for, not a multiple of the 82 rows"):
+    with pytest.raises(StoreError, match=(r"81 cells per customer in the store, this bundle has 82" if kind == "compact"
+                                          else r"243 rows for the customers asked for, not a multiple of the 82 rows")):
         store.arrays(wider, ids[:3])
 
 

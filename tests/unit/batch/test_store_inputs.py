@@ -86,12 +86,14 @@ def test_a_chunk_that_cannot_be_written_leaves_nothing_of_itself(bundle, tmp_pat
 
 def test_a_table_arrow_cannot_convert_is_a_message_and_no_file(tmp_path):
     manifest = {"n_chunks": 1, "chunk_size": 1, "settings": {}, "bundle": {"content_hash": "x"},
-                "customers": {"sha256": "y"}}
-    long = pd.DataFrame({"customer_id": ["a"], "input": ["static"], "period": [""], "feature": ["f"],
-                         "value": [1.0], "attribution": [object()]})
+                "customers": {"sha256": "y"}, "format_version": store_format.FORMAT_VERSION, "rows_per_customer": 2,
+                "inputs": [{"key": "static", "role": "static", "features": ["f", "g"], "periods": None, "width": 2}]}
+    arrays = {"static": np.array([["not a number", 1.0]], dtype=object)}
     summary = pd.DataFrame({"customer_id": ["a"], "prediction": [0.5], "baseline_prediction": [0.4],
                             "delta": [0.0], "steps": [8], "gradient_points": [8], "forward_points": [2]})
     (tmp_path / store_format.SUMMARY_DIR).mkdir()
-    with pytest.raises(ExplainError, match="Chunk 0's long table cannot be written as Parquet"):
-        store_format.write_chunk(tmp_path, manifest, 0, long, summary)
+    with pytest.raises(ExplainError, match="Chunk 0's arrays table cannot be written as Parquet"):
+        store_format.write_chunk(tmp_path, manifest, 0, arrays, summary)
+    with pytest.raises(ExplainError, match="Chunk 0's arrays table cannot be written as Parquet"):
+        store_format.write_chunk(tmp_path, manifest, 0, {"static": np.zeros((1, 3))}, summary)  # 3 cells, not 2
     assert not any(p.is_file() for p in tmp_path.rglob("*"))
