@@ -8,10 +8,11 @@
 
 import streamlit as st
 
-from ui import frame, show, startup
+from ui import auth, frame, show, startup
 
 st.set_page_config(page_title="Churn explainer · Integrated Gradients", page_icon=":material/insights:",
                    layout="wide")
+auth.gate()  # a login configured ([auth] in the secrets): only an allowed user's run goes past this line
 
 # Two audiences: analysts and stakeholders first, the engineers' pages in a section of their own
 PAGES = {

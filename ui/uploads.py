@@ -145,7 +145,7 @@ _TRIAL_LOCK = threading.Lock()
 
 
 def load_upload_model(path: Path, display_name: str, limits=None):
-    """Open an uploaded model under the server's ``limits`` (default: ``ui.startup.limits``): static checks,
+    """Open an uploaded model under the server's ``limits`` (default: ``ui.startup.upload_limits``): static checks,
     a trial load in a memory-capped child process, then the load here (``safe_load.load_model_isolated``).
 
     A file whose trial load already succeeded (same bytes: the user fixed a table and uploads
@@ -153,7 +153,7 @@ def load_upload_model(path: Path, display_name: str, limits=None):
     """
     from explain.modelfile import safe_load
 
-    limits = startup.limits() if limits is None else limits
+    limits = startup.upload_limits() if limits is None else limits
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     with _TRIAL_LOCK:
         known = digest in _TRIAL_PASSED
@@ -190,7 +190,7 @@ def open_upload(files: dict) -> "bundle_io.Bundle":
     try:
         bundle = bundle_io.load_bundle_from_uploads(
             files, space.folder, loader=partial(load_upload_model, display_name=Path(model_name).name),
-            limits=startup.limits())
+            limits=startup.upload_limits())
     except BaseException:
         space.close()
         raise

@@ -5,7 +5,7 @@ Imports nothing above it."""
 import importlib
 
 _MODULES = (
-    'adaptive', 'baselines', 'bounded_json', 'engine', 'errors', 'files', 'ig', 'inputs', 'labels', 'periods',
+    'access', 'adaptive', 'baselines', 'bounded_json', 'engine', 'errors', 'files', 'ig', 'inputs', 'labels', 'periods',
     'quadrature', 'settings', 'text', 'verdict', 'xla'
 )
 
