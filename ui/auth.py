@@ -94,9 +94,11 @@ def _refused_screen() -> None:
     st.button("Log out", icon=":material/logout:", on_click=st.logout, key="auth_logout")
 
 
-def gate() -> None:
+def gate(pages=()) -> None:
     """Return when this visitor may see the pages (no login configured, or an allowed user, whose name and a
-    Log out button go to the sidebar); otherwise show the login screen or the refusal and stop the run."""
+    Log out button go to the sidebar); otherwise show the login screen or the refusal and stop the run.
+    ``pages``: the app's ``st.Page`` objects, whose addresses then show that screen too (a deep link opens
+    the login, not Streamlit's "page not found")."""
     kind, words = visitor()
     if kind == OPEN:
         return
@@ -105,5 +107,8 @@ def gate() -> None:
         st.sidebar.button("Log out", icon=":material/logout:", on_click=st.logout, key="auth_logout")
         return
     screen = _sign_in_screen if kind == SIGN_IN else _refused_screen
-    st.navigation([st.Page(screen, title="Log in", url_path="login", default=True)], position="hidden").run()
+    addresses = dict.fromkeys(p.url_path for p in pages if p.url_path) or {"login": None}
+    screens = [st.Page(screen, title="Log in", url_path="login-screen", default=True)]
+    screens += [st.Page(screen, title="Log in", url_path=path) for path in addresses]
+    st.navigation(screens, position="hidden").run()
     st.stop()
