@@ -140,31 +140,31 @@ def check_upload_sizes(files: dict, limit: int) -> None:
         raise BundleError("\n".join(problems), problems)
 
 
-_TRIAL_PASSED: "OrderedDict[str, None]" = OrderedDict()
+_TRIAL_PASSED: "OrderedDict[str, object]" = OrderedDict()  # sha256 -> the trial's verdict (safe_load.TrialVerdict)
 _TRIAL_LOCK = threading.Lock()
 
 
 def load_upload_model(path: Path, display_name: str, limits=None):
     """Open an uploaded model under the server's ``limits`` (default: ``ui.startup.upload_limits``): static checks,
-    a trial load in a memory-capped child process, then the load here (``safe_load.load_model_isolated``).
+    a trial load in a memory-capped child process (``safe_load.trial_load``), then the load here under the same
+    limits, bounded by the trial's verdict (``safe_load.load_after_trial``).
 
     A file whose trial load already succeeded (same bytes: the user fixed a table and uploads
-    the same model again) skips the child process; the static checks still run.
+    the same model again) skips the child process and reuses its verdict; the static checks still run.
     """
     from explain.modelfile import safe_load
 
     limits = startup.upload_limits() if limits is None else limits
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     with _TRIAL_LOCK:
-        known = digest in _TRIAL_PASSED
-    if known:
-        return safe_load.load_model(path, display_name=display_name, limits=limits)
-    model = safe_load.load_model_isolated(path, display_name=display_name, limits=limits)
-    with _TRIAL_LOCK:
-        _TRIAL_PASSED[digest] = None
-        while len(_TRIAL_PASSED) > TRIAL_CACHE_SIZE:
-            _TRIAL_PASSED.popitem(last=False)
-    return model
+        verdict = _TRIAL_PASSED.get(digest)
+    if verdict is None:
+        verdict = safe_load.trial_load(path, display_name=display_name, limits=limits)
+        with _TRIAL_LOCK:
+            _TRIAL_PASSED[digest] = verdict
+            while len(_TRIAL_PASSED) > TRIAL_CACHE_SIZE:
+                _TRIAL_PASSED.popitem(last=False)
+    return safe_load.load_after_trial(path, verdict, display_name=display_name, limits=limits)
 
 
 def current_bundle():

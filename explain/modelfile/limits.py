@@ -35,6 +35,9 @@ DEFAULT_TIMEOUT_S = 120.0
 # CPU seconds (RLIMIT_CPU) of the trial-load child: Keras' import takes about 5, a 200-layer
 # Sequential about 25 on this project's 2-core machine (Keras' load is quadratic in the layers).
 DEFAULT_CPU_LIMIT_S = 90
+# CPU seconds the trial child's load itself (after Keras' import) may take for the model to be loaded a second
+# time in the server process (the load that serves it): that load repeats the same work on the server's cores.
+DEFAULT_MAX_LOAD_CPU_S = 30.0
 # A model's architecture (config.json, an .h5 file's model_config) and bundle.json: read into memory
 # and parsed once their depth and number of values are measured on the bytes (explain.core.bounded_json).
 MAX_CONFIG_BYTES = 16 * 1024**2
@@ -66,7 +69,8 @@ class Limits:
     built; ``max_layers``: layers of the model (nested models counted); ``max_config_entries``:
     objects with a ``class_name`` in its config; ``memory_limit_bytes`` (0: no cap), ``timeout_s``
     (wall clock) and ``cpu_limit_s`` (CPU time, 0: no cap): the trial load in a child process
-    (``load_model_isolated``).
+    (``load_model_isolated``); ``max_load_cpu_s``: the CPU time the child's load may have taken for the model
+    to be loaded again in the server (``safe_load.load_after_trial``).
     JSON (``config.json``, an .h5 file's ``model_config``, ``bundle.json``): ``max_json_bytes``,
     ``max_json_depth`` (nesting), ``max_json_values`` (every number, text, list and object).
     Tables: ``max_table_cells`` (rows x columns of one table), ``max_table_columns`` and
@@ -80,6 +84,7 @@ class Limits:
     memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT_BYTES
     timeout_s: float = DEFAULT_TIMEOUT_S
     cpu_limit_s: int = DEFAULT_CPU_LIMIT_S
+    max_load_cpu_s: float = DEFAULT_MAX_LOAD_CPU_S
     max_layers: int = DEFAULT_MAX_LAYERS
     max_config_entries: int = DEFAULT_MAX_CONFIG_ENTRIES
     max_json_bytes: int = MAX_CONFIG_BYTES
@@ -120,7 +125,7 @@ def parse_limits(given: list[str] | None, base: Limits = DEFAULT_LIMITS, flag: s
             number = float(text)
             if not number >= 0 or number == float("inf"):
                 raise ValueError(item)
-            changes[name] = number if name == "timeout_s" else int(number)
+            changes[name] = number if name in ("timeout_s", "max_load_cpu_s") else int(number)
         except ValueError:
             raise ExplainError(BAD_LIMIT.format(flag=flag, given=item, fields=", ".join(known))) from None
     return base.but(**changes) if changes else base
