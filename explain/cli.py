@@ -281,7 +281,8 @@ def cmd_batch(args) -> int:
             raise ExplainError(TRUST_LOCAL_ONLY)
         ids = read_customers_file(args.customers_file) if args.customers_file else None
         result = run_ray_batch_job(args.bundle, args.out, settings_from_args(args), chunk_size=args.batch_size,
-                                   ids=ids, workers=args.workers, address=args.address, progress=True)
+                                   ids=ids, workers=args.workers, address=args.address, progress=True,
+                                   limits=limits_from_args(args))
         print(result.describe())
         return 0
     for option, value in (("--address", args.address), ("--workers", args.workers)):
