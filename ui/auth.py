@@ -23,6 +23,7 @@ page file of ``pages/`` runs for a visitor who is not let in.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import streamlit as st
 
@@ -48,8 +49,9 @@ def settings():
     """(``[auth]`` is configured, the allow-list or the reason it is unusable): (False, ()) without a login."""
     secrets = st.secrets  # read at call time: AppTest replaces it
     try:
-        if not secrets.load_if_toml_exists():
-            return False, ()
+        if not secrets.load_if_toml_exists():  # no file, or one Streamlit could not parse: closed, not open
+            files = st.get_option("secrets.files") or []
+            return (True, SECRETS_UNREADABLE) if any(Path(f).is_file() for f in files) else (False, ())
         auth, allow = secrets.get("auth"), (secrets.get("access") or {}).get("allow")
     except Exception:  # noqa: BLE001 - a broken secrets file: closed, not open
         LOG.warning("the secrets file cannot be read", exc_info=True)

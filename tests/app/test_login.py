@@ -77,3 +77,24 @@ def test_a_login_without_an_allow_list_lets_nobody_in():
 def test_without_a_login_configured_the_app_opens_as_before():
     at = run(None, None)
     assert at.sidebar.selectbox(key="customer") and not [b for b in at.button if b.label in ("Log in", "Log out")]
+
+
+def test_a_secrets_file_that_cannot_be_read_keeps_everyone_out(tmp_path, monkeypatch):
+    import streamlit as st
+    from streamlit.runtime.secrets import Secrets
+
+    broken = tmp_path / "secrets.toml"
+    broken.write_text('[auth]\nredirect_uri = "http://localhost:8501/oauth2callback\n')  # an unclosed string
+    monkeypatch.setattr(st, "secrets", Secrets())
+    monkeypatch.setattr(st, "get_option", lambda name: [str(broken)] if name == "secrets.files" else None)
+    from streamlit import config
+
+    previous = config.get_option("secrets.files")
+    config.set_option("secrets.files", [str(broken)])
+    try:
+        assert auth.settings() == (True, auth.SECRETS_UNREADABLE)
+        assert auth.visitor() == (auth.REFUSED, auth.SECRETS_UNREADABLE)
+        broken.unlink()  # no file at all: no login, the local use of before
+        assert auth.settings() == (False, ())
+    finally:
+        config.set_option("secrets.files", previous)
