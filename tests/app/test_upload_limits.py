@@ -15,5 +15,6 @@ def test_the_startup_bundles_own_files_uploaded_are_refused_by_the_upload_limits
     monkeypatch.delenv("EXPLAIN_BUNDLE", raising=False)
     monkeypatch.setattr(sys, "argv", [sys.argv[0], "--upload-limit", f"max_table_cells={UPLOAD_CELLS}"])
     at = upload(app(page="pages/data.py"), bundle_files(DEMO))
-    refused(at, "static.csv", "max_table_cells", f"{UPLOAD_CELLS:,}")
+    message = refused(at, "static.csv", "max_table_cells", f"{UPLOAD_CELLS:,}", "--upload-limit max_table_cells=N")
+    assert "--limit max_table_cells" not in message  # the owner's option would not change the uploads' limit
     demo_still_active(at)  # the same tables, as the owner's startup bundle: open, and the Customer page computes
