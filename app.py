@@ -8,7 +8,7 @@
 
 import streamlit as st
 
-from ui import frame, show, startup
+from ui import auth, frame, show, startup
 
 st.set_page_config(page_title="Churn explainer · Integrated Gradients", page_icon=":material/insights:",
                    layout="wide")
@@ -27,6 +27,7 @@ PAGES = {
         st.Page("pages/data.py", title="Data & model", icon=":material/upload_file:"),
     ],
 }
+auth.gate([p for section in PAGES.values() for p in section])  # a login configured: only an allowed user passes
 page = st.navigation(PAGES)
 show.page_style()  # first, before TensorFlow is imported: it also starts the browser loading the chart library
 frame.unknown_page_note([p for section in PAGES.values() for p in section], page)

@@ -64,6 +64,22 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                              "category:FEATURE=VALUE;... (default: mode, the most frequent category)")
 
 
+def _login_arguments(serve: argparse.ArgumentParser) -> None:
+    """``explain serve``'s login: OpenID Connect through Streamlit's st.login, with an allow-list."""
+    login = serve.add_argument_group("login (OpenID Connect)")
+    login.add_argument("--auth", choices=("oidc",), help="oidc: every page behind a login at your identity provider "
+                       "(allows a non-loopback --address)")
+    login.add_argument("--oidc-metadata", metavar="URL",
+                       help="the provider's discovery document (https://.../.well-known/openid-configuration)")
+    login.add_argument("--client-id", help="this app's client id at the provider")
+    login.add_argument("--client-secret", help="its client secret (or set $EXPLAIN_OIDC_CLIENT_SECRET, which "
+                       "other users of this machine cannot read in the process list)")
+    login.add_argument("--allow", action="append", metavar="EMAIL_OR_@DOMAIN",
+                       help="who may see the dashboard: an e-mail address or @domain (repeat for several)")
+    login.add_argument("--redirect-uri", metavar="URL", help="the URL users reach plus /oauth2callback, registered "
+                       "at the provider (default http://localhost:PORT/oauth2callback)")
+
+
 def _limit_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", action="append", metavar="FIELD=VALUE", help=LIMIT_HELP)
 
@@ -135,9 +151,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
     serve.add_argument("--address", default="127.0.0.1",
                        help="interface to listen on (default 127.0.0.1, this machine only; another address needs "
-                            "--behind-auth-proxy)")
+                            "--auth oidc or --behind-auth-proxy)")
     serve.add_argument("--behind-auth-proxy", action="store_true",
                        help="a reverse proxy that signs users in stands in front: allows a non-loopback --address")
+    serve.add_argument("--upload-limit", action="append", metavar="FIELD=VALUE",
+                       help="raise (or lower) one of the size limits of the files visitors upload through the page "
+                            "(the same fields as --limit, which is for --bundle; repeat for several)")
+    _login_arguments(serve)
     return parser
 
 
@@ -177,10 +197,11 @@ def cmd_demo(args) -> int:
 
 
 def limits_from_args(args):
-    """The ``Limits`` of the command line's ``--limit FIELD=VALUE`` options (the defaults without any)."""
-    from explain.modelfile.limits import parse_limits
+    """The ``Limits`` of the command line's ``--limit FIELD=VALUE`` options over the owner's limits
+    (``OWNER_LIMITS``: the bundle is the owner's own, named on the command line)."""
+    from explain.modelfile.limits import OWNER_LIMITS, parse_limits
 
-    return parse_limits(getattr(args, "limit", None))
+    return parse_limits(getattr(args, "limit", None), OWNER_LIMITS)
 
 
 def model_loader(args):
@@ -260,7 +281,8 @@ def cmd_batch(args) -> int:
             raise ExplainError(TRUST_LOCAL_ONLY)
         ids = read_customers_file(args.customers_file) if args.customers_file else None
         result = run_ray_batch_job(args.bundle, args.out, settings_from_args(args), chunk_size=args.batch_size,
-                                   ids=ids, workers=args.workers, address=args.address, progress=True)
+                                   ids=ids, workers=args.workers, address=args.address, progress=True,
+                                   limits=limits_from_args(args))
         print(result.describe())
         return 0
     for option, value in (("--address", args.address), ("--workers", args.workers)):
@@ -318,10 +340,19 @@ def cmd_faithfulness(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from explain.serve import serve
+    from explain.modelfile.limits import UPLOAD_LIMITS, parse_limits
+    from explain.serve import AUTH_ONLY, oidc_settings, serve
 
+    login = {"--oidc-metadata": args.oidc_metadata, "--client-id": args.client_id,
+             "--client-secret": args.client_secret, "--allow": args.allow, "--redirect-uri": args.redirect_uri}
+    auth = None
+    if args.auth == "oidc":
+        auth = oidc_settings(args.oidc_metadata, args.client_id, args.client_secret, args.allow, args.redirect_uri)
+    elif given := [option for option, value in login.items() if value]:
+        raise ExplainError(AUTH_ONLY.format(option=given[0]))
     return serve(args.bundle, args.port, args.address, args.trust_code, limits=limits_from_args(args),
-                 behind_auth_proxy=args.behind_auth_proxy)
+                 behind_auth_proxy=args.behind_auth_proxy, auth=auth,
+                 upload_limits=parse_limits(args.upload_limit, UPLOAD_LIMITS, "--upload-limit"))
 
 
 def main(argv=None) -> int:

@@ -11,22 +11,31 @@ config is passed as command-line options (``--server.headless=true`` ...): the a
 settings (no tracebacks in the browser, upload limit, no file watcher, no other site allowed to
 drive it from a frame) hold wherever the command is started.
 
-The dashboard has no login of its own: ``serve`` listens on a loopback address unless
-``behind_auth_proxy`` says a proxy that signs users in stands in front (then it prints what it
-trusts). The launcher adds headers that deny framing by other sites (``ui.runtime.deny_framing``).
+Who may open it: ``serve`` listens on a loopback address unless a login is configured (``--auth oidc``:
+Streamlit's ``st.login`` against the owner's OpenID Connect provider, with an allow-list; or a
+``.streamlit/secrets.toml`` with ``[auth]`` and ``[access] allow``) or ``behind_auth_proxy`` says a proxy
+that signs users in stands in front (then it prints what it trusts). ``--auth oidc`` writes its settings
+into a private temporary ``secrets.toml`` (``write_secrets``; never printed), which the launcher removes
+when the server exits. The launcher adds headers that deny framing by other sites (``ui.runtime.deny_framing``).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import secrets
 import subprocess
 import sys
+import tempfile
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
+from explain.core.access import parse_allow
 from explain.core.errors import ExplainError
-from explain.modelfile.limits import DEFAULT_LIMITS, Limits, limit_arguments
+from explain.modelfile.limits import OWNER_LIMITS, UPLOAD_LIMITS, Limits, limit_arguments
 
 PACKAGED = Path(__file__).resolve().parent / "_dashboard"   # inside an installed wheel
 CHECKOUT = Path(__file__).resolve().parent.parent           # the repository, when run from source
@@ -43,14 +52,131 @@ NOT_A_BUNDLE = ("--bundle {path} is not a folder. A bundle is a folder holding m
 BAD_PORT = "--port {port} must be a TCP port number from 1 to 65535."
 NO_ORIGIN = "none"  # the value of an empty list option on the command line (client.allowedOrigins = [])
 OPEN_ADDRESS = ("--address {address} would let anyone who can reach this machine open the dashboard, its bundle and "
-                "its uploads: the dashboard has no login of its own. Either keep the default --address 127.0.0.1 "
-                "and reach it through an SSH tunnel, or put it behind a reverse proxy that signs users in (OAuth2 "
-                "Proxy, your identity provider's gateway) and start it with --behind-auth-proxy.")
+                "its uploads, and no login is configured. Either (1) configure the dashboard's login: --auth oidc "
+                "--oidc-metadata URL --client-id ID --client-secret SECRET --allow EMAIL_OR_@DOMAIN (or [auth] and "
+                "[access] allow in .streamlit/secrets.toml), or (2) put it behind a reverse proxy that signs users "
+                "in (OAuth2 Proxy, your identity provider's gateway) and start it with --behind-auth-proxy. Or keep "
+                "the default --address 127.0.0.1 and reach it through an SSH tunnel.")
 PROXY_TRUST = ("explain: --behind-auth-proxy: listening on {address}:{port} without a login of its own. Trusted: "
                "every request that reaches this port comes through your proxy, which has signed the user in. Make "
                "sure nothing else can reach the port (a firewall, or listen on the proxy's private network only), and "
                "that the proxy keeps the headers this server sends against framing by other sites (X-Frame-Options: "
                "SAMEORIGIN, Content-Security-Policy: frame-ancestors 'self').")
+
+
+SECRET_ENV = "EXPLAIN_OIDC_CLIENT_SECRET"  # the client secret, kept off the command line (``ps`` shows arguments)
+AUTH_DIR_ENV = "EXPLAIN_AUTH_DIR"  # the launcher removes this folder (the generated secrets) when the server exits
+AUTH_PREFIX = "explain-auth-"
+CALLBACK = "/oauth2callback"  # the path Streamlit's login answers on (st.login's redirect_uri)
+AUTH_MISSING = ("--auth oidc needs {missing}. For example: explain serve --auth oidc --oidc-metadata "
+                "https://login.example.com/.well-known/openid-configuration --client-id ID --client-secret SECRET "
+                "(or ${env}) --allow @example.com")
+AUTH_ONLY = "{option} works with --auth oidc only (the settings of the dashboard's login)."
+BAD_URL = ("--{option} {value!r} must be an absolute http(s) URL{more}. To fix: copy it from your identity "
+           "provider's settings.")
+REDIRECT_NEEDED = ("--address {address} with --auth oidc needs --redirect-uri https://HOST{callback}: the address "
+                   "your users open, followed by {callback}, registered at your identity provider as a redirect URI "
+                   "(the default http://localhost:{port}{callback} reaches only this machine).")
+BAD_TEXT = "--{option} must be one line of printable text (it is written into the login's settings)."
+LOGIN_NOTE = ("explain: login: OpenID Connect through {metadata} (client {client}); {count} allow-list entr{ies}; "
+              "redirect URI {redirect}")
+
+
+@dataclass(frozen=True)
+class Oidc:
+    """The settings of the dashboard's login (``--auth oidc``): the provider's discovery document
+    (``.well-known/openid-configuration``), this app's client id and secret at the provider, the allow-list
+    (``explain.core.access``) and the redirect URI registered there (None: ``http://localhost:PORT/oauth2callback``)."""
+
+    metadata_url: str
+    client_id: str
+    client_secret: str
+    allow: tuple[str, ...]
+    redirect_uri: str | None = None
+
+    def __repr__(self) -> str:  # never the secret, not even in a traceback
+        return f"Oidc(metadata_url={self.metadata_url!r}, client_id={self.client_id!r}, allow={self.allow!r})"
+
+
+def _url(option: str, value: str, path_end: str | None = None) -> str:
+    parsed = urlparse(str(value))
+    if parsed.scheme not in ("http", "https") or not parsed.netloc or (path_end and not parsed.path.endswith(path_end)):
+        raise ExplainError(BAD_URL.format(option=option, value=str(value)[:200],
+                                          more=f" ending in {path_end}" if path_end else ""))
+    return _text(option, value)
+
+
+def _text(option: str, value: str) -> str:
+    if not value or not str(value).isprintable():
+        raise ExplainError(BAD_TEXT.format(option=option))
+    return str(value)
+
+
+def oidc_settings(metadata_url: str | None, client_id: str | None, client_secret: str | None, allow,
+                  redirect_uri: str | None = None, environ=None) -> Oidc:
+    """The :class:`Oidc` of ``--auth oidc``'s options, each checked; the client secret from ``client_secret`` or
+    else ``$EXPLAIN_OIDC_CLIENT_SECRET``. ``ExplainError`` naming what is missing or wrong."""
+    environ = os.environ if environ is None else environ
+    client_secret = client_secret or environ.get(SECRET_ENV)
+    missing = [name for name, value in (("--oidc-metadata URL", metadata_url), ("--client-id ID", client_id),
+                                        ("--client-secret SECRET", client_secret), ("--allow EMAIL_OR_@DOMAIN", allow))
+               if not value]
+    if missing:
+        raise ExplainError(AUTH_MISSING.format(missing=", ".join(missing), env=SECRET_ENV))
+    return Oidc(_url("oidc-metadata", metadata_url), _text("client-id", client_id),
+                _text("client-secret", client_secret), parse_allow(allow),
+                None if redirect_uri is None else _url("redirect-uri", redirect_uri, CALLBACK))
+
+
+def _toml(value) -> str:
+    """A TOML value: a basic string (JSON's escapes are TOML's) or a list of them."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def secrets_text(oidc: Oidc, port: int, cookie_secret: str) -> str:
+    """The ``secrets.toml`` of ``oidc``: Streamlit's ``[auth]`` (st.login) and the dashboard's ``[access]``."""
+    auth = {"redirect_uri": oidc.redirect_uri or f"http://localhost:{port}{CALLBACK}", "cookie_secret": cookie_secret,
+            "client_id": oidc.client_id, "client_secret": oidc.client_secret, "server_metadata_url": oidc.metadata_url}
+    lines = ["# written by explain serve --auth oidc; removed when the server exits", "[auth]"]
+    lines += [f"{key} = {_toml(value)}" for key, value in auth.items()]
+    lines += ["", "[access]", f"allow = {_toml(oidc.allow)}", ""]
+    return "\n".join(lines)
+
+
+def write_secrets(oidc: Oidc, port: int) -> Path:
+    """``secrets.toml`` for ``oidc`` (with a new random cookie secret) in a new private folder
+    (``explain-auth-*/.streamlit/``, owner only); its path."""
+    folder = Path(tempfile.mkdtemp(prefix=AUTH_PREFIX)) / ".streamlit"
+    folder.mkdir(mode=0o700)
+    path = folder / "secrets.toml"
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(secrets_text(oidc, port, secrets.token_urlsafe(32)))
+    return path
+
+
+def secrets_login(paths=None) -> bool:
+    """Whether a ``secrets.toml`` where Streamlit looks for one (``~/.streamlit/``, then ``./.streamlit/``)
+    configures the login: an ``[auth]`` section (redirect_uri, cookie_secret, client_id, client_secret,
+    server_metadata_url) and a valid ``[access] allow`` list."""
+    paths = paths or [Path.home() / ".streamlit" / "secrets.toml", Path.cwd() / ".streamlit" / "secrets.toml"]
+    merged: dict = {}
+    for path in paths:
+        try:
+            merged.update(tomllib.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+    auth = merged.get("auth")
+    keys = ("redirect_uri", "cookie_secret", "client_id", "client_secret", "server_metadata_url")
+    if not isinstance(auth, dict) or not all(auth.get(key) for key in keys):
+        return False
+    try:
+        parse_allow((merged.get("access") or {}).get("allow"))
+    except (ExplainError, AttributeError, TypeError):
+        return False
+    return True
 
 
 def is_loopback(address: str) -> bool:
@@ -65,10 +191,11 @@ def is_loopback(address: str) -> bool:
         return False
 
 
-def check_address(address: str, behind_auth_proxy: bool) -> str | None:
-    """``ExplainError`` (OPEN_ADDRESS) for a non-loopback ``address`` without ``behind_auth_proxy``; with it,
-    the words saying what the server then trusts (PROXY_TRUST's text is printed by :func:`serve`), else None."""
-    if is_loopback(address):
+def check_address(address: str, behind_auth_proxy: bool, login: bool = False) -> str | None:
+    """``ExplainError`` (OPEN_ADDRESS) for a non-loopback ``address`` without a ``login`` (OIDC configured) nor
+    ``behind_auth_proxy``; with the proxy, the words saying what the server then trusts (PROXY_TRUST's text is
+    printed by :func:`serve`), else None."""
+    if is_loopback(address) or (login and not behind_auth_proxy):
         return None
     if not behind_auth_proxy:
         raise ExplainError(OPEN_ADDRESS.format(address=address))
@@ -102,16 +229,21 @@ def config_flags(root: Path) -> list[str]:
 
 def command(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
             address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None,
-            limits: Limits = DEFAULT_LIMITS) -> list[str]:
+            limits: Limits = OWNER_LIMITS, upload_limits: Limits = UPLOAD_LIMITS,
+            secrets_file: str | os.PathLike | None = None) -> list[str]:
     """The command line that serves ``bundle`` (default: the app's own default): ``ui/launch.py``,
     which is ``streamlit run app.py`` with the startup bundle opened while Streamlit starts;
     ``trust_code``: the owner's custom layers for that bundle (``--trust-code``, ``explain.modelfile.trust``);
-    ``limits``: the size limits of the startup bundle's and the uploads' files (``--limit``)."""
+    ``limits``: the size limits of the startup bundle's files (``--limit``, over OWNER_LIMITS); ``upload_limits``:
+    those of the visitors' uploads (``--upload-limit``, over UPLOAD_LIMITS); ``secrets_file``: the login's
+    settings (:func:`write_secrets`), read by Streamlit instead of ``.streamlit/secrets.toml``."""
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise ExplainError(BAD_PORT.format(port=port))
     root = dashboard_dir()
     argv = [sys.executable, str(root / "ui" / "launch.py"), *config_flags(root),
             f"--server.port={port}", f"--server.address={address}"]
+    if secrets_file is not None:
+        argv.append(f"--secrets.files={secrets_file}")
     extra = []
     if bundle is not None:
         path = Path(bundle).expanduser().resolve()
@@ -125,7 +257,8 @@ def command(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
         if not code.is_file():
             raise TrustError(TRUST_NOT_FOUND.format(path=trust_code))
         extra += ["--trust-code", str(code)]
-    extra += limit_arguments(limits)
+    extra += limit_arguments(limits, OWNER_LIMITS, "--limit")
+    extra += limit_arguments(upload_limits, UPLOAD_LIMITS, "--upload-limit")
     if extra:
         argv += ["--", *extra]
     return argv
@@ -133,13 +266,25 @@ def command(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
 
 def serve(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
           address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None,
-          limits: Limits = DEFAULT_LIMITS, behind_auth_proxy: bool = False) -> int:
+          limits: Limits = OWNER_LIMITS, behind_auth_proxy: bool = False, auth: Oidc | None = None,
+          upload_limits: Limits = UPLOAD_LIMITS) -> int:
     """Run the dashboard until it is stopped; on POSIX the process becomes Streamlit's. A non-loopback
-    ``address`` needs ``behind_auth_proxy`` (:func:`check_address`)."""
-    trust = check_address(address, behind_auth_proxy)
+    ``address`` needs a login (``auth``, or one in ``.streamlit/secrets.toml``) or ``behind_auth_proxy``
+    (:func:`check_address`)."""
+    if auth is not None and not is_loopback(address) and auth.redirect_uri is None:
+        raise ExplainError(REDIRECT_NEEDED.format(address=address, port=port, callback=CALLBACK))
+    trust = check_address(address, behind_auth_proxy, login=auth is not None or secrets_login())
     if importlib.util.find_spec("streamlit") is None:
         raise ExplainError(NO_STREAMLIT)
-    argv = command(bundle, port, address, trust_code, limits)
+    argv = command(bundle, port, address, trust_code, limits, upload_limits)  # every check before a file is written
+    if auth is not None:
+        secrets_file = write_secrets(auth, port)
+        os.environ[AUTH_DIR_ENV] = str(secrets_file.parent.parent)
+        argv = command(bundle, port, address, trust_code, limits, upload_limits, secrets_file)
+        print(LOGIN_NOTE.format(metadata=auth.metadata_url, client=auth.client_id, count=len(auth.allow),
+                                ies="y" if len(auth.allow) == 1 else "ies",
+                                redirect=auth.redirect_uri or f"http://localhost:{port}{CALLBACK}"),
+              file=sys.stderr, flush=True)
     if trust:
         print(trust.format(address=address, port=port), file=sys.stderr, flush=True)
     print(f"explain: serving {'the demo bundle' if bundle is None else bundle} at http://{address}:{port}",

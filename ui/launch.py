@@ -10,12 +10,18 @@ customer's score and the default view's attribution into the caches every sessio
 the same cache entry. A warm-up that fails is logged and left to the first session, which
 reports the problem in the page as it always does. The server sends headers that deny framing by other
 sites (``ui.runtime.deny_framing``), and the warm-up removes the upload folders of exited servers.
+The login's settings that ``explain serve --auth oidc`` wrote (``$EXPLAIN_AUTH_DIR``) are removed when the
+server exits.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
+import shutil
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -56,8 +62,22 @@ def streamlit_args(argv: list[str]) -> tuple[list[str], list[str]]:
     return ["run", str(APP), *options, *(["--", *app_args] if app_args else [])], app_args
 
 
+def remove_at_exit(folder: str | None) -> bool:
+    """Remove ``folder`` (the login settings of ``explain serve --auth oidc``) when this process exits; only a
+    folder ``explain-auth-*`` of the temporary folder, never another. True if registered."""
+    if not folder:
+        return False
+    path = Path(folder).resolve()
+    if path.parent != Path(tempfile.gettempdir()).resolve() or not path.name.startswith("explain-auth-"):
+        LOG.warning("not removing %s at exit: not a folder explain serve wrote", folder)
+        return False
+    atexit.register(shutil.rmtree, str(path), True)
+    return True
+
+
 def main(argv: list[str]) -> int:
     """Start the warm-up thread, then Streamlit on ``app.py`` (see :func:`streamlit_args`)."""
+    remove_at_exit(os.environ.pop("EXPLAIN_AUTH_DIR", None))
     args, app_args = streamlit_args(argv)
     sys.path[0] = str(ROOT)  # this script's folder (ui/) would put its modules at the top level: `from ui import ...`
     sys.argv = [str(APP), *app_args]  # what the app reads (ui.startup), as under `streamlit run`

@@ -7,8 +7,10 @@ environment.
     streamlit run app.py -- --bundle DIR --trust-code layers.py
                                               the owner's custom layers for that bundle (never uploads)
     streamlit run app.py -- --limit max_table_cells=50000000
-                                              a size limit of the bundle's and the uploads' files
-                                              (``explain.modelfile.limits``; repeat for several)
+                                              a size limit of the startup bundle's files, over the owner's
+                                              limits (``explain.modelfile.limits.OWNER_LIMITS``; repeat for several)
+    streamlit run app.py -- --upload-limit max_table_cells=1000000
+                                              a size limit of the files visitors upload (over UPLOAD_LIMITS)
 """
 
 from __future__ import annotations
@@ -47,17 +49,23 @@ def _options(name: str, argv: list[str] | None) -> list[str]:
 
 
 @functools.cache
-def _limits(given: tuple[str, ...]):
-    from explain.modelfile.limits import parse_limits
+def _limits(given: tuple[str, ...], flag: str):
+    from explain.modelfile.limits import OWNER_LIMITS, UPLOAD_LIMITS, parse_limits
 
-    return parse_limits(list(given))
+    return parse_limits(list(given), OWNER_LIMITS if flag == "--limit" else UPLOAD_LIMITS, flag)
 
 
 def limits(argv: list[str] | None = None):
-    """The size limits of the files opened by this server (the startup bundle and every upload): the
-    defaults, changed by the owner's ``--limit FIELD=VALUE`` options only (``explain serve --limit ...``);
-    ``ExplainError`` for an option that is not a limit."""
-    return _limits(tuple(_options("--limit", argv)))
+    """The size limits of the startup bundle (the owner's own, ``OWNER_LIMITS``), changed by the owner's
+    ``--limit FIELD=VALUE`` options (``explain serve --limit ...``); ``ExplainError`` for an option that is not
+    a limit."""
+    return _limits(tuple(_options("--limit", argv)), "--limit")
+
+
+def upload_limits(argv: list[str] | None = None):
+    """The size limits of every file a visitor uploads (``UPLOAD_LIMITS``), changed by the owner's
+    ``--upload-limit FIELD=VALUE`` options only (``explain serve --upload-limit ...``)."""
+    return _limits(tuple(_options("--upload-limit", argv)), "--upload-limit")
 
 
 def bundle_path(argv: list[str] | None = None, environ=None) -> Path:

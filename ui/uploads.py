@@ -12,6 +12,7 @@ each upload) and those of servers that are gone (also when a server starts, ``ui
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -29,7 +30,7 @@ import streamlit as st
 
 from explain.bundle import load as bundle_io
 from explain.core import periods
-from explain.core.errors import BundleError
+from explain.core.errors import BundleError, ExplainError
 from ui import runtime, show, startup
 
 LOG = logging.getLogger("explain.app")
@@ -40,6 +41,7 @@ UPLOAD_TOO_LARGE = ("{name} is {size:,} bytes, over this app's limit of {limit:,
                     "uploaded file. Nothing was opened. To fix: upload a smaller file (for example Parquet "
                     "instead of CSV, or fewer customers), or start the app with a larger "
                     "--server.maxUploadSize if you trust its users.")
+OWNER_OPTION = re.compile(r"--limit (?=[a-z_]+=)")  # the refusals' "raise it with --limit FIELD=N" (the owner's)
 TRIAL_CACHE_SIZE = 64  # model files (sha256) whose isolated trial load already succeeded
 FILE_TYPES = ["keras", "csv", "parquet", "pq", "json"]
 
@@ -140,31 +142,31 @@ def check_upload_sizes(files: dict, limit: int) -> None:
         raise BundleError("\n".join(problems), problems)
 
 
-_TRIAL_PASSED: "OrderedDict[str, None]" = OrderedDict()
+_TRIAL_PASSED: "OrderedDict[str, object]" = OrderedDict()  # sha256 -> the trial's verdict (safe_load.TrialVerdict)
 _TRIAL_LOCK = threading.Lock()
 
 
 def load_upload_model(path: Path, display_name: str, limits=None):
-    """Open an uploaded model under the server's ``limits`` (default: ``ui.startup.limits``): static checks,
-    a trial load in a memory-capped child process, then the load here (``safe_load.load_model_isolated``).
+    """Open an uploaded model under the server's ``limits`` (default: ``ui.startup.upload_limits``): static checks,
+    a trial load in a memory-capped child process (``safe_load.trial_load``), then the load here under the same
+    limits, bounded by the trial's verdict (``safe_load.load_after_trial``).
 
     A file whose trial load already succeeded (same bytes: the user fixed a table and uploads
-    the same model again) skips the child process; the static checks still run.
+    the same model again) skips the child process and reuses its verdict; the static checks still run.
     """
     from explain.modelfile import safe_load
 
-    limits = startup.limits() if limits is None else limits
+    limits = startup.upload_limits() if limits is None else limits
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     with _TRIAL_LOCK:
-        known = digest in _TRIAL_PASSED
-    if known:
-        return safe_load.load_model(path, display_name=display_name, limits=limits)
-    model = safe_load.load_model_isolated(path, display_name=display_name, limits=limits)
-    with _TRIAL_LOCK:
-        _TRIAL_PASSED[digest] = None
-        while len(_TRIAL_PASSED) > TRIAL_CACHE_SIZE:
-            _TRIAL_PASSED.popitem(last=False)
-    return model
+        verdict = _TRIAL_PASSED.get(digest)
+    if verdict is None:
+        verdict = safe_load.trial_load(path, display_name=display_name, limits=limits)
+        with _TRIAL_LOCK:
+            _TRIAL_PASSED[digest] = verdict
+            while len(_TRIAL_PASSED) > TRIAL_CACHE_SIZE:
+                _TRIAL_PASSED.popitem(last=False)
+    return safe_load.load_after_trial(path, verdict, display_name=display_name, limits=limits)
 
 
 def current_bundle():
@@ -190,13 +192,29 @@ def open_upload(files: dict) -> "bundle_io.Bundle":
     try:
         bundle = bundle_io.load_bundle_from_uploads(
             files, space.folder, loader=partial(load_upload_model, display_name=Path(model_name).name),
-            limits=startup.limits())
+            limits=startup.upload_limits())
+    except ExplainError as error:
+        space.close()
+        raise upload_option(error)
     except BaseException:
         space.close()
         raise
     space.bundle = bundle
     use_upload(space)
     return bundle
+
+
+def upload_option(error: ExplainError) -> ExplainError:
+    """``error`` (a refusal of an upload) with its "raise it with --limit FIELD=N" hints naming the option that
+    changes the uploads' limits, ``--upload-limit`` (``--limit`` changes the owner's bundle's); changed in place."""
+    def fix(text):
+        return OWNER_OPTION.sub("--upload-limit ", str(text))
+
+    error.args = (fix(error.args[0]) if error.args else "", *error.args[1:])
+    if getattr(error, "problems", None):
+        error.problems = [dataclasses.replace(p, message=fix(p.message)) if dataclasses.is_dataclass(p)
+                          and hasattr(p, "message") else fix(p) for p in error.problems]
+    return error
 
 
 def use_upload(space: UploadSpace | None) -> None:

@@ -78,7 +78,7 @@ def _import_ray():
     return ray
 
 
-def _plan(bundle_path: str, ids: list[str] | None, request: Settings, chunk_size: int):
+def _plan(bundle_path: str, ids: list[str] | None, request: Settings, chunk_size: int, limits=None):
     """(Runs as a Ray task, once.) Check the bundle (``load_bundle``: every problem before any
     work), the ids and the settings. Returns (the plan: manifest, table layout, model hash,
     data-wide baseline; the key table ``customer_id, chunk, slot`` of the run)."""
@@ -88,8 +88,9 @@ def _plan(bundle_path: str, ids: list[str] | None, request: Settings, chunk_size
     from explain.analysis.explainer import baseline_for, explain_customers
     from explain.batch.ray_tables import table_layout
     from explain.bundle.load import LEGACY_MODEL_FILE, MODEL_FILE, load_bundle
+    from explain.modelfile.limits import OWNER_LIMITS
 
-    bundle = load_bundle(bundle_path)
+    bundle = load_bundle(bundle_path, limits=limits or OWNER_LIMITS)  # the caller's own bundle: the owner's limits
     if not bundle.content_hash:
         raise ExplainError(batch.NO_HASH)
     ids = [str(i) for i in bundle.ids] if ids is None else batch.check_ids(bundle, ids)
@@ -103,7 +104,7 @@ def _plan(bundle_path: str, ids: list[str] | None, request: Settings, chunk_size
     model_file = MODEL_FILE if (Path(bundle_path) / MODEL_FILE).is_file() else LEGACY_MODEL_FILE
     plan = {"manifest": fmt.new_manifest(bundle, ids, request, chunk_size), "bundle_path": bundle_path,
             "model_file": model_file, "model_sha256": _sha256(Path(bundle_path) / model_file),
-            "layout": table_layout(bundle_path, bundle),
+            "layout": table_layout(bundle_path, bundle, limits or OWNER_LIMITS),
             "periods": list(bundle.periods), "output_names": list(bundle.output_names),
             "input_roles": tuple(bundle.input_roles), "baseline": baseline}
     position = np.arange(len(ids))
@@ -216,12 +217,14 @@ def _cause(error: BaseException) -> BaseException:
 
 def run_ray_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: int = job.DEFAULT_CHUNK_SIZE,
                       ids=None, workers: int | None = None, address: str | None = None,
-                      progress: bool = True, engine_batch_size: int | None = None) -> job.BatchResult:
+                      progress: bool = True, engine_batch_size: int | None = None, limits=None) -> job.BatchResult:
     """``batch.run_batch_job`` on Ray: the same store in ``out`` (a folder or a pyarrow URI).
 
     ``bundle``: a bundle folder, seen at the same path by every node. ``workers``: actors in the
     pool (default: the cluster's CPUs). ``address``: an existing cluster (``auto``,
-    ``ray://HOST:PORT``); default: the running Ray of this process, else a new local one.
+    ``ray://HOST:PORT``); default: the running Ray of this process, else a new local one. ``limits``: the sizes
+    the bundle's files are checked against (default ``OWNER_LIMITS``: the caller's own bundle), by the planning
+    task's ``load_bundle`` and again before Ray Data reads the tables (``ray_tables.table_layout``).
     """
     from explain.batch import ray_store, ray_tables
 
@@ -238,7 +241,7 @@ def run_ray_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size
     try:
         try:
             plan_ref, keys_ref = ray.remote(num_cpus=1, num_returns=2, max_calls=1)(_plan).remote(
-                bundle_path, ids, request, chunk_size)
+                bundle_path, ids, request, chunk_size, limits)
             plan = ray.get(plan_ref)  # small: the key table stays in the object store
         except Exception as error:
             cause = _cause(error)

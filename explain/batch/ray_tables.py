@@ -42,7 +42,9 @@ import pyarrow as pa
 from explain.bundle.checks import period_ranks
 from explain.bundle.load import CONFIG_FILE, DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN, TABLE_FILES
 from explain.bundle.problems import cell_text
-from explain.core.errors import ExplainError
+from explain.bundle.tables import oversized_table
+from explain.core.errors import BundleError, ExplainError
+from explain.modelfile.limits import OWNER_LIMITS, Limits
 
 CUSTOMERS_PER_BUCKET = 5000  # customers regrouped per map_groups call (their rows are in memory together)
 MIN_BLOCKS, BLOCKS_PER_WORKER = 64, 8  # the materialised chunks' blocks: at most max(64, 8 per worker)
@@ -69,10 +71,12 @@ def column_text(series: pd.Series, csv: bool) -> pd.Series:
     return series.str.strip() if csv else series.map(cell_text).astype(object)
 
 
-def table_layout(folder: Path, bundle) -> dict:
+def table_layout(folder: Path, bundle, limits: Limits = OWNER_LIMITS) -> dict:
     """(Runs in the planning task, after ``load_bundle`` checked the folder.) What the readers
     need: each table's file and columns, the key columns, the features in the model's order
-    and the rank of every period label."""
+    and the rank of every period label. Each table is measured against ``limits`` again first, by the
+    bundle reader's own check (``bundle.tables.oversized_table``: a Parquet file's metadata, a CSV file's
+    bytes), before anything here or in Ray Data reads it: ``BundleError`` naming the file and the limit."""
     folder = Path(folder)
     other = [what for what, present in (("more inputs than static + temporal", bundle.input_arrays or bundle.roles),
                                         ("categorical columns", bundle.categories)) if present]
@@ -84,6 +88,9 @@ def table_layout(folder: Path, bundle) -> dict:
     files = {}
     for kind in ("static", "temporal"):
         name = next(n for n in TABLE_FILES[kind] if (folder / n).is_file())
+        too_large = oversized_table(folder / name, limits)[0]
+        if too_large:
+            raise BundleError(too_large, [too_large])
         files[kind] = {"path": str((folder / name).resolve()), "file": name, "csv": name.endswith(".csv"),
                        "columns": _csv_header(folder / name) if name.endswith(".csv") else None}
     labels = _distinct(files["temporal"], period_column)

@@ -5,8 +5,8 @@ Imports nothing above it."""
 import importlib
 
 _MODULES = (
-    'adaptive', 'baselines', 'bounded_json', 'engine', 'errors', 'files', 'ig', 'inputs', 'labels', 'periods', 'points',
-    'quadrature', 'settings', 'text', 'verdict', 'xla'
+    'access', 'adaptive', 'baselines', 'bounded_json', 'engine', 'errors', 'files', 'ig', 'inputs', 'labels', 'periods',
+    'points', 'quadrature', 'settings', 'text', 'verdict', 'xla'
 )
 
 

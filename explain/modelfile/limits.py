@@ -1,11 +1,18 @@
 """The limits a bundle's files are checked against, as one object (:class:`Limits`): the model file,
 its architecture, ``bundle.json`` and the tables, each measured before anything is built from it.
 
+Two sets: :data:`UPLOAD_LIMITS` (= :data:`DEFAULT_LIMITS`, the default of every loader) for the files a
+visitor uploads through the dashboard, and :data:`OWNER_LIMITS` for the bundles the owner names on the
+command line (``check``, ``attribute``, ``batch``, ``drivers``, ``faithfulness``, ``explain serve --bundle``):
+the same bounds on the model file and on JSON (a crafted file cannot crash the process), but tables as large
+as the owner's data (a 20,000 customers x 365 days x 24 features bundle opens without ``--limit``).
+
 Every loader of ``explain.modelfile.safe_load`` and ``explain.modelfile.h5`` takes ``limits=Limits(...)``,
 and so does ``explain.bundle.load`` for the tables and ``bundle.json``; the refusal messages name the
 field to raise (``max_params``, ``max_table_cells`` ...). Only the command line raises them
-(``--limit FIELD=VALUE`` of ``check``, ``attribute``, ``batch``, ``faithfulness`` and ``serve``, read by
-:func:`parse_limits`): a visitor of the dashboard cannot. Standard library only (the memory-capped child
+(``--limit FIELD=VALUE`` of ``check``, ``attribute``, ``batch``, ``faithfulness`` and ``serve`` for the owner's
+bundles, ``explain serve --upload-limit FIELD=VALUE`` for uploads, read by :func:`parse_limits`): a visitor of
+the dashboard cannot. Standard library only (the memory-capped child
 of ``safe_load`` imports it before its cap).
 """
 
@@ -28,6 +35,9 @@ DEFAULT_TIMEOUT_S = 120.0
 # CPU seconds (RLIMIT_CPU) of the trial-load child: Keras' import takes about 5, a 200-layer
 # Sequential about 25 on this project's 2-core machine (Keras' load is quadratic in the layers).
 DEFAULT_CPU_LIMIT_S = 90
+# CPU seconds the trial child's load itself (after Keras' import) may take for the model to be loaded a second
+# time in the server process (the load that serves it): that load repeats the same work on the server's cores.
+DEFAULT_MAX_LOAD_CPU_S = 30.0
 # A model's architecture (config.json, an .h5 file's model_config) and bundle.json: read into memory
 # and parsed once their depth and number of values are measured on the bytes (explain.core.bounded_json).
 MAX_CONFIG_BYTES = 16 * 1024**2
@@ -42,6 +52,11 @@ DEFAULT_MAX_TABLE_CELLS = 10_000_000
 # Columns of a table: each is checked on its own (a few ms each), 30,000 text columns took 85 s.
 DEFAULT_MAX_TABLE_COLUMNS = 1_000
 DEFAULT_MAX_TABLE_BYTES = 256 * 1024**2
+# The owner's own tables (named on the command line): bounded only so that a number overflowing memory
+# many times over is refused with a message instead of a crash; a Parquet file's cells cost 4-8 bytes each.
+OWNER_MAX_TABLE_CELLS = 20_000_000_000
+OWNER_MAX_TABLE_COLUMNS = 1_000_000
+OWNER_MAX_TABLE_BYTES = 1024**4  # 1 TiB
 
 
 @dataclass(frozen=True)
@@ -54,7 +69,8 @@ class Limits:
     built; ``max_layers``: layers of the model (nested models counted); ``max_config_entries``:
     objects with a ``class_name`` in its config; ``memory_limit_bytes`` (0: no cap), ``timeout_s``
     (wall clock) and ``cpu_limit_s`` (CPU time, 0: no cap): the trial load in a child process
-    (``load_model_isolated``).
+    (``load_model_isolated``); ``max_load_cpu_s``: the CPU time the child's load may have taken for the model
+    to be loaded again in the server (``safe_load.load_after_trial``).
     JSON (``config.json``, an .h5 file's ``model_config``, ``bundle.json``): ``max_json_bytes``,
     ``max_json_depth`` (nesting), ``max_json_values`` (every number, text, list and object).
     Tables: ``max_table_cells`` (rows x columns of one table), ``max_table_columns`` and
@@ -68,6 +84,7 @@ class Limits:
     memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT_BYTES
     timeout_s: float = DEFAULT_TIMEOUT_S
     cpu_limit_s: int = DEFAULT_CPU_LIMIT_S
+    max_load_cpu_s: float = DEFAULT_MAX_LOAD_CPU_S
     max_layers: int = DEFAULT_MAX_LAYERS
     max_config_entries: int = DEFAULT_MAX_CONFIG_ENTRIES
     max_json_bytes: int = MAX_CONFIG_BYTES
@@ -83,12 +100,15 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+UPLOAD_LIMITS = DEFAULT_LIMITS  # files uploaded through the dashboard (``explain serve --upload-limit`` raises them)
+OWNER_LIMITS = DEFAULT_LIMITS.but(max_table_cells=OWNER_MAX_TABLE_CELLS, max_table_columns=OWNER_MAX_TABLE_COLUMNS,
+                                  max_table_bytes=OWNER_MAX_TABLE_BYTES)  # the command line's bundles (``--limit``)
 
-BAD_LIMIT = ("--limit {given!r}: expected FIELD=VALUE with FIELD one of {fields} and VALUE a number "
-             "(none for max_params), for example --limit max_table_cells=50000000.")
+BAD_LIMIT = ("{flag} {given!r}: expected FIELD=VALUE with FIELD one of {fields} and VALUE a number "
+             "(none for max_params), for example {flag} max_table_cells=50000000.")
 
 
-def parse_limits(given: list[str] | None, base: Limits = DEFAULT_LIMITS) -> Limits:
+def parse_limits(given: list[str] | None, base: Limits = DEFAULT_LIMITS, flag: str = "--limit") -> Limits:
     """``base`` with the command line's ``--limit FIELD=VALUE`` options applied (``1e8`` and ``50_000_000``
     read as numbers); ``ExplainError`` (BAD_LIMIT) naming the option otherwise."""
     known = {f.name: f.type for f in fields(Limits)}
@@ -105,18 +125,19 @@ def parse_limits(given: list[str] | None, base: Limits = DEFAULT_LIMITS) -> Limi
             number = float(text)
             if not number >= 0 or number == float("inf"):
                 raise ValueError(item)
-            changes[name] = number if name == "timeout_s" else int(number)
+            changes[name] = number if name in ("timeout_s", "max_load_cpu_s") else int(number)
         except ValueError:
-            raise ExplainError(BAD_LIMIT.format(given=item, fields=", ".join(known))) from None
+            raise ExplainError(BAD_LIMIT.format(flag=flag, given=item, fields=", ".join(known))) from None
     return base.but(**changes) if changes else base
 
 
-def limit_arguments(limits: Limits) -> list[str]:
-    """``limits`` as ``--limit FIELD=VALUE`` arguments (the fields that differ from the defaults): what
-    ``explain serve`` hands to the dashboard, which reads them with :func:`parse_limits`."""
+def limit_arguments(limits: Limits, base: Limits = DEFAULT_LIMITS, flag: str = "--limit") -> list[str]:
+    """``limits`` as ``flag FIELD=VALUE`` arguments (the fields that differ from ``base``): what ``explain serve``
+    hands to the dashboard (``--limit`` over OWNER_LIMITS, ``--upload-limit`` over UPLOAD_LIMITS), which reads
+    them with :func:`parse_limits`."""
     out = []
     for f in fields(Limits):
         value = getattr(limits, f.name)
-        if value != getattr(DEFAULT_LIMITS, f.name):
-            out += ["--limit", f"{f.name}={value}"]
+        if value != getattr(base, f.name):
+            out += [flag, f"{f.name}={value}"]
     return out

@@ -14,7 +14,8 @@ Public API:
 * :func:`load_model` -- the static checks, then
   ``keras.saving.load_model(path, safe_mode=True, compile=False)``.
 * :func:`load_model_isolated` -- for uploads: the static checks, then a trial load in a
-  child process under a memory cap (``RLIMIT_AS``) and a timeout, then :func:`load_model`.
+  child process under a memory cap (``RLIMIT_AS``) and a timeout (:func:`trial_load`), then the
+  load in this process under the same limits (:func:`load_after_trial`).
 * :func:`open_model` / :func:`check_file` -- the same for either format, by the file's
   name: ``.h5`` / ``.hdf5`` go to ``explain.modelfile.h5`` (legacy HDF5 models), anything else is a
   ``.keras`` file.
@@ -92,7 +93,7 @@ from explain.modelfile.limits import (  # noqa: F401
     MAX_CONFIG_BYTES,
     Limits,
 )
-from explain.modelfile.trial import run_trial
+from explain.modelfile.trial import TrialVerdict, run_trial, slot
 
 if TYPE_CHECKING:
     from explain.modelfile.trust import TrustedCode
@@ -110,8 +111,10 @@ __all__ = [
     "check_file",
     "check_model_file",
     "load_model",
+    "load_after_trial",
     "load_model_isolated",
     "open_model",
+    "trial_load",
 ]
 
 # --------------------------------------------------------------------------- messages
@@ -165,6 +168,11 @@ BAD_CONFIG = (
 )
 BAD_WEIGHTS = (
     "{path}: model.weights.h5 {reason}. To fix: " + SAVE_HINT + "."
+)
+SERVER_LOAD_TOO_SLOW = (
+    "{path}: loading the model took {cpu:.1f} s of CPU time in the trial, over the limit of {limit:g} s for "
+    "loading it again in this server (max_load_cpu_s). To fix: use a smaller model (fewer layers), or raise it "
+    "with --upload-limit max_load_cpu_s=N (explain serve) if you trust the people who upload."
 )
 WEIGHTS_TOO_LARGE = (
     "{path}: model.weights.h5 declares {size:,} bytes of weights, over the limit of "
@@ -369,29 +377,49 @@ def load_model(path, *, limits: Limits = DEFAULT_LIMITS, display_name: str | Non
 
 
 def load_model_isolated(path, *, limits: Limits = DEFAULT_LIMITS, display_name: str | None = None):
-    """Load an untrusted model file without risking this process's memory (never trusted code).
+    """Load an untrusted model file without risking this process's memory (never trusted code):
+    :func:`trial_load`, then :func:`load_after_trial` with its verdict.
 
     1. The static checks in this process (:func:`check_file`: fast; refuses code, custom
-       objects, bombs and, from the architecture, models over ``limits.max_params`` weights).
+       objects, bombs and, from the architecture, models over ``limits.max_params`` weights,
+       ``max_layers`` layers or ``max_config_entries`` config entries).
     2. A trial ``keras.saving.load_model`` in a child process (``python -c``) whose
        address space is capped at ``limits.memory_limit_bytes`` (``RLIMIT_AS``; TensorFlow
        alone needs about 2 GiB) and which is killed after ``limits.timeout_s`` seconds.
        Running out of memory there raises ``UnsafeModelError`` (ISOLATED_TOO_LARGE), a
        timeout ISOLATED_TIMEOUT, more than ``limits.cpu_limit_s`` of CPU time ISOLATED_CPU.  This
-       backstops what the estimate cannot see.  At most ``trial.TRIAL_SLOTS`` children run at once.
+       backstops what the estimate cannot see.  At most ``trial.TRIAL_SLOTS`` loads run at once.
        ``memory_limit_bytes=0`` runs the child without a memory cap.
-    3. :func:`open_model` in this process, returning the ``keras.Model``.
+    3. The load in this process, bounded by the child's verdict (:func:`load_after_trial`).
 
     A ``.h5`` / ``.hdf5`` name is a legacy HDF5 model (``explain.modelfile.h5``), anything else a
     ``.keras`` file.  POSIX only (``resource``).  The child costs one TensorFlow import
     (several seconds).
     """
+    verdict = trial_load(path, limits=limits, display_name=display_name)
+    return load_after_trial(path, verdict, limits=limits, display_name=display_name)
+
+
+def trial_load(path, *, limits: Limits = DEFAULT_LIMITS, display_name: str | None = None) -> TrialVerdict:
+    """Steps 1 and 2 of :func:`load_model_isolated`: the static checks, then the trial load in a capped child;
+    its ``TrialVerdict`` (how long the load took there), or ``UnsafeModelError``."""
     path = Path(path)
-    shown = display_name or str(path)
     check_file(path, limits=limits, display_name=display_name)
-    suffix = ".h5" if h5.is_hdf5_name(path) else ".keras"
-    run_trial(path, shown, limits, suffix)
-    return open_model(path, limits=limits, display_name=display_name)
+    return run_trial(path, display_name or str(path), limits, ".h5" if h5.is_hdf5_name(path) else ".keras")
+
+
+def load_after_trial(path, verdict: TrialVerdict, *, limits: Limits = DEFAULT_LIMITS,
+                     display_name: str | None = None):
+    """The load in this process of a model whose trial passed (``verdict``, from :func:`trial_load` of the same
+    bytes), under the same limits: refused (SERVER_LOAD_TOO_SLOW) before it starts when the trial's load took
+    more than ``limits.max_load_cpu_s`` of CPU time (this load would take as long, on the server's cores); the
+    static checks run again on the file (sizes, layers, config entries); and it holds one of the trial slots,
+    so that at most ``trial.TRIAL_SLOTS`` model loads, in children or here, run at once."""
+    shown = display_name or str(path)
+    if verdict.cpu_s is not None and verdict.cpu_s > limits.max_load_cpu_s:
+        raise refusal(SERVER_LOAD_TOO_SLOW, path=shown, cpu=verdict.cpu_s, limit=float(limits.max_load_cpu_s))
+    with slot(limits, shown):
+        return open_model(path, limits=limits, display_name=display_name)
 
 
 def check_file(path, *, limits: Limits = DEFAULT_LIMITS, display_name: str | None = None,

@@ -20,6 +20,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from explain.core.errors import refusal
@@ -65,7 +68,8 @@ def trial_main(argv: list[str]) -> None:
     """The child of :func:`run_trial`: argv = [keras path, memory limit (bytes), mark, CPU limit (s)].
 
     Reports on stdout, one ``mark + JSON`` line per stage: ``imported`` once Keras is, then
-    ``ok``, ``error``, ``memory`` or ``import-failed`` with a one-line detail.
+    ``ok`` (its detail: the load's CPU and wall seconds, as JSON), ``error``, ``memory`` or ``import-failed``
+    with a one-line detail.
     """
     import resource
 
@@ -87,11 +91,41 @@ def trial_main(argv: list[str]) -> None:
     except BaseException as exc:  # noqa: BLE001 - reported, the child ends
         say("import-failed", one_line(exc))
     say("imported", end=False)
+    cpu, wall = time.process_time(), time.perf_counter()
     try:
         keras.saving.load_model(keras_path, safe_mode=True, compile=False)
     except BaseException as exc:  # noqa: BLE001 - reported, the child ends
         say("memory" if is_memory_error(exc) else "error", one_line(exc))
-    say("ok")
+    say("ok", json.dumps({"cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - wall}))
+
+
+@dataclass(frozen=True)
+class TrialVerdict:
+    """A trial load that succeeded: the CPU and wall seconds its ``keras.saving.load_model`` took in the child
+    (None when the child did not say), which a second load of the same file repeats."""
+
+    cpu_s: float | None = None
+    wall_s: float | None = None
+
+    @classmethod
+    def of(cls, detail: str) -> "TrialVerdict":
+        try:
+            said = json.loads(detail)
+            return cls(float(said["cpu_s"]), float(said["wall_s"]))
+        except (ValueError, TypeError, KeyError):
+            return cls()
+
+
+@contextmanager
+def slot(limits: Limits, shown: str):
+    """Hold one of the TRIAL_SLOTS (a model load, in a child or in the server) while the block runs; TRIALS_BUSY
+    when none is free within ``limits.timeout_s``."""
+    if not _SLOTS.acquire(timeout=limits.timeout_s):
+        raise refusal(TRIALS_BUSY, path=shown, slots=TRIAL_SLOTS, wait=float(limits.timeout_s))
+    try:
+        yield
+    finally:
+        _SLOTS.release()
 
 _MEMORY_MARKERS = ("bad_alloc", "ResourceExhausted", "MemoryError", "OOM when allocating",
                    "Cannot allocate memory", "out of memory", "pthread_create")
@@ -129,17 +163,14 @@ def _human_bytes(n: int) -> str:
     return f"{n / 1024**2:g} MiB"
 
 
-def run_trial(path: Path, shown: str, limits: Limits, suffix: str = ".keras") -> None:
+def run_trial(path: Path, shown: str, limits: Limits, suffix: str = ".keras") -> TrialVerdict:
     """Load ``path`` (already checked) in a capped child (``limits``: ``memory_limit_bytes``, ``cpu_limit_s``,
-    ``timeout_s``), once one of the TRIAL_SLOTS is free; return if it loaded, else raise ``UnsafeModelError``
-    (TRIALS_BUSY, ISOLATED_TOO_LARGE, ISOLATED_TIMEOUT, ISOLATED_CPU, ISOLATED_FAILED or LOAD_FAILED)."""
-    if not _SLOTS.acquire(timeout=limits.timeout_s):
-        raise refusal(TRIALS_BUSY, path=shown, slots=TRIAL_SLOTS, wait=float(limits.timeout_s))
-    try:
+    ``timeout_s``), once one of the TRIAL_SLOTS is free; the :class:`TrialVerdict` if it loaded, else raise
+    ``UnsafeModelError`` (TRIALS_BUSY, ISOLATED_TOO_LARGE, ISOLATED_TIMEOUT, ISOLATED_CPU, ISOLATED_FAILED or
+    LOAD_FAILED)."""
+    with slot(limits, shown):
         out, err, code = _child(path, shown, limits, suffix)
-    finally:
-        _SLOTS.release()
-    _verdict(out, err, code, shown, limits)
+    return _verdict(out, err, code, shown, limits)
 
 
 def _child(path: Path, shown: str, limits: Limits, suffix: str) -> tuple[bytes, bytes, int]:
@@ -167,8 +198,8 @@ def _child(path: Path, shown: str, limits: Limits, suffix: str) -> tuple[bytes, 
     return out, err, proc.returncode
 
 
-def _verdict(out: bytes, err: bytes, code: int, shown: str, limits: Limits) -> None:
-    """Raise the refusal the child's report (or its death) calls for; return if it loaded the model."""
+def _verdict(out: bytes, err: bytes, code: int, shown: str, limits: Limits) -> TrialVerdict:
+    """Raise the refusal the child's report (or its death) calls for; the verdict if it loaded the model."""
     stdout = out.decode("utf-8", "replace")
     stderr = err.decode("utf-8", "replace")
     result: dict = {}
@@ -201,6 +232,7 @@ def _verdict(out: bytes, err: bytes, code: int, shown: str, limits: Limits) -> N
                       detail=f"Keras did not import under a {limit_text} limit: {detail}")
     if status == "error":
         raise refusal(LOAD_FAILED, path=shown, error=detail)
+    return TrialVerdict.of(detail)
 
 
 def _signal_name(number: int) -> str:

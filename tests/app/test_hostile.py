@@ -160,13 +160,13 @@ def test_hostile_model_file_is_refused_and_the_demo_stays(built, kind, fragments
 
 def test_uploads_are_opened_in_a_separate_process(built, tmp_path, monkeypatch):
     calls = []
-    real = sl.load_model_isolated
+    real = sl.trial_load
 
     def spy(path, **kwargs):
         calls.append(kwargs.get("display_name"))
         return real(path, **kwargs)
 
-    monkeypatch.setattr(sl, "load_model_isolated", spy)
+    monkeypatch.setattr(sl, "trial_load", spy)
     monkeypatch.setattr(uploads, "_TRIAL_PASSED", uploads.OrderedDict())  # forget earlier trial loads
     files = bundle_files(built["small"])
     files[MODEL_NAME] = files.pop("model.keras")

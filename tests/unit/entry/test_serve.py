@@ -9,6 +9,7 @@ import pytest
 
 from explain import serve
 from explain.cli import main
+from explain.core import access
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -98,11 +99,123 @@ def test_serve_on_every_interface_exits_2_naming_the_two_ways_to_proceed(capsys,
     monkeypatch.setattr(serve.subprocess, "call", lambda *a, **k: started.append(a))
     assert main(["serve", "--address", "0.0.0.0"]) == 2
     err = capsys.readouterr().err
-    assert "127.0.0.1" in err and "--behind-auth-proxy" in err and "Traceback" not in err and not started
+    assert "127.0.0.1" in err and "--behind-auth-proxy" in err and "--auth oidc" in err and "Traceback" not in err
+    assert not started
     assert main(["serve", "--address", "0.0.0.0", "--behind-auth-proxy", "--port", "8766"]) in (0, None)
     err = capsys.readouterr().err
     assert "--behind-auth-proxy: listening on 0.0.0.0:8766" in err and "Trusted:" in err
     assert started and "--server.address=0.0.0.0" in started[0][1]  # execv (stubbed) of the launcher
+
+
+OIDC = ["--auth", "oidc", "--oidc-metadata", "https://login.example.com/.well-known/openid-configuration",
+        "--client-id", "dashboard", "--allow", "ana@example.com", "--allow", "@Team.Example"]
+SECRET = 'se"cr\\et-ü-0123456789'  # a quote, a backslash and a non-ASCII letter: written as TOML escapes them
+
+
+@pytest.fixture
+def no_exec(monkeypatch):
+    """``serve``'s exec of the launcher, stubbed: the argv lists it would have run."""
+    started = []
+    monkeypatch.setattr(serve.os, "execv", lambda *a: started.append(a[1]))
+    monkeypatch.setattr(serve.subprocess, "call", lambda *a, **k: started.append(a[0]))
+    monkeypatch.delenv(serve.AUTH_DIR_ENV, raising=False)
+    monkeypatch.delenv(serve.SECRET_ENV, raising=False)
+    yield started
+    folder = serve.os.environ.pop(serve.AUTH_DIR_ENV, None)
+    if folder:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_with_a_login_every_interface_is_served_and_the_secrets_stay_private(capsys, no_exec):
+    args = ["serve", "--address", "0.0.0.0", "--port", "8767", *OIDC, "--client-secret", SECRET,
+            "--redirect-uri", "https://dash.example.com/oauth2callback"]
+    assert main(args) in (0, None)
+    out, err = capsys.readouterr()
+    assert "Trusted:" not in err and "login: OpenID Connect through https://login.example.com" in err
+    assert SECRET not in out + err and "cookie_secret" not in out + err
+    argv = no_exec[0]
+    assert "--server.address=0.0.0.0" in argv
+    path = Path(next(a for a in argv if a.startswith("--secrets.files=")).split("=", 1)[1])
+    assert path.name == "secrets.toml" and path.parent.name == ".streamlit"
+    assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
+    assert serve.os.environ[serve.AUTH_DIR_ENV] == str(path.parent.parent)  # the launcher removes it at exit
+    written = tomllib.loads(path.read_text(encoding="utf-8"))
+    assert written["auth"]["client_secret"] == SECRET and written["auth"]["client_id"] == "dashboard"
+    assert written["auth"]["redirect_uri"] == "https://dash.example.com/oauth2callback"
+    assert written["auth"]["server_metadata_url"] == "https://login.example.com/.well-known/openid-configuration"
+    assert len(written["auth"]["cookie_secret"]) >= 32
+    assert written["access"]["allow"] == ["ana@example.com", "@team.example"]
+    assert SECRET not in repr(serve.oidc_settings(*OIDC[3:6:2], SECRET, ["a@b.org"]))
+
+
+def test_the_client_secret_can_come_from_the_environment(monkeypatch, capsys, no_exec):
+    monkeypatch.setenv(serve.SECRET_ENV, SECRET)
+    assert main(["serve", "--port", "8768", *OIDC]) in (0, None)
+    path = Path(next(a for a in no_exec[0] if a.startswith("--secrets.files=")).split("=", 1)[1])
+    written = tomllib.loads(path.read_text(encoding="utf-8"))
+    assert written["auth"]["client_secret"] == SECRET
+    assert written["auth"]["redirect_uri"] == "http://localhost:8768/oauth2callback"  # the loopback default
+    assert SECRET not in str(no_exec[0])  # not on the command line either
+
+
+@pytest.mark.parametrize("args, template", [
+    (["--auth", "oidc", "--client-id", "x", "--client-secret", "y", "--allow", "a@b.org"], serve.AUTH_MISSING),
+    ([*OIDC], serve.AUTH_MISSING),  # no client secret, none in the environment
+    ([*OIDC, "--client-secret", "s", "--address", "0.0.0.0"], serve.REDIRECT_NEEDED),
+    ([*OIDC, "--client-secret", "s", "--redirect-uri", "https://dash.example.com/"], serve.BAD_URL),
+    ([*OIDC[:3], "ftp://login.example.com/", *OIDC[4:], "--client-secret", "s"], serve.BAD_URL),
+    ([*OIDC, "--client-secret", "s", "--allow", "example.com"], access.BAD_ENTRY),
+    (["--allow", "a@b.org"], serve.AUTH_ONLY),
+    (["--address", "192.168.1.20"], serve.OPEN_ADDRESS),
+])
+def test_bad_login_options_exit_2_with_a_message_and_write_nothing(capsys, no_exec, args, template):
+    assert main(["serve", *args]) == 2
+    err = capsys.readouterr().err
+    assert literal(template) in err and "Traceback" not in err and not no_exec
+    assert serve.AUTH_DIR_ENV not in serve.os.environ
+
+
+def test_a_login_in_secrets_toml_also_opens_every_interface(tmp_path):
+    path = tmp_path / "secrets.toml"
+    auth = ('[auth]\nredirect_uri = "https://d.example/oauth2callback"\ncookie_secret = "c"\nclient_id = "i"\n'
+            'client_secret = "s"\nserver_metadata_url = "https://l.example/.well-known/openid-configuration"\n')
+    path.write_text(auth)
+    assert not serve.secrets_login([path])  # no allow-list: nobody would be let in, so no login counts
+    path.write_text(auth + '[access]\nallow = ["@example.com"]\n')
+    assert serve.secrets_login([path])
+    path.write_text(auth.replace('client_id = "i"\n', "") + '[access]\nallow = ["@example.com"]\n')
+    assert not serve.secrets_login([path])
+    assert not serve.secrets_login([tmp_path / "none.toml"])
+    assert serve.check_address("0.0.0.0", behind_auth_proxy=False, login=True) is None
+
+
+def test_the_launcher_removes_only_the_login_folder_serve_wrote(tmp_path):
+    import tempfile
+
+    from ui import launch
+
+    assert not launch.remove_at_exit(str(tmp_path))  # not explain serve's: left alone
+    assert not launch.remove_at_exit(None)
+    folder = tempfile.mkdtemp(prefix=serve.AUTH_PREFIX)
+    try:
+        assert launch.remove_at_exit(folder)
+    finally:
+        Path(folder).rmdir()
+
+
+def test_the_owners_and_the_uploads_limits_reach_the_app_apart(tmp_path):
+    from explain.modelfile.limits import OWNER_LIMITS, UPLOAD_LIMITS
+    from ui import startup
+
+    argv = serve.command(tmp_path, limits=OWNER_LIMITS.but(max_layers=300),
+                         upload_limits=UPLOAD_LIMITS.but(max_table_cells=1000))
+    app_args = argv[argv.index("--") + 1:]
+    assert app_args[2:] == ["--limit", "max_layers=300", "--upload-limit", "max_table_cells=1000"]
+    assert startup.limits(app_args) == OWNER_LIMITS.but(max_layers=300)
+    assert startup.upload_limits(app_args) == UPLOAD_LIMITS.but(max_table_cells=1000)
+    assert "--limit" not in serve.command(tmp_path)  # the defaults: nothing to say
 
 
 def test_the_served_app_denies_framing_and_trusts_no_other_origin(tmp_path):
