@@ -93,6 +93,7 @@ def build_store(bundle, out: Path) -> float:
             temporal_w[first:last, j] = weight
     static_mean, temporal_mean = bundle.static.mean(axis=0), bundle.temporal.mean(axis=0)
     inputs = [v.key for v in _views(bundle)]
+    summaries = []
     periods = [str(p) for p in bundle.periods]
     for chunk, at in enumerate(range(0, len(ids), CHUNK)):
         rows = slice(at, at + CHUNK)
@@ -116,9 +117,11 @@ def build_store(bundle, out: Path) -> float:
         summary = pd.DataFrame({"customer_id": ids[rows], "prediction": prediction,
                                 "baseline_prediction": np.full(k, base),
                                 "delta": prediction - base - a_s.sum(axis=1) - a_t.sum(axis=(1, 2)),
-                                "steps": np.full(k, 64, np.int64)})
+                                "steps": np.full(k, 64, np.int64), "gradient_points": np.full(k, 64, np.int64),
+                                "forward_points": np.zeros(k, np.int64)})
         write_chunk(out, manifest, chunk, long, summary)
-    write_json(out / MANIFEST, completed(manifest))
+        summaries.append(summary)
+    write_json(out / MANIFEST, completed(manifest, summaries))
     write_success(out)
     return time.perf_counter() - start
 
