@@ -12,10 +12,10 @@ import streamlit as st
 
 from explain.core import periods as P
 
-BIN_WORDS = {P.AUTO: "auto", P.NONE: "every period", "week": "weeks", "month": "months", "quarter": "quarters",
-             "year": "years"}
+BIN_WORDS = {P.AUTO: "auto", "week": "weeks", "month": "months", "quarter": "quarters", "year": "years"}
 BIN_HELP = ("A long history is drawn in bins: each cell is the sum of the attributions of its periods (totals "
-            "are unchanged); hover a cell for the periods it holds. 'every period' draws one column per period.")
+            "are unchanged); hover a cell for the periods it holds. The period's own unit (days, ...) draws one "
+            "column each.")
 ZOOM_HELP = "Draw only these periods (the bins and the colour range follow them)."
 
 
@@ -45,8 +45,9 @@ def view_ui(periods, key: str) -> P.View | None:
     first, last = (periods.index(p) for p in ss[range_key])
     auto = P.auto_unit(periods[first:last + 1])
     said = "" if auto == "period" else f" ({auto if auto.endswith('periods') else auto + 's'})"
-    words = {**BIN_WORDS, P.AUTO: f"auto{said}"}
-    left, right = st.columns([2, 3])
+    unit = P.unit_of(periods)  # "every period" said in the labels' own unit: "days"
+    words = {**BIN_WORDS, P.AUTO: f"auto{said}", P.NONE: "every period" if unit == P.GENERIC else f"{unit}s"}
+    left, right = st.columns([3, 2])
     with left:
         st.segmented_control("Periods shown as", choices, format_func=lambda c: words.get(c, c), key=f"w{bin_key}",
                              help=BIN_HELP, on_change=_keep, args=(f"w{bin_key}", bin_key))

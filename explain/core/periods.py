@@ -290,18 +290,18 @@ def plan(periods, features, importance, *, padding=None, max_periods: int = MAX_
     inner, labels, ranges, unit = bins(periods[first:last + 1], max_periods, view.bin)
     which = np.full(t, -1, np.int64)
     which[first:last + 1] = inner
-    notes = []
+    notes, own = [], Words(unit_of(periods))
+    own = own.units if own.unit != GENERIC else "periods"
     if zoomed:
-        notes.append(f"{periods[first]} to {periods[last]}, {last - first + 1} of {t} periods")
+        notes.append(f"{periods[first]} to {periods[last]}, {last - first + 1} of {t} {own}")
     if len(labels) < last - first + 1:
-        unit_text = unit if unit.endswith("periods") else f"{unit}s"
-        notes.append(f"{last - first + 1 if zoomed else t} periods shown as {len(labels)} {unit_text}, "
-                     "attributions summed in each")
+        shown = f"groups of {unit}" if unit.endswith("periods") else f"{unit}s"
+        notes.append(f"{last - first + 1} {own} shown as {len(labels)} {shown}, each cell the sum of its {own}")
     rows, folded = list(range(f)), np.zeros(0, np.int64)
     if f > top:
         order = np.argsort(-np.nan_to_num(np.asarray(importance, np.float64)), kind="stable")
         rows, folded = order[:top - 1].tolist() + [None], order[top - 1:]
-        notes.append(f"the {top - 1} largest of {f} features, the other {len(folded)} summed in one row")
+        notes.append(f"the other {len(folded)} of {f} features summed in the last row")
     padded = None
     if padding is not None:
         inside = (which >= 0) & ~pad

@@ -295,8 +295,8 @@ def _plan(periods, features, *arrays, padding=None, view=None) -> "periods_displ
 
 
 def _period_title(plan) -> str:
-    """The x-axis title: "period", and what was binned or folded."""
-    return "period" if not plan.note else f"period ({esc(plan.note)})"
+    """The x-axis title: "period", or what was zoomed, binned and folded, one line each."""
+    return "period" if not plan.note else "<br>".join(esc(line) for line in plan.note.split("; "))
 
 
 def _units_shown(plan, features, units) -> list:
@@ -380,7 +380,9 @@ def temporal_panel_spec(periods, features, attributions, *, values=None, baselin
     merge(layout[_axis("x", 2, 2, 2)], dict(zeroline=True, zerolinecolor="#444", gridcolor="#eee"))
     for note in layout.get("annotations", []):
         merge(note, dict(font=dict(size=12, color="#555")))
-    return _spec(data, _styled(layout, title, height=max(380, 44 * len(features) + 230), showlegend=False))
+    # rows a little lower once there are many: the control above it and the 12 rows fit a 1280x720 screen
+    per_row = 44 if len(features) <= 8 else 32
+    return _spec(data, _styled(layout, title, height=max(380, per_row * len(features) + 220), showlegend=False))
 
 
 def temporal_panel(periods, features, attributions, *, values=None, baseline=None, units=None,

@@ -50,4 +50,4 @@ def robust_limit(*arrays) -> tuple[float, bool]:
 
 def clipped_note(limit: float) -> str:
     """The colour bar's line saying that the range is clipped."""
-    return f"<br>range ±{limit:.2g}:<br>99th pct of<br>|cells|; larger<br>ones at the end"
+    return f"<br>colours end at<br>±{limit:.2g}: 99 % of<br>the cells are<br>within; the few<br>beyond: darkest"

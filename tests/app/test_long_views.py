@@ -54,7 +54,7 @@ def test_customer_heatmap_bins_and_zooms_with_the_customers_own_sums(bundle_env)
     at = app(page="pages/customer.py")
     assert not errors(at), errors(at)
     control = at.segmented_control(key="w_view_customer_temporal_bin")
-    assert list(control.options) == ["auto (weeks)", "every period", "weeks", "months", "quarters"]  # as shown
+    assert list(control.options) == ["auto (weeks)", "days", "weeks", "months", "quarters"]  # as shown
     heat = effects(charts(at)["temporal_heatmap"])
     assert list(heat["x"]) == WEEKS  # auto: a year of days as weeks
     cid = plain(customer_heading(at)).removeprefix("#### Customer ")

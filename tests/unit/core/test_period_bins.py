@@ -74,7 +74,7 @@ def test_a_zoom_keeps_exactly_the_periods_chosen(year):
     plan = P.heatmap_plan(DAYS, features, year, view=P.View("none", 31, 58), top=100)  # February
     assert plan.labels == DAYS[31:59] and plan.labels[0] == "2025-02-01" and plan.labels[-1] == "2025-02-28"
     assert np.array_equal(plan.sums(year), year[31:59])
-    assert "2025-02-01 to 2025-02-28, 28 of 365 periods" in plan.note
+    assert "2025-02-01 to 2025-02-28, 28 of 365 days" in plan.note
     auto = P.heatmap_plan(DAYS, features, year, view=P.View("auto", 31, 58), top=100)
     assert auto.labels == DAYS[31:59]  # 28 periods: auto bins nothing
     weeks = P.heatmap_plan(DAYS, features, year, view=P.View("week", 100, 199), top=100)
