@@ -118,3 +118,24 @@ def test_cohort_heatmaps_bin_and_zoom_and_its_ranking_shows_all_on_demand(bundle
     at.toggle(key="w_all_cohort_ranking").set_value(True).run()
     assert not at.exception
     assert len(charts(at)["cohort_ranking"]["data"][0]["y"]) == 44  # 20 static + 24 histories
+
+
+def test_drivers_ranking_shows_15_bars_until_show_all(bundle_env, monkeypatch, tmp_path):
+    """Last in this file: it leaves a store of every customer under the bundle's attributions/."""
+    import explain
+    from explain.batch.local import run_batch_job
+    from explain.bundle.load import load_bundle
+    from explain.core.settings import Settings
+    from ui import stores
+
+    run_batch_job(load_bundle(bundle_env), bundle_env / "attributions" / "every", Settings(), progress=False)
+    monkeypatch.setenv(stores.ENV, str(tmp_path / "stores"))
+    at = app(page="pages/drivers.py")
+    assert not errors(at), errors(at)
+    d = explain.drivers(bundle_env)
+    bars = charts(at)["drivers_ranking"]["data"][0]
+    assert len(d.ranking) == 44 and len(bars["y"]) == 15 and bars["y"][0] == "the other 30 features"
+    assert array(bars["x"])[0] == pytest.approx(sum(r.mean_abs for r in d.ranking[14:]), rel=1e-5)  # their sum
+    at.toggle(key="w_all_drivers_ranking").set_value(True).run()
+    assert not at.exception
+    assert len(charts(at)["drivers_ranking"]["data"][0]["y"]) == 44
