@@ -1,30 +1,36 @@
-"""The What drives churn page from a store of 100,000 customers of the demo's shape, in a real browser
-(not a test): how long from navigation to the last chart drawn.
+"""The What drives churn page from a big store, in a real browser (not a test): how long from
+navigation to the last chart drawn, and what ``explain.drivers`` costs from the store and from its summary.
 
-    python3 bench/drivers.py                          # 100,000 customers, 4 visits
+    python3 bench/drivers.py                                   # 100,000 customers of the demo's shape
+    python3 bench/drivers.py --shape year                      # 20,000 x (40 static + 365 days x 24)
+    python3 bench/drivers.py --shape year --keep DIR           # build (or reuse) the bundle and its store in DIR
     python3 bench/drivers.py --customers 20000 --visits 3
 
-Builds in a temporary folder, with no model call:
+Builds, with no model call:
 
-- a bundle of N customers shaped like the demo (9 static features, 12 months x 6): the demo's own
-  table generator (``explain.demo.churn.make_demo_tables``), Parquet tables, the demo's model file;
-- a finished batch store of every customer, written directly in the store format (the page's
-  default settings in its manifest): the attributions of a linear stand-in for the demo's churn
-  rule (weight x (value - mean value), the rule's planted weights), predictions its sigmoid.
+- a bundle: ``--shape demo``: N customers shaped like the demo (9 static features, 12 months x 6),
+  the demo's own table generator and model file; ``--shape year``: ``bench/big_bundle.py``'s
+  generator (40 static, 365 days x 24, histories padded at the start, an untrained LSTM), opened
+  with its raised table limits;
+- a finished batch store of every customer written through the store's own writer
+  (``explain.batch.format.write_chunk``; the page's default settings in its manifest): the
+  attributions of a linear stand-in with planted drivers (weight x (value - mean value); padded
+  days no data), predictions its sigmoid. Its rows, seconds and size on disk are printed.
 
 Then it times, in one run:
 
-- ``compute``: ``explain.drivers(bundle)`` in this process (what the page's cache holds: the store
-  read chunk by chunk, the ranking, the segments);
-- ``page``: ``explain serve`` on that bundle (the launcher opens the bundle, scores every customer
-  and summarises the store into the cache while Streamlit starts); Chromium (1280x720) opens
+- ``compute``: ``explain.drivers(bundle)`` in this process, first from the store (which writes the
+  summary next to it, ``<store>.drivers-<key>.npz``), then from that summary (what the page, the
+  launcher's warm-up and the CLI read afterwards);
+- ``page``: ``explain serve``'s launcher on that bundle (it opens the bundle, scores every customer
+  and reads the summary into the cache while Streamlit starts); Chromium (1280x720) opens
   ``/drivers`` in a new browser context per visit; the time from ``page.goto`` to every chart of
-  the page drawn (five Plotly graphs holding data) and the script run finished. Visit 1 is the
-  first of a fresh browser (Streamlit's scripts and the chart library are fetched); the others
-  reuse nothing but the server's cache, as a second user would.
+  the page drawn (five Plotly graphs holding data) and the script run finished; then a click in the
+  sidebar from the Customer page back to the page. Visit 1 is the first of a fresh browser
+  (Streamlit's scripts and the chart library are fetched); the others reuse nothing but the
+  server's cache, as a second user would.
 
-It prints each visit's time, the server's own script run time (``EXPLAIN_TIMING``) and the
-ratios to the compute time.
+It prints each visit's time and the server's own script run time (``EXPLAIN_TIMING``).
 """
 
 from __future__ import annotations
