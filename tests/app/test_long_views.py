@@ -76,6 +76,24 @@ def test_customer_heatmap_bins_and_zooms_with_the_customers_own_sums(bundle_env)
     np.testing.assert_allclose(heat["z"][:11], a[59:90, order[:11]].T, rtol=1e-5, atol=1e-7)
 
 
+def test_a_padded_bundles_history_has_the_same_control(tmp_path, monkeypatch):
+    """Bundles with more inputs (here 64 weeks behind Masking) draw their histories through
+    ui/inputs.py: the same control, one per history; padded weeks stay grey "no data"."""
+    from tests.support import padded
+
+    folder = padded.write(tmp_path / "padded")
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
+    short = padded.short_customers(folder)[0]
+    at = app({"customer": short}, page="pages/customer.py")
+    assert not errors(at), errors(at)
+    history = "customer_temporal"  # the control of the bundle's one history, "temporal"
+    assert len(effects(charts(at)["temporal_heatmap_0"])["x"]) < padded.T  # auto: 64 weeks as months
+    figs = set_view(at, history, bin="none")
+    heat = effects(figs["temporal_heatmap_0"])
+    assert list(heat["x"]) == padded.WEEKS
+    assert np.isnan(heat["z"][:, 0]).all() and np.isfinite(heat["z"][:, -1]).all()  # padded at the start
+
+
 def test_customer_static_ranking_shows_15_bars_until_show_all(bundle_env):
     at = app(page="pages/customer.py")
     bars = charts(at)["static_bars"]["data"][0]
