@@ -381,8 +381,8 @@ def temporal_panel_spec(periods, features, attributions, *, values=None, baselin
     for note in layout.get("annotations", []):
         merge(note, dict(font=dict(size=12, color="#555")))
     # rows a little lower once there are many: the control above it and the 12 rows fit a 1280x720 screen
-    per_row = 44 if len(features) <= 8 else 32
-    return _spec(data, _styled(layout, title, height=max(380, per_row * len(features) + 220), showlegend=False))
+    per_row, other = (44, 230) if len(features) <= 8 else (32, 220)
+    return _spec(data, _styled(layout, title, height=max(380, per_row * len(features) + other), showlegend=False))
 
 
 def temporal_panel(periods, features, attributions, *, values=None, baseline=None, units=None,
