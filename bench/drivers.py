@@ -1,30 +1,36 @@
-"""The What drives churn page from a store of 100,000 customers of the demo's shape, in a real browser
-(not a test): how long from navigation to the last chart drawn.
+"""The What drives churn page from a big store, in a real browser (not a test): how long from
+navigation to the last chart drawn, and what ``explain.drivers`` costs from the store and from its summary.
 
-    python3 bench/drivers.py                          # 100,000 customers, 4 visits
+    python3 bench/drivers.py                                   # 100,000 customers of the demo's shape
+    python3 bench/drivers.py --shape year                      # 20,000 x (40 static + 365 days x 24)
+    python3 bench/drivers.py --shape year --keep DIR           # build (or reuse) the bundle and its store in DIR
     python3 bench/drivers.py --customers 20000 --visits 3
 
-Builds in a temporary folder, with no model call:
+Builds, with no model call:
 
-- a bundle of N customers shaped like the demo (9 static features, 12 months x 6): the demo's own
-  table generator (``explain.demo.churn.make_demo_tables``), Parquet tables, the demo's model file;
-- a finished batch store of every customer, written directly in the store format (the page's
-  default settings in its manifest): the attributions of a linear stand-in for the demo's churn
-  rule (weight x (value - mean value), the rule's planted weights), predictions its sigmoid.
+- a bundle: ``--shape demo``: N customers shaped like the demo (9 static features, 12 months x 6),
+  the demo's own table generator and model file; ``--shape year``: ``bench/big_bundle.py``'s
+  generator (40 static, 365 days x 24, histories padded at the start, an untrained LSTM), opened
+  with its raised table limits;
+- a finished batch store of every customer written through the store's own writer
+  (``explain.batch.format.write_chunk``; the page's default settings in its manifest): the
+  attributions of a linear stand-in with planted drivers (weight x (value - mean value); padded
+  days no data), predictions its sigmoid. Its rows, seconds and size on disk are printed.
 
 Then it times, in one run:
 
-- ``compute``: ``explain.drivers(bundle)`` in this process (what the page's cache holds: the store
-  read chunk by chunk, the ranking, the segments);
-- ``page``: ``explain serve`` on that bundle (the launcher opens the bundle, scores every customer
-  and summarises the store into the cache while Streamlit starts); Chromium (1280x720) opens
+- ``compute``: ``explain.drivers(bundle)`` in this process, first from the store (which writes the
+  summary next to it, ``<store>.drivers-<key>.npz``), then from that summary (what the page, the
+  launcher's warm-up and the CLI read afterwards);
+- ``page``: ``explain serve``'s launcher on that bundle (it opens the bundle, scores every customer
+  and reads the summary into the cache while Streamlit starts); Chromium (1280x720) opens
   ``/drivers`` in a new browser context per visit; the time from ``page.goto`` to every chart of
-  the page drawn (five Plotly graphs holding data) and the script run finished. Visit 1 is the
-  first of a fresh browser (Streamlit's scripts and the chart library are fetched); the others
-  reuse nothing but the server's cache, as a second user would.
+  the page drawn (five Plotly graphs holding data) and the script run finished; then a click in the
+  sidebar from the Customer page back to the page. Visit 1 is the first of a fresh browser
+  (Streamlit's scripts and the chart library are fetched); the others reuse nothing but the
+  server's cache, as a second user would.
 
-It prints each visit's time, the server's own script run time (``EXPLAIN_TIMING``) and the
-ratios to the compute time.
+It prints each visit's time and the server's own script run time (``EXPLAIN_TIMING``).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -45,14 +52,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from latency import CHROMIUM, CHROMIUM_ARGS, Server, machine  # noqa: E402
+from latency import CHROMIUM, CHROMIUM_ARGS, COMMANDS, Server, machine  # noqa: E402
 
 from explain.batch.format import MANIFEST, completed, new_manifest, write_chunk, write_json, write_success  # noqa: E402
 from explain.bundle.load import load_bundle  # noqa: E402
 from explain.core.settings import Settings  # noqa: E402
 from explain.demo import churn  # noqa: E402
+from explain.modelfile.limits import DEFAULT_LIMITS, Limits, parse_limits  # noqa: E402
 
 CHUNK = 5_000
+YEAR_CHUNK = 500  # customers per chunk of the year store (500 x 8,800 rows)
+YEAR_PERIODS, YEAR_FEATURES, YEAR_STATIC = 365, 24, 40
 CHARTS = 5  # ranking, beeswarm, segments, dependence, time profile
 DRAWN = f"""() => !document.querySelector('[data-testid=stStatusWidget]') &&
   Array.from(document.querySelectorAll('[class*="st-key-plot-drivers_"] .js-plotly-plot'))
@@ -76,39 +86,59 @@ def build_bundle(folder: Path, n: int) -> None:
     (folder / "bundle.json").write_text(json.dumps(config))
 
 
-def build_store(bundle, out: Path) -> float:
-    """A finished store of every customer of ``bundle`` (the stand-in's attributions); seconds."""
+def planted_weights(bundle, shape: str) -> tuple[np.ndarray, np.ndarray]:
+    """(static weights (S,), temporal weights (T, F)) of the linear stand-in."""
+    s, t, f = bundle.n_static, bundle.n_periods, bundle.n_temporal
+    static_w, temporal_w = np.zeros(s), np.zeros((t, f))
+    if shape == "demo":
+        static_w = np.array([STATIC_WEIGHTS.get(c, 0.0) for c in bundle.static_features])
+        for j, column in enumerate(bundle.temporal_features):
+            for first, last, weight in TEMPORAL_WEIGHTS.get(column, ()):
+                temporal_w[first:last, j] = weight
+        return static_w, temporal_w
+    static_w[:3] = (1.5, -1.0, 0.6)            # year: three static drivers,
+    temporal_w[-30:, 0] = 0.08                 # the last 30 days of the first daily feature,
+    temporal_w[-90:, 1] = -0.03                # the last 90 days of the second,
+    temporal_w[:, 2] = 0.004                   # the whole year of the third, a little each day
+    return static_w, temporal_w
+
+
+def build_store(bundle, out: Path, shape: str = "demo", chunk_size: int = CHUNK) -> float:
+    """A finished store of every customer of ``bundle`` (the stand-in's attributions, written
+    through the store's own writer, ``explain.batch.format.write_chunk``); seconds."""
+
     start = time.perf_counter()
     ids = [str(i) for i in bundle.ids]
     settings = Settings().resolved(bundle.output_names)
-    manifest = new_manifest(bundle, ids, settings, CHUNK)
+    manifest = new_manifest(bundle, ids, settings, chunk_size)
     out.mkdir(parents=True)
     (out / "_summary").mkdir()
     write_json(out / MANIFEST, manifest)
-    t, f = bundle.n_periods, bundle.n_temporal
-    static_w = np.array([STATIC_WEIGHTS.get(c, 0.0) for c in bundle.static_features])
-    temporal_w = np.zeros((t, f))
-    for j, column in enumerate(bundle.temporal_features):
-        for first, last, weight in TEMPORAL_WEIGHTS.get(column, ()):
-            temporal_w[first:last, j] = weight
+    static_w, temporal_w = planted_weights(bundle, shape)
     static_mean, temporal_mean = bundle.static.mean(axis=0), bundle.temporal.mean(axis=0)
     inputs = [v.key for v in _views(bundle)]
-    for chunk, at in enumerate(range(0, len(ids), CHUNK)):
-        rows = slice(at, at + CHUNK)
+    summaries = []
+    for chunk, at in enumerate(range(0, len(ids), chunk_size)):
+        rows = slice(at, at + chunk_size)
         k = len(ids[rows])
         xs, xt = bundle.static[rows].astype(np.float64), bundle.temporal[rows].astype(np.float64)
         a_s = SCALE * static_w * (xs - static_mean)            # (k, S)
         a_t = SCALE * temporal_w * (xt - temporal_mean)        # (k, T, F)
-        score = -1.4 + (a_s.sum(axis=1) + a_t.sum(axis=(1, 2))) / SCALE
+        if shape != "demo":  # padded days (the mask value 0 in every feature): no data
+            pad = (xt == 0).all(axis=2)
+            a_t[pad], xt[pad] = np.nan, np.nan
+        score = -1.4 + (a_s.sum(axis=1) + np.nansum(a_t, axis=(1, 2))) / SCALE
         prediction = 1 / (1 + np.exp(-score))
         base = 1 / (1 + np.exp(1.4))
-        arrays = {inputs[0]: a_s, inputs[1]: a_t.reshape(k, -1)}  # a compact store (format 3)
+        arrays = {inputs[0]: a_s, inputs[1]: a_t.reshape(k, -1)}  # a compact store (format 3), NaN = no data
         summary = pd.DataFrame({"customer_id": ids[rows], "prediction": prediction,
                                 "baseline_prediction": np.full(k, base),
-                                "delta": prediction - base - a_s.sum(axis=1) - a_t.sum(axis=(1, 2)),
-                                "steps": np.full(k, 64, np.int64)})
+                                "delta": prediction - base - a_s.sum(axis=1) - np.nansum(a_t, axis=(1, 2)),
+                                "steps": np.full(k, 64, np.int64), "gradient_points": np.full(k, 64, np.int64),
+                                "forward_points": np.zeros(k, np.int64)})
         write_chunk(out, manifest, chunk, arrays, summary)
-    write_json(out / MANIFEST, completed(manifest))
+        summaries.append(summary)
+    write_json(out / MANIFEST, completed(manifest, summaries))
     write_success(out)
     return time.perf_counter() - start
 
@@ -141,39 +171,74 @@ def visit(browser, url: str) -> tuple[float, float]:
         context.close()
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--customers", type=int, default=100_000)
-    parser.add_argument("--visits", type=int, default=4)
-    args = parser.parse_args(argv)
-    from playwright.sync_api import sync_playwright
+def prepare(folder: Path, shape: str, customers: int) -> tuple[object, Limits]:
+    """The bundle of ``shape`` in ``folder`` (built unless it is there) and the limits it opens with."""
+    if shape == "demo":
+        if not (folder / "bundle.json").is_file():
+            build_bundle(folder, customers)
+        return load_bundle(folder), DEFAULT_LIMITS
+    from big_bundle import LIMITS, generate
 
+    if not (folder / "bundle.json").is_file():
+        generate(folder, customers, YEAR_PERIODS, YEAR_FEATURES, YEAR_STATIC, seed=7)
+    limits = parse_limits(list(LIMITS))
+    return load_bundle(folder, limits=limits), limits
+
+
+def measure_compute(bundle) -> tuple[list[float], object]:
+    """Seconds of explain.drivers: from the store (the summary written next to it), then from that summary."""
     import explain
 
-    with tempfile.TemporaryDirectory(prefix="explain-drivers-bench-") as tmp:
-        folder = Path(tmp) / "bundle"
+    for old in (Path(bundle.path) / "attributions").glob("*.drivers-*.npz"):
+        old.unlink()
+    seconds, d = [], None
+    for _ in range(2):
         start = time.perf_counter()
-        build_bundle(folder, args.customers)
-        bundle = load_bundle(folder)
+        d = explain.drivers(bundle)
+        seconds.append(time.perf_counter() - start)
+    return seconds, d
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", choices=("demo", "year"), default="demo",
+                        help="demo: 12 months x 6 + 9 static; year: 365 days x 24 + 40 static (bench/big_bundle.py)")
+    parser.add_argument("--customers", type=int, default=None, help="default: 100,000 (demo), 20,000 (year)")
+    parser.add_argument("--visits", type=int, default=4)
+    parser.add_argument("--keep", type=Path, default=None, help="build (or reuse) the bundle and its store here")
+    args = parser.parse_args(argv)
+    customers = args.customers or (100_000 if args.shape == "demo" else 20_000)
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory(prefix="explain-drivers-bench-") as tmp:
+        folder = args.keep or Path(tmp) / "bundle"
+        start = time.perf_counter()
+        bundle, limits = prepare(folder, args.shape, customers)
         print(f"machine: {machine().replace('1400x1000', '1280x720')}")
         print(f"bundle: {bundle.n_customers:,} customers, {bundle.n_static} static, {bundle.n_periods} x "
               f"{bundle.n_temporal} temporal; built and loaded in {time.perf_counter() - start:.1f} s")
-        seconds = build_store(bundle, folder / "attributions" / "bench")
+        store = folder / "attributions" / "bench"
         rows = bundle.n_customers * (bundle.n_static + bundle.n_periods * bundle.n_temporal)
-        print(f"store: {rows:,} rows written in {seconds:.1f} s (no model call)")
-        computes = []
-        for _ in range(2):
-            start = time.perf_counter()
-            d = explain.drivers(bundle)
-            computes.append(time.perf_counter() - start)
-        compute = min(computes)
-        print(f"compute: explain.drivers {', '.join(f'{c:.2f}' for c in computes)} s "
+        if not (store / "_SUCCESS").is_file():
+            shutil.rmtree(store, ignore_errors=True)
+            seconds = build_store(bundle, store, args.shape, CHUNK if args.shape == "demo" else YEAR_CHUNK)
+            size = sum(f.stat().st_size for f in store.rglob("*") if f.is_file())
+            print(f"store: {rows:,} rows written in {seconds:.1f} s through the store writer, {size / 1e9:.2f} GB on "
+                  f"disk (no model call)")
+        computes, d = measure_compute(bundle)
+        summary = next((Path(bundle.path) / "attributions").glob("bench.drivers-*.npz"))
+        print(f"compute: explain.drivers from the store {computes[0]:.2f} s (writes the summary, "
+              f"{summary.stat().st_size / 1e6:.1f} MB), from the summary {computes[1]:.2f} s "
               f"({len(d.segments)} segments; top 5: {', '.join(r.feature.name for r in d.ranking[:5])})")
         del bundle, d
+        # explain serve's launcher with the app's own arguments after Streamlit's ("-- --limit FIELD=VALUE ...")
+        app_args = [w for field in limit_fields(limits) for w in ("--limit", field)]
+        COMMANDS["serve-limits"] = ["-c", "import runpy, sys; sys.argv = ['ui/launch.py', *sys.argv[1:], '--', "
+                                    f"*{app_args!r}]; runpy.run_path('ui/launch.py', run_name='__main__')"]
         server = Server("drivers", {"EXPLAIN_BUNDLE": str(folder), "EXPLAIN_STORES": str(Path(tmp) / "stores")},
-                        Path(tmp), how="serve")
+                        Path(tmp), how="serve-limits")
         try:
-            server.wait_healthy(300)
+            server.wait_healthy(900)
             started = time.perf_counter()
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -182,18 +247,28 @@ def main(argv=None) -> int:
             runs = [s for name, s in server.timings() if name == "drivers"]
         finally:
             server.stop()
-        print(f"page (the server was healthy {started - server.started:.1f} s after its start; server script runs of "
-              f"the page: {', '.join(f'{r:.2f}' for r in runs)} s):")
-        for k, (fresh, click) in enumerate(times):
-            print(f"  visit {k + 1}: new browser context -> /drivers {fresh:.2f} s; sidebar click from the Customer "
-                  f"page {click:.2f} s (to the last chart drawn)")
-        later = [f for f, _ in times[1:]] or [times[0][0]]
-        clicks = [c for _, c in times]
-        ratio = times[0][0] / statistics.median(later)
-        print(f"medians: new context (visits 2..{len(times)}) {statistics.median(later):.2f} s, sidebar click "
-              f"{statistics.median(clicks):.2f} s; first visit / later visits {ratio:.2f}; sidebar click / compute "
-              f"{statistics.median(clicks) / compute:.2f}")
+        report(times, runs, started - server.started, computes[1])
     return 0
+
+
+def limit_fields(limits: Limits) -> list[str]:
+    """The ``--limit FIELD=VALUE`` words of the limits that differ from the defaults."""
+    return [f"{f.name}={getattr(limits, f.name)}" for f in fields(Limits)
+            if getattr(limits, f.name) != getattr(DEFAULT_LIMITS, f.name)]
+
+
+def report(times, runs, healthy: float, compute: float) -> None:
+    print(f"page (the server was healthy {healthy:.1f} s after its start; server script runs of "
+          f"the page: {', '.join(f'{r:.2f}' for r in runs)} s):")
+    for k, (fresh, click) in enumerate(times):
+        print(f"  visit {k + 1}: new browser context -> /drivers {fresh:.2f} s; sidebar click from the Customer "
+              f"page {click:.2f} s (to the last chart drawn)")
+    later = [f for f, _ in times[1:]] or [times[0][0]]
+    clicks = [c for _, c in times]
+    print(f"medians: new context (visits 2..{len(times)}) {statistics.median(later):.2f} s, sidebar click "
+          f"{statistics.median(clicks):.2f} s, all {len(clicks)} clicks: {', '.join(f'{c:.2f}' for c in clicks)} s; "
+          f"first visit / later visits {times[0][0] / statistics.median(later):.2f}; explain.drivers from the "
+          f"summary {compute:.2f} s")
 
 
 if __name__ == "__main__":

@@ -111,9 +111,10 @@ def _units(bundle, names) -> list:
     return [bundle.units.get(c) for c in names]
 
 
-def heatmap(a, bundle, customer=0, *, ids=None, baseline=None, title: str | None = "") -> go.Figure:
+def heatmap(a, bundle, customer=0, *, ids=None, baseline=None, title: str | None = "", view=None) -> go.Figure:
     """The Customer page's period x feature heatmap with its totals per period and per feature
-    (``title`` "": "Monthly features: effect of each feature in each period", in the bundle's period)."""
+    (``title`` "": "Monthly features: effect of each feature in each period", in the bundle's period;
+    ``view``: the bin and zoom of a long history, ``explain.core.periods.View``)."""
     if title == "":
         title = f"{periods_words(bundle).adjective.capitalize()} features: effect of each feature in each period"
     row, cid = customer_row(a, bundle, customer, ids)
@@ -121,16 +122,18 @@ def heatmap(a, bundle, customer=0, *, ids=None, baseline=None, title: str | None
     return temporal_panel(bundle.periods, bundle.temporal_labels, a.temporal[row],
                           values=bundle.inputs_for([cid])["temporal"][0],
                           baseline=None if base is None else base["temporal"],
-                          units=_units(bundle, bundle.temporal_features), title=title)
+                          units=_units(bundle, bundle.temporal_features), title=title, view=view)
 
 
-def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None) -> list[tuple[str, go.Figure]]:
+def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None, views=None) -> list[tuple[str, go.Figure]]:
     """(title, heatmap panel) of every temporal input of the customer, padded periods grey
-    ("no data"): one for a plain bundle (``heatmap``), one per history for more inputs."""
+    ("no data"): one for a plain bundle (``heatmap``), one per history for more inputs. ``views``:
+    {input key: ``explain.core.periods.View``}, the bin and zoom of long histories."""
     row, cid = customer_row(a, bundle, customer, ids)
+    views = views or {}
     if getattr(bundle, "plain", True):
         title = f"{periods_words(bundle).adjective.capitalize()} features: effect of each feature in each period"
-        return [(title, heatmap(a, bundle, row, ids=ids, baseline=baseline, title=title))]
+        return [(title, heatmap(a, bundle, row, ids=ids, baseline=baseline, title=title, view=views.get("temporal")))]
     values = bundle.inputs_for([cid])
     out = []
     for spec in bundle.layout.specs:
@@ -148,17 +151,18 @@ def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None) -> list[
             title += " (category ids, summed over the embedding)"
         out.append((title, temporal_panel(
             bundle.input_periods[spec.key], [bundle.feature_labels.get(c, c) for c in columns], attr, values=own,
-            units=_units(bundle, columns), title=title,
+            units=_units(bundle, columns), title=title, view=views.get(spec.key),
             padding=a.padding[spec.key][row] if spec.key in a.padding else None)))
     return out
 
 
 def static_all(a, bundle, customer=0, *, ids=None, baseline=None,
-               title: str | None = "Static features (label: the customer's value)") -> go.Figure:
+               title: str | None = "Static features (label: the customer's value)",
+               top: int | None = None) -> go.Figure:
     """Every static feature together (numeric and categorical inputs side by side), categories
-    by their display text."""
+    by their display text; ``top``: more features than that folded (``static_bars``)."""
     if getattr(bundle, "plain", True):
-        return static(a, bundle, customer, ids=ids, baseline=baseline, title=title)
+        return static(a, bundle, customer, ids=ids, baseline=baseline, title=title, top=top)
     row, cid = customer_row(a, bundle, customer, ids)
     values = bundle.inputs_for([cid])
     shown = []
@@ -173,17 +177,17 @@ def static_all(a, bundle, customer=0, *, ids=None, baseline=None,
             else:
                 shown.append(float(value))
     return static_bars(bundle.static_labels, a.static[row], shown, units=_units(bundle, bundle.static_features),
-                       title=title)
+                       title=title, top=top)
 
 
 def static(a, bundle, customer=0, *, ids=None, baseline=None,
-           title: str | None = "Static features (label: the customer's value)") -> go.Figure:
-    """The Customer page's signed, sorted bars of the static attributions."""
+           title: str | None = "Static features (label: the customer's value)", top: int | None = None) -> go.Figure:
+    """The Customer page's signed, sorted bars of the static attributions (``top``: see ``static_bars``)."""
     row, cid = customer_row(a, bundle, customer, ids)
     base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
     return static_bars(bundle.static_labels, a.static[row], bundle.inputs_for([cid])["static"][0],
                        units=_units(bundle, bundle.static_features),
-                       baseline=None if base is None else base["static"], title=title)
+                       baseline=None if base is None else base["static"], title=title, top=top)
 
 
 def history(a, bundle, customer=0, *, ids=None, baseline=None, columns: int = 2,

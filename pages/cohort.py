@@ -7,7 +7,7 @@ import streamlit as st
 from explain.analysis import cohort
 from explain.core import verdict
 from explain.plots import figures
-from ui import frame, jobs, pickers, show, state
+from ui import frame, jobs, pickers, show, state, views
 from ui import inputs as more_inputs
 
 
@@ -40,16 +40,18 @@ def cohort_page():
               key="cohort_risk")
     agg = cohort.aggregate(static[keep], temporal[keep], bundle.static_labels, bundle.temporal_labels, padding[keep])
 
+    view = views.view_ui(bundle.periods, "cohort")  # a long history: its bin and zoom
     left, right = st.columns(2)
     with left:
-        show.plot(figures.magnitude_heatmap(bundle.periods, bundle.temporal_labels, agg.mean_abs,
+        show.plot(figures.magnitude_heatmap(bundle.periods, bundle.temporal_labels, agg.mean_abs, view=view,
                                             title="How much each cell matters: mean |attribution|"), key="cohort_abs")
     with right:
-        show.plot(figures.temporal_heatmap(bundle.periods, bundle.temporal_labels, agg.signed_mean,
+        show.plot(figures.temporal_heatmap(bundle.periods, bundle.temporal_labels, agg.signed_mean, view=view,
                                            title="Which way on average: signed mean"), key="cohort_signed")
     left, right = st.columns(2)
     with left:
-        show.plot(figures.feature_ranking(agg.feature_names, agg.feature_abs, agg.feature_signed,
+        top = views.top_ui(len(agg.feature_names), "cohort_ranking")
+        show.plot(figures.feature_ranking(agg.feature_names, agg.feature_abs, agg.feature_signed, top=top,
                                           title="Feature ranking"), key="cohort_ranking")
     with right:
         show.plot(figures.period_profile(bundle.periods, agg.period_abs, agg.period_signed, title="Per-period profile"),

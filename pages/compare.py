@@ -6,7 +6,7 @@ import streamlit as st
 from explain.analysis import cohort, report
 from explain.core import labels
 from explain.plots import figures
-from ui import frame, pickers, show, state
+from ui import frame, pickers, show, state, views
 from ui import inputs as more_inputs
 
 COHORT_NOTE = ("The cohort's mean is over {n:,} of the {total:,} customers with {label} = {value}, drawn at random "
@@ -64,12 +64,14 @@ def compare_page():
         if b.get("note"):
             st.caption(show.md(b["note"]))
 
+    view = views.view_ui(bundle.periods, "compare")  # a long history: its bin and zoom
     fig_a, fig_b, fig_diff = figures.compare_figures(
         bundle.periods, bundle.temporal_labels, a["temporal"], b["temporal"], names=(cid, b["name"]),
         values=(a["values"], b["values"]), units=show.units(bundle, bundle.temporal_features),
-        padding=(a["padding"], b["padding"]))
+        padding=(a["padding"], b["padding"]), view=view)
     show.pair_and_difference(fig_a, fig_b, fig_diff, keys=("compare_a", "compare_b", "compare_diff"))
-    show.plot(figures.compare_static(bundle.static_labels, a["static"], b["static"], names=(cid, b["name"])),
+    top = views.top_ui(len(bundle.static_labels), "compare_static")
+    show.plot(figures.compare_static(bundle.static_labels, a["static"], b["static"], names=(cid, b["name"]), top=top),
               key="compare_static")
 
 

@@ -9,7 +9,7 @@ from explain.analysis import words as analyst_words
 from explain.core import baselines, labels, periods, verdict
 from explain.plots import figures
 from explain.plots import html as html_report
-from ui import frame, keep, pickers, show, speed, state
+from ui import frame, keep, pickers, show, speed, state, views
 from ui import inputs as more_inputs
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
@@ -135,12 +135,15 @@ def customer_page():
 
     said = periods.words(bundle)
     units_s, units_t = show.units(bundle, bundle.static_features), show.units(bundle, bundle.temporal_features)
-    (fig_panel, fig_static, fig_history), shown = speed.figures(bundle, "customer", cid, settings, lambda: (
+    view = views.view_ui(bundle.periods, "customer_temporal")  # a long history: its bin and zoom
+    top = views.top_of(bundle.n_static, "customer_static")  # its toggle is drawn above the bars
+    page = "customer" if view is None and top is None else f"customer|{view}|{top}"
+    (fig_panel, fig_static, fig_history), shown = speed.figures(bundle, page, cid, settings, lambda: (
         figures.temporal_panel_spec(bundle.periods, bundle.temporal_labels, attribution.temporal[0],
-                               values=inputs["temporal"][0], baseline=base["temporal"], units=units_t,
+                               values=inputs["temporal"][0], baseline=base["temporal"], units=units_t, view=view,
                                title=f"{said.adjective.capitalize()} features: effect of each feature in each period"),
         figures.static_bars_spec(bundle.static_labels, attribution.static[0], inputs["static"][0],
-                            units=units_s, baseline=base["static"],
+                            units=units_s, baseline=base["static"], top=top,
                             title="Static features (label: the customer's value)"),
         figures.history_spec(bundle.periods, bundle.temporal_labels, inputs["temporal"][0],
                                baseline=base["temporal"], units=units_t, columns=2,
@@ -151,6 +154,7 @@ def customer_page():
     words(attribution, bundle, settings, described, advice)
     left, right = st.columns(2)
     with left:
+        views.top_ui(bundle.n_static, "customer_static")
         show.plot(shown[1], key="static_bars")
     with right:
         show.plot(shown[2], key="history")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from explain.plots import drivers as plots
 from ui import drivers as parts
-from ui import frame, show
+from ui import frame, show, views
 
 
 def drivers_page():
@@ -22,21 +22,23 @@ def drivers_page():
     with words:
         parts.words(d)
 
-    show.plot(plots.ranking(d), key="drivers_ranking")
-    show.plot(plots.beeswarm(d), key="drivers_beeswarm")
+    top = views.top_ui(len(d.ranking), "drivers_ranking")
+    show.plot(parts.chart(d, "ranking", plots.ranking, top), key="drivers_ranking")
+    show.plot(parts.chart(d, "beeswarm", plots.beeswarm), key="drivers_beeswarm")
     st.subheader("Churn-reason segments")
     st.caption("Customers grouped by what raises their score (k-means on each customer's risk-raising attributions; "
                "the number of segments chosen by the silhouette score).")
     parts.segment_cards(d)
-    show.plot(plots.segments(d), key="drivers_segments")
+    show.plot(parts.chart(d, "segments", plots.segments), key="drivers_segments")
     st.subheader("One feature across customers")
-    show.plot(plots.dependence(d, parts.feature_ui(d)), key="drivers_dependence")
+    show.plot(parts.chart(d, "dependence", plots.dependence, parts.feature_ui(d)), key="drivers_dependence")
     st.subheader("When in the history")
-    for k, profile in enumerate(d.time_profiles):
-        show.plot(plots.time_profile(profile), key=f"drivers_time_{k}")
+    for k in range(len(d.time_profiles)):
+        show.plot(parts.chart(d, "time", lambda d, k: plots.time_profile(d.time_profiles[k]), k),
+                  key=f"drivers_time_{k}")
     if d.drift is not None:
         st.subheader("Drift since the earlier store")
-        show.plot(plots.drift(d.drift), key="drivers_drift")
+        show.plot(parts.chart(d, "drift", lambda d: plots.drift(d.drift)), key="drivers_drift")
 
 
 with show.guard():

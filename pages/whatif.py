@@ -5,7 +5,7 @@ import streamlit as st
 from explain.analysis import cohort, report, whatif
 from explain.core import baselines, periods
 from explain.plots import figures
-from ui import frame, show, state
+from ui import frame, show, state, views
 from ui import inputs as more_inputs
 from ui import whatif as ui
 
@@ -36,12 +36,14 @@ def results(bundle, cid, settings, outcome) -> list:
     values = (bundle.inputs_for([cid])["temporal"][0], outcome.inputs["temporal"][0])
     units = show.units(bundle, bundle.temporal_features)
     a = outcome.attribution
+    view = views.view_ui(bundle.periods, "whatif")  # a long history: its bin and zoom
     fig_o, fig_e, fig_d = figures.whatif_figures(bundle.periods, bundle.temporal_labels, a.temporal[0], a.temporal[1],
                                                  changed=outcome.edited["temporal"], values=values, units=units,
-                                                 padding=cohort.padding_of(a)[0])
+                                                 padding=cohort.padding_of(a)[0], view=view)
     show.pair_and_difference(fig_o, fig_e, fig_d, keys=("whatif_original", "whatif_edited", "whatif_difference"))
+    top = views.top_ui(len(bundle.static_labels), "whatif_static")
     fig_s = figures.compare_static(bundle.static_labels, outcome.attribution.static[0],
-                                   outcome.attribution.static[1], names=("Original", "What-if"))
+                                   outcome.attribution.static[1], names=("Original", "What-if"), top=top)
     show.plot(fig_s, key="whatif_static")
     kind = f"{said.adjective.capitalize()} features"
     return [(f"{kind}: original", fig_o), (f"{kind}: what-if", fig_e),

@@ -14,7 +14,7 @@ import streamlit as st
 
 from explain.analysis.drivers import profile_sentence
 from explain.core.errors import ExplainError
-from ui import show, state, stores, url
+from ui import show, speed, state, stores, url
 
 COMPUTING = ("Computing the attributions of all {total:,} customers once, in the background ({settings}); this "
              "page draws as soon as they are stored. Other pages work meanwhile.")
@@ -149,6 +149,23 @@ def feature_ui(d) -> str:
     st.selectbox("Feature", names, key="w_drivers_feature", format_func=labels.get, on_change=_keep,
                  args=("w_drivers_feature", "_drivers_feature"))
     return ss["_drivers_feature"]
+
+
+def chart(d, name: str, build, *args) -> object:
+    """The figure ``build(d, *args)`` (``explain.plots.drivers``), made once per result and
+    arguments and kept ready to send (``ui.speed``: a compact figure dict), so that a rerun or
+    another visitor only sends it."""
+    if not speed.enabled():
+        return build(d, *args)
+    source = d.source
+    key = (source.get("store"), source.get("completed"), source.get("against"), source.get("against_completed"),
+           d.window, d.n_customers)
+    return _chart(key, name, args, d, build)
+
+
+@st.cache_resource(max_entries=128, ttl=state.TTL, show_spinner=False)
+def _chart(key: tuple, name: str, args: tuple, _d, _build):
+    return speed.Spec(speed.spec(_build(_d, *args)))
 
 
 def result(bundle, store: Path, window, against):

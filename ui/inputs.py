@@ -10,7 +10,7 @@ import streamlit as st
 from explain import figures
 from explain.analysis import cohort
 from explain.core import baselines, periods
-from ui import show
+from ui import show, views
 
 INPUTS_HELP = (
     "**Inputs of this model.** Every 2-D input is static-like, every 3-D input a history. Category ids "
@@ -73,13 +73,17 @@ def categorical_ui(bundle) -> None:
 
 
 def customer_figures(attribution, bundle, cid, base: dict) -> list[tuple[str, object]]:
-    """Draw each history's heatmap, the static bars of customer ``cid`` and (one history) the
-    customer's history against the baseline ``base`` ({key: values}); return them for the downloads."""
+    """Draw each history's heatmap (a long one with its bin/zoom control), the static bars of
+    customer ``cid`` (a long ranking cut, with "show all") and (one history) the customer's history
+    against the baseline ``base`` ({key: values}); return them for the downloads."""
     shown = []
-    for i, (title, fig) in enumerate(figures.history_heatmaps(attribution, bundle, 0, ids=[cid])):
+    chosen = {key: views.view_ui(bundle.input_periods[key], f"customer_{key}")
+              for key in bundle.layout.keys_of("temporal")}
+    for i, (title, fig) in enumerate(figures.history_heatmaps(attribution, bundle, 0, ids=[cid], views=chosen)):
         show.plot(fig, key=f"temporal_heatmap_{i}")
         shown.append((title.split(":")[0], fig))
-    fig_static = figures.static_all(attribution, bundle, 0, ids=[cid])
+    top = views.top_ui(len(bundle.static_labels), "customer_static")
+    fig_static = figures.static_all(attribution, bundle, 0, ids=[cid], top=top)
     histories = bundle.layout.keys_of("temporal")
     if len(histories) > 1:
         show.plot(fig_static, key="static_bars")

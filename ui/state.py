@@ -203,7 +203,9 @@ def stored_attributions(bundle, ids, settings: Settings):
     return _stored(bundle, bundle.content_hash, tuple(str(i) for i in ids), settings.key(), fingerprint)
 
 
-@st.cache_data(max_entries=8, ttl=TTL, show_spinner="Summarising every customer of the store...")
+# a resource, not data: the result (tens of MB for 100,000 customers) is shared as it is, never copied
+# or pickled on a rerun; nothing changes it (a frozen dataclass of arrays that are only read)
+@st.cache_resource(max_entries=8, ttl=TTL, show_spinner="Summarising every customer of the store...")
 def _drivers(_bundle, content_hash: str, store: str, window, against: str | None, marks: tuple):
     with WORK.computing("drivers across customers"):
         return batch_drivers.drivers(_bundle, store, against=against, window=window)

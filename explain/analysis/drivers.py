@@ -730,3 +730,69 @@ def rows_of(attribution, bundle, ids: Sequence[str] | None = None) -> Rows:
 def drivers_of(attribution, bundle, ids: Sequence[str] | None = None, **options) -> Drivers:
     """:func:`compute` on attributions held in memory (``explain_customers``' result) instead of a store."""
     return compute(bundle, rows_of(attribution, bundle, ids), **options)
+
+
+# ----------------------------------------------------------------------------- as arrays and JSON (a summary file)
+
+PARTS_VERSION = 1
+
+
+def to_parts(d: Drivers) -> tuple[dict, dict]:
+    """(numbers: {name: array} of numbers and text only, description: a JSON-able dict) that
+    :func:`from_parts` turns back into an equal :class:`Drivers` (what ``explain.batch.drivers``
+    writes next to a store so that its summary is computed once)."""
+    index = {f: j for j, f in enumerate(d.features)}
+    arrays = {"customers": np.asarray(d.customers).astype(str), "prediction": d.prediction, "values": d.values,
+              "attributions": d.attributions, "segment_of": d.segment_of}
+    if d.outcome is not None:
+        arrays["outcome"] = d.outcome
+    for k, p in enumerate(d.time_profiles):
+        arrays.update({f"profile{k}_mean_abs": p.mean_abs, f"profile{k}_mean_signed": p.mean_signed,
+                       f"profile{k}_customers": p.customers})
+    for k, s in enumerate(d.segments):
+        arrays[f"segment{k}_mean"] = s.mean_attributions
+    described = {
+        "version": PARTS_VERSION, "features": [[f.name, f.label, f.input, f.role] for f in d.features],
+        "window": d.window, "sentence": d.sentence, "source": d.source,
+        "silhouette": [[k, v] for k, v in d.silhouette.items()],
+        "ranking": [[index[r.feature], r.mean_abs, r.mean_signed, r.share, r.customers] for r in d.ranking],
+        "profiles": [[p.input, list(p.periods), p.recent_periods, p.last_share] for p in d.time_profiles],
+        "segments": [[s.name, s.size, s.share, s.mean_prediction, s.churn_rate,
+                      [[index[v.feature], v.mean_attribution, v.words] for v in s.drivers]] for s in d.segments],
+        "drift": None if d.drift is None else {
+            "rows": [[index[r.feature], r.before, r.after, r.low, r.high] for r in d.drift.rows],
+            "customers": [d.drift.customers_before, d.drift.customers_after], "level": d.drift.level,
+            "resamples": d.drift.resamples, "sentence": d.drift.sentence}}
+    return arrays, described
+
+
+def from_parts(arrays: dict, described: dict) -> Drivers:
+    """The :class:`Drivers` that :func:`to_parts` gave these parts of."""
+    if described.get("version") != PARTS_VERSION:
+        raise ValueError(f"a drivers summary of version {described.get('version')!r}, not {PARTS_VERSION}")
+    features = tuple(Feature(*f) for f in described["features"])
+    customers = np.asarray(arrays["customers"]).astype(object)
+    prediction, segment_of = np.asarray(arrays["prediction"]), np.asarray(arrays["segment_of"], np.int64)
+    outcome = arrays.get("outcome")
+    segments = []
+    for k, (name, size, share, mean_prediction, churn, drivers) in enumerate(described["segments"]):
+        rows = np.flatnonzero(segment_of == k)
+        rows = rows[np.argsort(-prediction[rows], kind="stable")]
+        segments.append(Segment(name, size, share, mean_prediction, churn,
+                                tuple(Driver(features[j], m, w) for j, m, w in drivers),
+                                np.asarray(arrays[f"segment{k}_mean"]), rows, tuple(str(customers[i]) for i in rows)))
+    profiles = tuple(TimeProfile(key, tuple(periods), np.asarray(arrays[f"profile{k}_mean_abs"]),
+                                 np.asarray(arrays[f"profile{k}_mean_signed"]),
+                                 np.asarray(arrays[f"profile{k}_customers"]), recent, last)
+                     for k, (key, periods, recent, last) in enumerate(described["profiles"]))
+    change = described["drift"]
+    if change is not None:
+        change = Drift(tuple(DriftRow(features[j], *numbers) for j, *numbers in change["rows"]), *change["customers"],
+                       change["level"], change["resamples"], change["sentence"])
+    return Drivers(features=features, customers=customers, prediction=prediction,
+                   outcome=None if outcome is None else np.asarray(outcome), values=np.asarray(arrays["values"]),
+                   attributions=np.asarray(arrays["attributions"]), window=described["window"],
+                   ranking=tuple(Ranked(features[j], *numbers) for j, *numbers in described["ranking"]),
+                   sentence=described["sentence"], time_profiles=profiles, segments=tuple(segments),
+                   segment_of=segment_of, silhouette={int(k): v for k, v in described["silhouette"]}, drift=change,
+                   source=dict(described["source"]))

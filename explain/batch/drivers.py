@@ -7,14 +7,27 @@
 
 Reads the store one chunk at a time (``Store.rows``) and hands the chunks to
 ``explain.analysis.drivers.compute``, which keeps one row of feature summaries per customer.
+
+The result is computed once per store: it is written next to the store, as
+``<store>.drivers-<key>.npz`` (numbers and text only, read without pickle), keyed by what it depends
+on (the store's manifest and finishing time, the earlier store's, the window, the seed, the
+bundle's content hash and this file's version); the next call with the same key reads it (a
+fraction of a second for 100,000 customers) instead of the store. A folder that cannot be
+written keeps no summary (the result is computed each time); a damaged or foreign file is
+recomputed and replaced. ``cache=False`` neither reads nor writes it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import tempfile
 from pathlib import Path
 
-from explain.analysis.drivers import SEED, Drivers, compute
+import numpy as np
+
+from explain.analysis.drivers import PARTS_VERSION, SEED, Drivers, compute, from_parts, to_parts
 from explain.batch.store import STORES_DIR, Store, find_store, open_store
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings
@@ -26,8 +39,12 @@ NO_FOLDER = ("This bundle was not loaded from a folder, so there is no <bundle>/
              "store's folder (what `python -m explain batch` wrote).")
 
 
+SUMMARY = "{name}.drivers-{key}.npz"
+DESCRIPTION = "described"  # the npz entry holding the JSON description
+
+
 def drivers(bundle, store=None, *, against=None, window: int | None = None, settings: Settings | None = None,
-            seed: int = SEED) -> Drivers:
+            seed: int = SEED, cache: bool = True) -> Drivers:
     """What drives the prediction across the customers of a finished batch store.
 
     ``bundle``: a ``Bundle`` or its folder (its features, periods and labels give the store its
@@ -36,7 +53,8 @@ def drivers(bundle, store=None, *, against=None, window: int | None = None, sett
     ``settings`` when given, else with any). ``against``: an earlier store of the same layout
     (periods compared by position, so last month's store works): adds ``drift``. ``window``:
     temporal features summarised over their last ``window`` periods (default: the whole history).
-    Raises ``ExplainError`` saying which command computes a store when there is none.
+    Raises ``ExplainError`` saying which command computes a store when there is none. ``cache``:
+    read and write the summary file next to the store (see the module text).
     """
     if isinstance(bundle, (str, os.PathLike)):
         from explain.bundle.load import load_bundle
@@ -50,9 +68,62 @@ def drivers(bundle, store=None, *, against=None, window: int | None = None, sett
     if earlier is not None:
         source["against"] = str(earlier.path)
         source["against_completed"] = str(earlier.manifest.get("completed", ""))
-    return compute(bundle, current.rows(bundle), window=window, seed=seed, source=source,
-                   against=None if earlier is None else earlier.rows(bundle, same_periods=False),
-                   labels=source["same_bundle"])
+    path = summary_path(bundle, current, earlier, window, seed) if cache else None
+    found = None if path is None else read_summary(path)
+    if found is not None:
+        return found
+    result = compute(bundle, current.rows(bundle), window=window, seed=seed, source=source,
+                     against=None if earlier is None else earlier.rows(bundle, same_periods=False),
+                     labels=source["same_bundle"])
+    if path is not None:
+        write_summary(path, result)
+    return result
+
+
+def summary_path(bundle, store: Store, earlier: Store | None, window, seed: int) -> Path:
+    """Where the summary of ``store`` (against ``earlier``) with these options is kept."""
+    def mark(s: Store | None):
+        return None if s is None else [str(Path(s.path).resolve()), s.manifest]
+    key = json.dumps({"version": PARTS_VERSION, "store": mark(store), "against": mark(earlier), "window": window,
+                      "seed": seed, "bundle": getattr(bundle, "content_hash", None)}, sort_keys=True, default=str)
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+    folder = Path(store.path)
+    return folder.parent / SUMMARY.format(name=folder.name, key=digest)
+
+
+def read_summary(path: Path) -> Drivers | None:
+    """The summary at ``path``, or None when there is none or it cannot be read (recomputed)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files if k != DESCRIPTION}
+            described = json.loads(str(data[DESCRIPTION]))
+        return from_parts(arrays, described)
+    except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError):
+        return None
+
+
+def write_summary(path: Path, d: Drivers) -> bool:
+    """Write ``d`` to ``path`` (atomically: a temporary file renamed); False when the folder cannot be written."""
+    arrays, described = to_parts(d)
+    text = json.dumps(described, default=_plain)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+        try:
+            with os.fdopen(handle, "wb") as out:
+                np.savez(out, **arrays, **{DESCRIPTION: np.array(text)})
+            os.replace(temporary, path)
+        finally:
+            Path(temporary).unlink(missing_ok=True)
+    except OSError:
+        return False
+    return True
+
+
+def _plain(value):
+    """numpy scalars as Python numbers (the description's JSON)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def _open(store) -> Store:

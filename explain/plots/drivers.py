@@ -27,6 +27,7 @@ from explain.plots.figures import feature_ranking, heatmap_trace
 from explain.plots.style import BLUE, GREY, RED, esc, esc_all, layout, symmetric_limit
 
 MAX_POINTS = 1_500      # customers drawn in a scatter plot
+SWARM_POINTS = 800      # customers drawn in each row of the beeswarm (10 rows: 8,000 dots, about 250 KB sent)
 TOP_FEATURES = 10       # rows of the beeswarm
 TOP_RANKING = 15        # bars of the ranking
 VALUE_SCALE = "Viridis"
@@ -34,15 +35,15 @@ SWARM_BINS = 60         # bins along x in which the beeswarm stacks its dots
 SWARM_HEIGHT = 0.4      # half the height of a beeswarm row, in row units
 
 
-def ranking(d, top: int = TOP_RANKING, *, title: str | None = None) -> go.Figure:
-    """The global ranking: mean |attribution| (size) and mean attribution (direction) of the ``top``
-    features, the largest at the top; the title says how many more there are."""
-    shown = d.ranking[:top]
-    more = len(d.ranking) - len(shown)
+def ranking(d, top: int | None = TOP_RANKING, *, title: str | None = None) -> go.Figure:
+    """The global ranking: mean |attribution| (size) and mean attribution (direction) per feature,
+    the largest at the top; more than ``top`` features are cut to the ``top - 1`` largest and one
+    pair of bars, "the other K features" (their sums); the title says so. ``top`` None: every feature."""
+    cut = top is not None and len(d.ranking) > top
     title = title or ("What drives the prediction: size (mean |attribution|) and direction (mean) per feature"
-                      + (f", top {len(shown)} of {len(d.ranking)}" if more else ""))
-    return feature_ranking([_label(r.feature) for r in shown], [r.mean_abs for r in shown],
-                           [r.mean_signed for r in shown], title=title)
+                      + (f", top {top - 1} of {len(d.ranking)} (the others together)" if cut else ""))
+    return feature_ranking([_label(r.feature) for r in d.ranking], [r.mean_abs for r in d.ranking],
+                           [r.mean_signed for r in d.ranking], title=title, top=top)
 
 
 def _label(feature) -> str:
@@ -81,7 +82,7 @@ def _value_colour(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def beeswarm(d, top: int = TOP_FEATURES, *, max_points: int = MAX_POINTS, seed: int = 0,
+def beeswarm(d, top: int = TOP_FEATURES, *, max_points: int = SWARM_POINTS, seed: int = 0,
              title: str | None = None) -> go.Figure:
     """One row per feature (the ``top`` of the ranking, the largest at the top), one dot per
     customer of a seeded sample: x its attribution, colour its value (rank among the dots)."""
@@ -251,6 +252,6 @@ class DriversFigures(NamedTuple):
 
 def figures(d, *, max_points: int = MAX_POINTS, seed: int = 0) -> DriversFigures:
     """Every figure of a ``Drivers`` (what the page and the HTML report draw)."""
-    return DriversFigures(ranking(d), beeswarm(d, max_points=max_points, seed=seed),
+    return DriversFigures(ranking(d), beeswarm(d, max_points=min(max_points, SWARM_POINTS), seed=seed),
                           tuple(time_profile(p) for p in d.time_profiles), segments(d), segment_sizes(d),
                           None if d.drift is None else drift(d.drift))

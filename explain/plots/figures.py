@@ -141,17 +141,33 @@ def _spec(data: list, layout: dict) -> dict:
     return {"data": data, "layout": layout}
 
 
+def _folded_static(labels, attributions, values, base, units, top):
+    """The static bars' inputs cut to the ``top`` largest |attribution| (``explain.core.periods.fold_ranking``):
+    the folded row's value None."""
+    cut = periods_display.fold_ranking(attributions, attributions, base, top=top)
+    if not len(cut.folded):
+        return labels, attributions, values, base, units
+    kept = [j for j in cut.rows if j is not None]
+    return (cut.names(labels), cut.columns[0], [values[j] for j in kept] + [None],
+            np.append(base[kept], np.nan), [units[j] for j in kept] + [None])
+
+
 def static_bars_spec(labels, attributions, values, *, units=None, baseline=None, title=None,
-                     x_title: str = "Effect on the prediction") -> dict:
+                     x_title: str = "Effect on the prediction", top: int | None = None) -> dict:
     """:func:`static_bars` as a plain figure dict (no template)."""
     attributions = np.asarray(attributions, np.float64)
     values = [v if isinstance(v, str) else float(v) for v in values]  # a category may be text
     base = np.full(len(values), np.nan) if baseline is None else np.asarray(baseline, np.float64)
     units = _units_for(labels, units)
+    labels, attributions, values, base, units = _folded_static(labels, attributions, values, base, units, top)
     order = np.argsort(attributions, kind="stable")  # ascending: plotly draws the first at the bottom
     ticks, hover = [], []
     for j in order:
         name = esc(labels[j])
+        if values[j] is None:  # the other features, together
+            ticks.append(name)
+            hover.append(f"<b>{name}</b> (together)<br>attribution: {attributions[j]:+.4g}")
+            continue
         shown = esc(values[j]) if isinstance(values[j], str) else fmt(values[j], units[j])
         tick = esc(values[j]) if isinstance(values[j], str) else fmt(values[j], unit_after(labels[j], units[j]))
         ticks.append(f"{name} = {tick}")
@@ -170,14 +186,16 @@ def static_bars_spec(labels, attributions, values, *, units=None, baseline=None,
 
 
 def static_bars(labels, attributions, values, *, units=None, baseline=None, title=None,
-                x_title: str = "Effect on the prediction") -> go.Figure:
+                x_title: str = "Effect on the prediction", top: int | None = None) -> go.Figure:
     """Signed horizontal bars sorted by value: the largest raise at the top, the largest cut at the bottom.
 
     labels: (S,) display names; attributions, values, baseline: (S,); units: (S,) or None.
     The tick of each bar shows the customer's raw value; hover adds the baseline value.
+    ``top``: more features than that are cut to the ``top - 1`` largest |attribution| and one bar,
+    "the other K features", their sum (None: every feature).
     """
     return go.Figure(static_bars_spec(labels, attributions, values, units=units, baseline=baseline, title=title,
-                                      x_title=x_title))
+                                      x_title=x_title, top=top))
 
 
 def _cell_text(periods, features, attributions, values, baseline, units, padding=None):
@@ -269,16 +287,16 @@ def no_data_trace(periods, features, padding) -> go.Heatmap | None:
     return None if grey is None else go.Heatmap(grey)
 
 
-def _plan(periods, features, *arrays, padding=None) -> "periods_display.Plan":
-    """How a heatmap of ``arrays`` (T, F) each shows long histories and many features (one plan
-    for figures that are compared: the rows ordered by their total |attribution| together)."""
-    importance = sum(np.nansum(np.abs(np.asarray(a, np.float64)), axis=0) for a in arrays)
-    return periods_display.plan(periods, features, importance, padding=padding)
+def _plan(periods, features, *arrays, padding=None, view=None) -> "periods_display.Plan":
+    """How a heatmap of ``arrays`` (T, F) each shows long histories and many features, as
+    ``view`` (``explain.core.periods.View``: the bin and the zoom) asks: computed by
+    ``explain.core.periods.heatmap_plan`` (one plan for figures that are compared)."""
+    return periods_display.heatmap_plan(periods, features, *arrays, padding=padding, view=view)
 
 
 def _period_title(plan) -> str:
-    """The x-axis title: "period", and what was binned or folded."""
-    return "period" if not plan.note else f"period ({esc(plan.note)})"
+    """The x-axis title: "period", or what was zoomed, binned and folded, one line each."""
+    return "period" if not plan.note else "<br>".join(esc(line) for line in plan.note.split("; "))
 
 
 def _units_shown(plan, features, units) -> list:
@@ -288,11 +306,13 @@ def _units_shown(plan, features, units) -> list:
 
 def temporal_heatmap(periods, features, attributions, *, values=None, baseline=None, units=None,
                      zmax: float | None = None, title: str | None = None,
-                     colorbar_title: str = ATTRIBUTION_TITLE, height: int | None = None, padding=None) -> go.Figure:
+                     colorbar_title: str = ATTRIBUTION_TITLE, height: int | None = None, padding=None,
+                     view=None) -> go.Figure:
     """One heatmap of ``attributions`` (T, F): periods on x, features on y (first at the top);
     padded periods (``padding`` (T,) bool) grey, "no data". A long history is binned and many
-    features folded (``explain.plots.periods``; the axis title says how)."""
-    plan = _plan(periods, features, attributions, padding=padding)
+    features folded (``explain.core.periods``; ``view``: the bin and zoom asked for; the axis
+    title says how)."""
+    plan = _plan(periods, features, attributions, padding=padding, view=view)
     return _heatmap_figure(plan, features, plan.sums(attributions), values=plan.means(values),
                            baseline=plan.means(baseline), units=_units_shown(plan, features, units), zmax=zmax,
                            title=title, colorbar_title=colorbar_title, height=height)
@@ -313,10 +333,10 @@ def _heatmap_figure(plan, features, shown, *, values=None, baseline=None, units=
 
 
 def magnitude_heatmap(periods, features, magnitudes, *, title: str | None = None,
-                      colorbar_title: str = MAGNITUDE_TITLE) -> go.Figure:
+                      colorbar_title: str = MAGNITUDE_TITLE, view=None) -> go.Figure:
     """Sequential heatmap of non-negative sizes (T, F), from 0 to the largest (a robust limit on a
-    large heatmap with an extreme cell); long histories binned, many features folded."""
-    plan = _plan(periods, features, magnitudes)
+    large heatmap with an extreme cell); long histories binned (or as ``view`` asks), many features folded."""
+    plan = _plan(periods, features, magnitudes, view=view)
     shown = plan.sums(magnitudes)
     m, clipped = periods_display.robust_limit(shown)
     return _heatmap_figure(plan, features, shown, zmax=m, zmin=0.0, colorscale=SEQUENTIAL, title=title,
@@ -329,9 +349,9 @@ PANEL_GRID = dict(rows=2, cols=2, column_widths=(0.8, 0.2), row_heights=(0.24, 0
 
 
 def temporal_panel_spec(periods, features, attributions, *, values=None, baseline=None, units=None,
-                        zmax: float | None = None, title: str | None = None, padding=None) -> dict:
+                        zmax: float | None = None, title: str | None = None, padding=None, view=None) -> dict:
     """:func:`temporal_panel` as a plain figure dict (no template)."""
-    plan = _plan(periods, features, attributions, padding=padding)
+    plan = _plan(periods, features, attributions, padding=padding, view=view)
     attributions, values, baseline = plan.sums(attributions), plan.means(values), plan.means(baseline)
     units, periods, padding = _units_shown(plan, features, units), plan.labels, plan.padding
     features = plan.row_names(features)
@@ -360,18 +380,22 @@ def temporal_panel_spec(periods, features, attributions, *, values=None, baselin
     merge(layout[_axis("x", 2, 2, 2)], dict(zeroline=True, zerolinecolor="#444", gridcolor="#eee"))
     for note in layout.get("annotations", []):
         merge(note, dict(font=dict(size=12, color="#555")))
-    return _spec(data, _styled(layout, title, height=max(380, 44 * len(features) + 230), showlegend=False))
+    # rows a little lower once there are many: the control above it and the 12 rows fit a 1280x720 screen
+    per_row, other = (44, 230) if len(features) <= 8 else (32, 220)
+    return _spec(data, _styled(layout, title, height=max(380, per_row * len(features) + other), showlegend=False))
 
 
 def temporal_panel(periods, features, attributions, *, values=None, baseline=None, units=None,
-                   zmax: float | None = None, title: str | None = None, padding=None) -> go.Figure:
+                   zmax: float | None = None, title: str | None = None, padding=None, view=None) -> go.Figure:
     """The heatmap with its totals beside it: per period above, per feature on the right.
 
     The totals are sums of the signed attributions (same colours: red raises, blue lowers).
-    Padded periods (``padding`` (T,) bool) are grey, "no data".
+    Padded periods (``padding`` (T,) bool) are grey, "no data". ``view``: the bin and zoom of a
+    long history (``explain.core.periods.View``; default: binned when longer than 60 periods).
     """
     return subplots_figure(temporal_panel_spec(periods, features, attributions, values=values, baseline=baseline,
-                                               units=units, zmax=zmax, title=title, padding=padding), **PANEL_GRID)
+                                               units=units, zmax=zmax, title=title, padding=padding, view=view),
+                           **PANEL_GRID)
 
 
 def _history_grid(labels, units, columns: int, f: int) -> dict:
@@ -437,7 +461,7 @@ def history_figure(periods, labels, values, *, baseline=None, units=None, title:
 
 
 def compare_figures(periods, features, first, second, *, names=("A", "B"), values=(None, None),
-                    units=None, padding=(None, None)) -> tuple[go.Figure, go.Figure, go.Figure]:
+                    units=None, padding=(None, None), view=None) -> tuple[go.Figure, go.Figure, go.Figure]:
     """Two heatmaps on ONE shared scale (same zmin/zmax) and their difference (first - second).
 
     first, second: (T, F) attributions aligned by period; ``padding``: each one's padded periods
@@ -450,7 +474,7 @@ def compare_figures(periods, features, first, second, *, names=("A", "B"), value
     either = None if pads[0] is None and pads[1] is None else np.logical_or(*(
         p if p is not None else np.zeros(len(periods), bool) for p in pads))
     # one binning and row order for the three (the same importance); each grey where it has no data
-    plans = [_plan(periods, features, first, second, padding=p) for p in (*pads, either)]
+    plans = [_plan(periods, features, first, second, padding=p, view=view) for p in (*pads, either)]
     plan = plans[2]
     first, second = plans[0].sums(first), plans[1].sums(second)
     shown_units = _units_shown(plan, features, units)
@@ -469,9 +493,13 @@ def compare_figures(periods, features, first, second, *, names=("A", "B"), value
     return figs[0], figs[1], figs[2]
 
 
-def compare_static(labels, first, second, *, names=("A", "B")) -> go.Figure:
-    """Grouped horizontal bars of two customers' static attributions (sorted by the first)."""
+def compare_static(labels, first, second, *, names=("A", "B"), top: int | None = None) -> go.Figure:
+    """Grouped horizontal bars of two customers' static attributions (sorted by the first);
+    ``top``: more features than that are cut to the ``top - 1`` largest (|first| + |second|) and
+    one pair of bars, "the other K features" (None: every feature)."""
     first, second = np.asarray(first, np.float64), np.asarray(second, np.float64)
+    cut = periods_display.fold_ranking(np.abs(first) + np.abs(second), first, second, top=top)
+    labels, (first, second) = cut.names(labels), cut.columns
     order = np.argsort(first, kind="stable")
     y = [esc(labels[j]) for j in order]
     fig = go.Figure([
@@ -499,10 +527,13 @@ def signed_legend(name: str) -> list[go.Scatter]:
             for words, colour in (("> 0 (raises)", RED), ("< 0 (lowers)", BLUE))]
 
 
-def feature_ranking(labels, mean_abs, signed_mean, *, title: str | None = None) -> go.Figure:
-    """Features ranked by mean |attribution| (grey), with the signed mean beside (red/blue)."""
-    mean_abs, signed_mean = np.asarray(mean_abs, np.float64), np.asarray(signed_mean, np.float64)
-    order = np.argsort(mean_abs, kind="stable")  # largest at the top
+def feature_ranking(labels, mean_abs, signed_mean, *, title: str | None = None, top: int | None = None) -> go.Figure:
+    """Features ranked by mean |attribution| (purple), with the signed mean beside (red/blue);
+    ``top``: more features than that are cut to the ``top - 1`` largest and one pair of bars, "the
+    other K features", their sums (``explain.core.periods.fold_ranking``; None: every feature)."""
+    cut = periods_display.fold_ranking(mean_abs, mean_abs, signed_mean, top=top)
+    labels, (mean_abs, signed_mean) = cut.names(labels), cut.columns
+    order = np.arange(len(labels))[::-1]  # largest at the top, the other features together at the bottom
     y = [esc(labels[j]) for j in order]
     fig = go.Figure([
         go.Bar(x=mean_abs[order], y=y, orientation="h", name="mean |attribution| (size)",
@@ -549,7 +580,7 @@ def risk_histogram(predictions, bands=None, *, title: str | None = None, x_title
 
 
 def whatif_figures(periods, features, original, edited, *, changed=None, values=(None, None), units=None,
-                   names=("Original", "What-if"), padding=None) -> tuple[go.Figure, go.Figure, go.Figure]:
+                   names=("Original", "What-if"), padding=None, view=None) -> tuple[go.Figure, go.Figure, go.Figure]:
     """The original's and the edited customer's heatmaps on ONE shared symmetric scale, and the
     change (edited minus original) on its own; ``changed`` (T, F) bool outlines the edited cells.
 
@@ -558,16 +589,16 @@ def whatif_figures(periods, features, original, edited, *, changed=None, values=
     """
     fig_edited, fig_original, fig_change = compare_figures(
         periods, features, edited, original, names=(names[1], names[0]), values=(values[1], values[0]),
-        padding=(padding, padding), units=units)
+        padding=(padding, padding), units=units, view=view)
     fig_original.update_traces(showscale=False)
     fig_edited.update_traces(showscale=True, selector=lambda trace: trace.name != "no data")
     fig_change.update_layout(title_text=esc(f"Change: {names[1]} minus {names[0]} (own scale)"))
     fig_change.update_traces(colorbar_title_text="Change<br>red: the edit<br>raised the effect<br>"
                                                  "blue: lowered it", selector=dict(type="heatmap"))
     if changed is not None and np.asarray(changed).any():
-        plan = _plan(periods, features, edited, original)  # the plan compare_figures drew with
+        plan = _plan(periods, features, edited, original, view=view)  # the plan compare_figures drew with
         rows, cols = np.nonzero(np.asarray(changed, bool))  # (period, feature) of each edited cell
-        cells = sorted({(int(plan.which[i]), plan.row_of(int(j))) for i, j in zip(rows, cols)})
+        cells = sorted({(int(plan.which[i]), plan.row_of(int(j))) for i, j in zip(rows, cols) if plan.which[i] >= 0})
         names_shown = plan.row_names(features)
         for fig in (fig_edited, fig_change):
             fig.add_trace(go.Scatter(

@@ -140,3 +140,42 @@ def test_no_store_says_which_command_computes_it(tmp_path):
         explain.drivers(path)
     assert str(error.value) == NO_STORE.format(folder=path / "attributions", bundle=path)
     assert "python -m explain batch --bundle" in str(error.value)
+
+
+def _same(a, b) -> None:
+    """Two Drivers hold the same numbers, words, segments (with their customers) and drift."""
+    assert a.to_dict() == b.to_dict()
+    for name in ("customers", "prediction", "values", "attributions", "segment_of"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    for s, t in zip(a.segments, b.segments):
+        np.testing.assert_array_equal(s.rows, t.rows)
+        np.testing.assert_array_equal(s.mean_attributions, t.mean_attributions)
+    assert [r.feature for r in a.ranking] == [r.feature for r in b.ranking]
+
+
+def test_the_summary_is_computed_once_next_to_the_store_and_read_back_equal(june, monkeypatch):
+    from explain.batch import drivers as batch_drivers
+    from explain.batch.store import Store
+
+    bundle, _ = june
+    folder = bundle.path / "attributions"
+    for old in folder.glob("run.drivers-*.npz"):
+        old.unlink()
+    reference = explain.drivers(bundle, cache=False)
+    assert not list(folder.glob("run.drivers-*.npz"))  # cache=False writes nothing
+    computed = explain.drivers(bundle)
+    files = list(folder.glob("run.drivers-*.npz"))
+    assert len(files) == 1
+    _same(computed, reference)
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("the store was read again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Store, "rows", no_reading)
+        _same(explain.drivers(bundle), reference)  # from the summary alone
+        with pytest.raises(AssertionError, match="read again"):
+            explain.drivers(bundle, window=2)  # another window: another summary, computed from the store
+    files[0].write_bytes(b"not a summary")  # damaged: recomputed and replaced
+    _same(explain.drivers(bundle), reference)
+    assert batch_drivers.read_summary(files[0]) is not None

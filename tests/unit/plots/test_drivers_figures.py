@@ -37,10 +37,15 @@ def test_ranking_draws_the_top_features_means():
     d = type("Stub", (), {"ranking": tuple(rows)})()
     fig = plots.ranking(d, top=15)
     size, direction = fig.data[0], fig.data[1]
-    assert list(size.y)[::-1] == [f"F{j}" for j in range(15)]          # the largest at the top
-    assert np.allclose(np.asarray(size.x)[::-1], [1.0 / (j + 1) for j in range(15)])
-    assert np.allclose(np.asarray(direction.x)[::-1], [(-1) ** j / (j + 2) for j in range(15)])
-    assert "top 15 of 20" in fig.layout.title.text
+    # the 14 largest at the top, then the other 6 in one bar holding their sums (nothing lost)
+    assert list(size.y)[::-1] == [f"F{j}" for j in range(14)] + ["the other 6 features"]
+    assert np.allclose(np.asarray(size.x)[::-1], [1.0 / (j + 1) for j in range(14)]
+                       + [sum(1.0 / (j + 1) for j in range(14, 20))])
+    assert np.allclose(np.asarray(direction.x)[::-1], [(-1) ** j / (j + 2) for j in range(14)]
+                       + [sum((-1) ** j / (j + 2) for j in range(14, 20))])
+    assert "top 14 of 20 (the others together)" in fig.layout.title.text
+    every = plots.ranking(d, top=None)  # "Show all 20 features"
+    assert list(every.data[0].y)[::-1] == [f"F{j}" for j in range(20)] and "top" not in every.layout.title.text
 
 
 def test_beeswarm_draws_a_bounded_seeded_sample_of_each_feature(result):

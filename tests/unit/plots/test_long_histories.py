@@ -50,7 +50,8 @@ def test_a_year_of_days_is_shown_as_weeks_with_exact_sums(year):
     week_mean = pd.DataFrame(values, columns=FEATURES).groupby(weeks.to_numpy(), sort=False).mean()
     assert f"value: {week_mean['feature 5'].iloc[1]:.4g}" in heat.text[0][1]
     axis = fig.layout["xaxis" + heat.xaxis[1:]]  # the heatmap's own axis in the panel
-    assert "365 periods shown as 53 weeks" in axis.title.text
+    assert "365 days shown as 53 weeks, each cell the sum of its days" in axis.title.text
+    assert "the other 13 of 24 features summed in the last row" in axis.title.text
     assert fig.layout.height < 900  # 12 rows, not 24
 
 
@@ -60,7 +61,7 @@ def test_one_extreme_cell_does_not_set_the_colour_range(year):
     cells = np.abs(np.asarray(heat.z))
     assert heat.zmax < cells.max() / 3 and heat.zmin == -heat.zmax
     assert heat.zmax == pytest.approx(np.percentile(cells[cells > 0], 99))
-    assert "99th pct" in heat.colorbar.title.text
+    assert "99 % of<br>the cells are<br>within" in heat.colorbar.title.text
 
 
 def test_padding_stays_no_data_in_the_bins():
