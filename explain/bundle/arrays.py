@@ -33,7 +33,6 @@ from explain.bundle.checks import (
     MISSING_VALUES,
     NOT_CATEGORY_IDS,
     PERIODS_PADDED_NOTE,
-    period_ranks,
 )
 from explain.bundle.problems import CONFIG_FILE, EXAMPLES_SHOWN, ValidationReport
 from explain.core.text import examples as _examples
@@ -66,8 +65,8 @@ NPY_SHAPE = ("{file} has shape {shape}; the model's input {input!r} needs ({rows
 NPY_DTYPE = "{file} holds {dtype} values; the model's input {input!r} reads {reads}. Save the array as {reads}."
 ARRAYS_PERIODS = ("bundle.json 'arrays' gives {given} period label(s) for {file}, which has T={expected} periods. "
                   "Give one label per period, oldest first.")
-ARRAYS_PERIODS_ORDER = ("bundle.json 'arrays' gives the periods of {file} out of order or twice ({examples}); list "
-                        "each period once, oldest first, as the array's positions are.")
+ARRAYS_PERIODS_ORDER = ("bundle.json 'arrays' names a period of {file} twice ({examples}); give each period its "
+                        "own label, oldest first, as the array's positions are.")
 ARRAYS_ENTRY = ("bundle.json 'arrays' has no entry for {file} (input {input!r}); add {{\"shape\": [...], "
                 "\"dtype\": ..., \"periods\": [...]}} under 'histories' → {stem!r}.")
 ARRAYS_FEATURES = ("bundle.json must list the features of {file} (the input {input!r}): an array has no column "
@@ -230,8 +229,7 @@ def _periods(file: str, labels, t_len: int, report: ValidationReport) -> list[st
     if len(labels) != t_len:
         report.add(CONFIG_FILE, ARRAYS_PERIODS.format(given=len(labels), file=file, expected=t_len), column="arrays")
         return None
-    ranks = period_ranks(np.asarray(labels, dtype=object))
-    if len(set(labels)) != len(labels) or np.any(np.diff(ranks) <= 0):
+    if len(set(labels)) != len(labels):  # the positions give the order: labels need not sort (t1 ... t100)
         report.add(CONFIG_FILE, ARRAYS_PERIODS_ORDER.format(file=file, examples=_examples(labels, 8)), column="arrays")
         return None
     return labels

@@ -16,15 +16,20 @@ import numpy as np
 
 from explain.bundle import arrays as array_io
 from explain.bundle import load as bundle_io
+from explain.bundle.checks import period_ranks
 from explain.bundle.config import input_plan, read_config
 from explain.bundle.problems import CONFIG_FILE, LEGACY_MODEL_FILE, MODEL_FILE, TABLE_FILES, ValidationReport
 from explain.core.errors import BundleError, ExplainError
 from explain.core.files import make_readable
+from explain.core.text import examples as _examples
 from explain.modelfile.limits import DEFAULT_LIMITS, Limits
 
 CHUNK_BYTES = 64 << 20      # history bytes copied at a time
 UNKNOWN_LAYOUT = "layout must be 'arrays' or 'long'; it is {value!r}."
 OUT_IN_USE = "{path} exists and is not empty; give a new folder for the converted bundle (or delete it first)."
+UNSORTED_PERIODS = ("the periods of {stem} ({examples}) do not sort in their order as {kind}, and a long table is "
+                    "put in period order when it is read; name the periods so that they sort (2024-01-05, ...), or "
+                    "keep the array layout.")
 CONVERTED_BUT_INVALID = "the converted bundle did not pass its checks (nothing was written):\n{report}"
 
 
@@ -74,6 +79,10 @@ def write_layout(folder: Path, source: Path, bundle, layout: str, limits: Limits
             shape, dtype = write_npy(folder / f"{stem}{array_io.SUFFIX}", bundle.arrays[key])
             histories[stem] = {"shape": shape, "dtype": dtype, "periods": periods}
         else:
+            ranks = period_ranks(np.asarray(periods, dtype=object))
+            if np.any(np.diff(ranks) <= 0):
+                raise ExplainError(UNSORTED_PERIODS.format(stem=stem, examples=_examples(periods, 6),
+                                                           kind="numbers, dates or text"))
             write_long(folder / f"{stem}.parquet", bundle, key, periods, config.id_column, config.period_column)
         if plan["listed"].get(key) is None:  # an array has no header: the features go to bundle.json
             data["temporal_features"] = list(bundle.input_features.get(key) or bundle.temporal_features)
