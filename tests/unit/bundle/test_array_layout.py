@@ -306,6 +306,12 @@ def test_opening_a_large_array_bundle_does_not_read_it_into_memory(tmp_path, mon
     assert isinstance(bundle.temporal, np.memmap) and bundle.n_customers == n
     assert grown < n * t * f * 4 / 10, (grown, n * t * f * 4)
     np.testing.assert_array_equal(bundle.inputs_for(["X012345"])["temporal"], np.full((1, t, f), 12345, np.float32))
+    from explain.core import baselines
+
+    before = process.memory_info().rss
+    mean = baselines.mean(bundle.data())["temporal"]       # a data-wide mean reads every page, one chunk at a time
+    assert process.memory_info().rss - before < n * t * f * 4 / 4   # chunks in float64: tens of MB
+    np.testing.assert_array_equal(mean, np.full((1, t, f), (n - 1) / 2))
 
 
 def test_save_bundle_writes_arrays_above_the_threshold_and_refuses_unknown_layouts(tmp_path, monkeypatch):
