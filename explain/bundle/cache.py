@@ -17,6 +17,11 @@ as loose as the ones it was built under: stricter limits measure the tables agai
 temporary folder renamed into place. The cache format is versioned (``FORMAT``): a cache from another
 version of the loader is rebuilt.
 ``EXPLAIN_ARRAY_CACHE=off`` turns the cache off.
+
+A bundle of the array layout (:mod:`explain.bundle.arrays`) holds its histories as ``.npy`` files already: the
+cache copies none of them; its manifest names the bundle's own file for each (``bundle_file``), and a later open
+maps that file once ``_fresh`` found every bundle file unchanged. The cache then records that the files were
+checked (the one full read of the values) and holds the small arrays (ids, static values, labels).
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ A bundle is a folder (docs/bundles.md)::
     static.csv | static.parquet      one row per customer: id column + S features
     temporal.csv | temporal.parquet  long format: id column, period column, F features;
                                      exactly T rows per customer
+      or temporal.npy                the array layout: (n, T, F) as the model takes it, memory-mapped
+                                     (bundle.json "layout": "arrays"; explain.bundle.arrays)
     bundle.json (optional)           column roles, display names, units, output names, label
 
 A model with more inputs (several static-like and temporal-like ones, categorical ids into
