@@ -358,3 +358,19 @@ def test_the_ray_chunks_of_an_array_bundle_are_the_loaders_rows(demo_arrays):
     expected = bundle.inputs_for(order)
     np.testing.assert_array_equal(static, expected["static"])
     np.testing.assert_array_equal(temporal, expected["temporal"])
+
+
+def test_cli_batch_on_an_array_bundle_gives_the_long_bundles_store(demo_arrays, tmp_path):
+    from explain.batch.store import read_store
+
+    long_dir, arrays_dir = "bundles/demo", demo_arrays[1]
+    (tmp_path / "ids.txt").write_text("C00001\nC00777\nC02999\n")
+    stores = {}
+    for name, folder in (("long", long_dir), ("arrays", arrays_dir)):
+        out = tmp_path / f"{name}.parquet"
+        assert main(["batch", "--bundle", str(folder), "--out", str(out), "--customers-file",
+                     str(tmp_path / "ids.txt"), "--steps", "8", "--baseline", "mean"]) == 0
+        stores[name] = read_store(out)
+        assert len(stores[name][0]) == 3 * (9 + 12 * 6)   # every cell of the three customers
+    for left, right in zip(stores["long"], stores["arrays"]):
+        pd.testing.assert_frame_equal(left.reset_index(drop=True), right.reset_index(drop=True))
