@@ -135,7 +135,7 @@ def feature_statistic(values, kind: str, mask_value: float | None = None) -> np.
         if kind == "mean":  # summed row after row, as numpy sums an axis-0 reduction
             total = np.add.reduce(np.concatenate([total, cells.astype(np.float64)]), axis=0, keepdims=True)
         else:
-            kept.append(cells.copy() if cells.base is not None else cells)
+            kept.append(cells.copy() if isinstance(values, np.memmap) and cells.base is not None else cells)
         release_pages(values, part)
     if kind == "mean":
         with np.errstate(invalid="ignore", divide="ignore"):
