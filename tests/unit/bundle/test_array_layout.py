@@ -374,3 +374,20 @@ def test_cli_batch_on_an_array_bundle_gives_the_long_bundles_store(demo_arrays, 
         assert len(stores[name][0]) == 3 * (9 + 12 * 6)   # every cell of the three customers
     for left, right in zip(stores["long"], stores["arrays"]):
         pd.testing.assert_frame_equal(left.reset_index(drop=True), right.reset_index(drop=True))
+
+
+def test_problems_of_the_static_table_and_of_the_array_are_listed_together(small):
+    folder, history = small
+    static = pd.read_parquet(folder / "static.parquet")
+    static.loc[5, "customer_id"] = static.loc[4, "customer_id"]           # a duplicated id
+    static.to_parquet(folder / "static.parquet", index=False)
+    damaged = history.copy()
+    damaged[2, 3, 0] = np.inf
+    np.save(folder / "temporal.npy", damaged)
+    texts = problems(folder)
+    assert any("appear more than once" in t and "static.parquet" in t for t in texts), texts
+    assert any("1 infinite value(s)" in t and "temporal.npy" in t for t in texts), texts
+    import explain
+
+    with pytest.raises(BundleError, match="infinite"):
+        explain.load_bundle(folder)
