@@ -144,6 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
     faith.add_argument("--batch-size", type=int, default=None, help="interpolation points per gradient call")
     faith.add_argument("--out", required=True, help="FILE.json")
 
+    convert = sub.add_parser("convert", help="write a bundle in the other layout: .npy histories (arrays) or long "
+                                             "temporal tables (long)")
+    convert.add_argument("--bundle", required=True)
+    convert.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
+    _limit_argument(convert)
+    convert.add_argument("--out", required=True, help="the new bundle folder (must not exist or be empty)")
+    convert.add_argument("--layout", choices=("arrays", "long"), default="arrays", help="default: arrays")
+
     serve = sub.add_parser("serve", help="start the dashboard (Streamlit) on a bundle")
     serve.add_argument("--bundle", help="bundle folder (default: the demo bundle)")
     serve.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP + "; never for uploads")
@@ -339,6 +347,14 @@ def cmd_faithfulness(args) -> int:
     return 0
 
 
+def cmd_convert(args) -> int:
+    from explain.bundle.convert import convert_bundle
+
+    out = convert_bundle(args.bundle, args.out, args.layout, loader=model_loader(args), limits=limits_from_args(args))
+    print(f"wrote the {args.layout} layout of {args.bundle} to {out}")
+    return 0
+
+
 def cmd_serve(args) -> int:
     from explain.modelfile.limits import UPLOAD_LIMITS, parse_limits
     from explain.serve import AUTH_ONLY, oidc_settings, serve
@@ -359,7 +375,8 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"demo": cmd_demo, "check": cmd_check, "attribute": cmd_attribute, "batch": cmd_batch,
-                "drivers": cmd_drivers, "faithfulness": cmd_faithfulness, "serve": cmd_serve}[args.command](args)
+                "drivers": cmd_drivers, "faithfulness": cmd_faithfulness, "convert": cmd_convert,
+                "serve": cmd_serve}[args.command](args)
     except ExplainError as error:
         print(f"error: {error}", file=sys.stderr)
         if hasattr(args, "trust_code") and not args.trust_code and custom_code_refused(str(error)):

@@ -86,13 +86,19 @@ def table_layout(folder: Path, bundle, limits: Limits = OWNER_LIMITS) -> dict:
     id_column = config.get("id_column") or DEFAULT_ID_COLUMN
     period_column = config.get("period_column") or DEFAULT_PERIOD_COLUMN
     files = {}
-    for kind in ("static", "temporal"):
+    arrays = config.get("layout") == "arrays"  # the history is temporal.npy (explain.bundle.arrays)
+    for kind in ("static",) if arrays else ("static", "temporal"):
         name = next(n for n in TABLE_FILES[kind] if (folder / n).is_file())
         too_large = oversized_table(folder / name, limits)[0]
         if too_large:
             raise BundleError(too_large, [too_large])
         files[kind] = {"path": str((folder / name).resolve()), "file": name, "csv": name.endswith(".csv"),
                        "columns": _csv_header(folder / name) if name.endswith(".csv") else None}
+    if arrays:
+        files["temporal"] = {"path": str((folder / "temporal.npy").resolve()), "file": "temporal.npy", "npy": True}
+        return {"files": files, "id_column": id_column, "period_column": period_column,
+                "static_features": list(bundle.static_features), "temporal_features": list(bundle.temporal_features),
+                "n_periods": bundle.n_periods, "ranks": {}}
     labels = _distinct(files["temporal"], period_column)
     ranks = dict(zip(labels, (int(r) for r in period_ranks(np.asarray(labels, dtype=object)))))
     return {"files": files, "id_column": id_column, "period_column": period_column,
@@ -224,6 +230,37 @@ def chunk_row(table: pa.Table) -> pa.Table:
                      "slots": [table.column("slot").to_pylist()], "static": [static], "temporal": [temporal]})
 
 
+def chunk_from_arrays(table: pa.Table, *, layout: dict) -> pa.Table:
+    """Steps 1-4 for an array-layout bundle: the customers of one chunk (key rows) -> one row as ``chunk_row``
+    makes it, their static rows from the static table and their histories read from the memory-mapped
+    temporal.npy (row k: the customer of static row k)."""
+    table = table.sort_by("slot")
+    ids = [str(i) for i in table.column("customer_id").to_pylist()]
+    info = layout["files"]["static"]
+    if info["csv"]:
+        import pyarrow.csv as pacsv
+
+        static_table = pacsv.read_csv(info["path"], convert_options=csv_text_options(info))
+    else:
+        import pyarrow.parquet as pq
+
+        static_table = pq.read_table(info["path"])
+    frame = static_table.to_pandas()
+    frame.columns = [str(c).strip() for c in frame.columns]
+    rows = pd.Index(column_text(frame[layout["id_column"]], info["csv"])).get_indexer(ids)
+    history = np.load(layout["files"]["temporal"]["path"], mmap_mode="r", allow_pickle=False)
+    t, f = layout["n_periods"], len(layout["temporal_features"])
+    if (rows < 0).any() or history.shape != (len(frame), t, f):
+        why = (f"customer {ids[int(np.flatnonzero(rows < 0)[0])]!r} is gone" if (rows < 0).any()
+               else f"temporal.npy has shape {history.shape}, expected {(len(frame), t, f)}")
+        raise ExplainError(TABLES_CHANGED.format(file=info["file"] if (rows < 0).any() else "temporal.npy", why=why))
+    static = np.column_stack([_numbers(frame[c], info["csv"])[rows] for c in layout["static_features"]])
+    temporal = np.asarray(history[np.sort(rows)][np.argsort(np.argsort(rows))], np.float32)
+    return pa.table({"chunk": [table.column("chunk")[0].as_py()], "ids": [ids],
+                     "slots": [table.column("slot").to_pylist()], "static": [static.astype(np.float32).reshape(-1)],
+                     "temporal": [temporal.reshape(-1)]})
+
+
 def chunk_arrays(row: dict, layout: dict) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(ids, static (n, S), temporal (n, T, F)) of one row of ``chunks``."""
     ids = [str(i) for i in row["ids"]]
@@ -241,6 +278,11 @@ def blocks_for(n_chunks: int, workers: int) -> int:
 def chunks(ray, layout: dict, keys_ref, n_customers: int, n_chunks: int, cpus: int, workers: int):
     """Steps 1-5: a materialised dataset with one row per chunk of the run."""
     n_buckets = max(1, -(-n_customers // CUSTOMERS_PER_BUCKET))
+    if layout["files"]["temporal"].get("npy"):  # array layout: no long table to regroup
+        keys = ray.data.from_arrow_refs([keys_ref])
+        return keys.groupby("chunk", num_partitions=max(1, min(n_chunks, 4 * cpus))).map_groups(
+            chunk_from_arrays, batch_format="pyarrow", fn_kwargs={"layout": layout}).repartition(
+            blocks_for(n_chunks, workers)).materialize()
     tables = []
     for kind, name in ((STATIC, "static"), (TEMPORAL, "temporal")):
         info = layout["files"][name]

@@ -2,7 +2,8 @@
 
 import importlib
 
-_MODULES = ('cache', 'checks', 'config', 'load', 'many', 'objects', 'problems', 'roles', 'save', 'tables')
+_MODULES = ('arrays', 'cache', 'checks', 'config', 'convert', 'load', 'many', 'objects', 'problems', 'roles', 'save',
+            'tables')
 
 
 def __getattr__(name: str):

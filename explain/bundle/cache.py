@@ -17,6 +17,11 @@ as loose as the ones it was built under: stricter limits measure the tables agai
 temporary folder renamed into place. The cache format is versioned (``FORMAT``): a cache from another
 version of the loader is rebuilt.
 ``EXPLAIN_ARRAY_CACHE=off`` turns the cache off.
+
+A bundle of the array layout (:mod:`explain.bundle.arrays`) holds its histories as ``.npy`` files already: the
+cache copies none of them; its manifest names the bundle's own file for each (``bundle_file``), and a later open
+maps that file once ``_fresh`` found every bundle file unchanged. The cache then records that the files were
+checked (the one full read of the values) and holds the small arrays (ids, static values, labels).
 """
 
 from __future__ import annotations
@@ -27,13 +32,13 @@ import os
 import shutil
 import tempfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 CACHE_DIR = ".explain-cache"
-FORMAT = 2               # bump when the checks produce other arrays or notes from the same files
+FORMAT = 3               # bump when the checks produce other arrays or notes from the same files
 MIN_BYTES = 16 << 20     # tables smaller than this open in well under a second: no cache
 ENVIRONMENT = "EXPLAIN_ARRAY_CACHE"
 PIECE = 1 << 24          # bytes read at a time for hashes and checksums
@@ -51,6 +56,7 @@ class Checked:
     features: dict                       # engine key -> table columns
     notes: list
     content_hash: str
+    mapped: dict = field(default_factory=dict)  # key -> the bundle's own .npy file holding that array (array layout)
 
 
 @dataclass
@@ -102,7 +108,7 @@ def _open(place: Path, folder: Path, limits: dict) -> Checked | None:
     if manifest is None or manifest.get("format") != FORMAT or not _within(manifest["limits"], limits) \
             or not _fresh(folder, manifest):
         return None
-    arrays = _arrays(place, manifest["arrays"])
+    arrays = _arrays(place, manifest["arrays"], folder)
     if arrays is None:
         return None
     labels = arrays.pop("labels", None)
@@ -123,7 +129,9 @@ def write(folder: Path, sources: Sources, checked: Checked, limits: dict | None 
     if any(np.asarray(a).dtype == object for a in checked.arrays.values()):
         return None
     arrays = {"ids": np.asarray(checked.ids, dtype=str),
-              **{f"input:{key}": value for key, value in checked.arrays.items()}}
+              **{f"input:{key}": value for key, value in checked.arrays.items() if key not in checked.mapped}}
+    bundle_files = {f"input:{key}": {"bundle_file": name, "dtype": str(checked.arrays[key].dtype),
+                                     "shape": list(checked.arrays[key].shape)} for key, name in checked.mapped.items()}
     if checked.labels is not None:
         arrays["labels"] = (np.asarray(checked.labels, dtype=str) if checked.labels.dtype == object
                             else checked.labels)
@@ -135,7 +143,7 @@ def write(folder: Path, sources: Sources, checked: Checked, limits: dict | None 
                 "features": {k: list(v) for k, v in checked.features.items()}, "notes": list(checked.notes)}
     for place in places(folder):
         try:
-            _write_at(place, arrays, manifest)
+            _write_at(place, arrays, manifest, bundle_files)
             return place
         except OSError:  # read-only folder, disk full, a race with another writer: try the next place
             continue
@@ -174,13 +182,17 @@ def _fresh(folder: Path, manifest: dict) -> bool:
     return content_hash(folder, names) == manifest["content_hash"]  # copied or touched: the same bytes?
 
 
-def _arrays(place: Path, entries: dict) -> dict | None:
-    """Every array memory-mapped, after its file's size and CRC-32 are verified; None if any is damaged."""
+def _arrays(place: Path, entries: dict, folder: Path) -> dict | None:
+    """Every array memory-mapped, after its file's size and CRC-32 are verified; None if any is damaged. An
+    array-layout bundle's histories are mapped from the bundle's own files (``_fresh`` found them unchanged)."""
     out = {}
     for key, entry in entries.items():
-        path = place / entry["file"]
+        own = "bundle_file" in entry
+        path = folder / entry["bundle_file"] if own else place / entry["file"]
+        if own and Path(entry["bundle_file"]).name != entry["bundle_file"]:
+            return None
         try:
-            if path.stat().st_size != entry["size"] or _crc32(path) != entry["crc32"]:
+            if not own and (path.stat().st_size != entry["size"] or _crc32(path) != entry["crc32"]):
                 return None
             value = np.load(path, mmap_mode="r" if entry["shape"] and np.prod(entry["shape"]) else None,
                             allow_pickle=False)
@@ -194,7 +206,7 @@ def _arrays(place: Path, entries: dict) -> dict | None:
 
 # ---- writing --------------------------------------------------------------------------------------------
 
-def _write_at(place: Path, arrays: dict, manifest: dict) -> None:
+def _write_at(place: Path, arrays: dict, manifest: dict, bundle_files: dict | None = None) -> None:
     place.parent.mkdir(parents=True, exist_ok=True)
     if not os.access(place.parent, os.W_OK):
         raise PermissionError(f"{place.parent} is not writable")
@@ -209,7 +221,7 @@ def _write_at(place: Path, arrays: dict, manifest: dict) -> None:
             np.save(staging / name, value, allow_pickle=False)
             entries[key] = {"file": name, "dtype": str(value.dtype), "shape": list(value.shape),
                             "size": (staging / name).stat().st_size, "crc32": _crc32(staging / name)}
-        manifest = {**manifest, "arrays": entries}
+        manifest = {**manifest, "arrays": {**entries, **(bundle_files or {})}}
         (staging / MANIFEST).write_text(json.dumps({**manifest, "checksum": _checksum(manifest)}), encoding="utf-8")
         if place.exists():
             old = Path(tempfile.mkdtemp(prefix=f"{CACHE_DIR}.old-", dir=place.parent))

@@ -19,7 +19,7 @@ DEFAULT_ID_COLUMN = "customer_id"
 DEFAULT_PERIOD_COLUMN = "period"
 CONFIG_KEYS = ("id_column", "period_column", "static_features", "temporal_features",
                "display_names", "units", "output_names", "label_column", "positive_label",
-               "inputs", "temporal_padding", "categories", "risk_bands", "target", "period_unit")
+               "inputs", "temporal_padding", "categories", "risk_bands", "target", "period_unit", "layout", "arrays")
 PERIOD_UNITS = ("day", "week", "month", "quarter", "year")
 PADDING_SIDES = ("start", "end")
 INPUT_KEYS = ("features", "display_name", "role", "table")
@@ -58,6 +58,8 @@ class Config:
     risk_bands: tuple | None = None  # explain.core.verdict bands
     target: int | str | None = None  # the output explained by default: an index or an output name
     period_unit: str | None = None   # day | week | month | quarter | year (default: read from the periods)
+    layout: str = "long"             # "long": temporal tables; "arrays": .npy histories (explain.bundle.arrays)
+    arrays: dict | None = None       # bundle.json 'arrays' of the array layout: {"version", "histories": {stem: ...}}
     raw: bytes = b""
     oversized: bool = False          # over a JSON limit: not parsed
 
@@ -180,6 +182,16 @@ def _is_inputs(v) -> bool:
         and spec.get("role", "static") in ("static", "temporal") for spec in v.values())
 
 
+def _is_arrays(v) -> bool:
+    return isinstance(v, dict) and set(v) <= {"version", "histories"} and isinstance(v.get("version", 1), int) \
+        and isinstance(v.get("histories", {}), dict) and all(
+            isinstance(h, dict) and set(h) == {"shape", "dtype", "periods"} and isinstance(h["shape"], list)
+            and 1 <= len(h["shape"]) <= 3 and all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**40
+                                                  for d in h["shape"])
+            and _is_str(h["dtype"]) and isinstance(h["periods"], list)
+            and all(isinstance(p, (str, int)) for p in h["periods"]) for h in v.get("histories", {}).values())
+
+
 class _Taker:
     """``take(key, expected, check)``: the value of ``key`` when it passes ``check``; None when absent or null,
     and None with a problem naming the key and what was expected when it does not pass."""
@@ -227,6 +239,9 @@ def _read_inputs(config: Config, take: _Taker) -> None:
     categories = take("categories", "an object {column: {id or text: display text}}",
                       lambda v: isinstance(v, dict) and all(_is_str_map(m) for m in v.values()))
     config.categories = {str(c): dict(m) for c, m in (categories or {}).items()}
+    config.layout = take("layout", '"long" or "arrays"', lambda v: v in ("long", "arrays")) or "long"
+    config.arrays = take("arrays", 'an object {"version": 1, "histories": {name: {"shape": [numbers], "dtype": '
+                         'text, "periods": [texts]}}}', _is_arrays)
     config.period_unit = take("period_unit", " or ".join(f'"{u}"' for u in PERIOD_UNITS), lambda v: v in PERIOD_UNITS)
 
 

@@ -6,6 +6,8 @@ A bundle is a folder (docs/bundles.md)::
     static.csv | static.parquet      one row per customer: id column + S features
     temporal.csv | temporal.parquet  long format: id column, period column, F features;
                                      exactly T rows per customer
+      or temporal.npy                the array layout: (n, T, F) as the model takes it, memory-mapped
+                                     (bundle.json "layout": "arrays"; explain.bundle.arrays)
     bundle.json (optional)           column roles, display names, units, output names, label
 
 A model with more inputs (several static-like and temporal-like ones, categorical ids into
@@ -37,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from explain.bundle import arrays as array_io
 from explain.bundle import cache as array_cache
 from explain.bundle import many, objects
 from explain.bundle.checks import (  # noqa: F401 (re-exported)
@@ -511,6 +514,8 @@ def _check(folder: Path, loader: ModelLoader | None, limits: Limits) -> tuple[Va
     model_info = _read_model(folder, report, loader, limits)
     layout = _model_layout(model_info, config, report)
     plan = input_plan(config, layout, report)
+    if config.layout == "arrays":
+        return _check_arrays(folder, config, static_table, model_info, layout, plan, report, limits)
     temporal_tables = {key: read_table(folder, "temporal", report, names, limits)
                        for key, names in plan["tables"].items()}
 
@@ -532,22 +537,70 @@ def _check(folder: Path, loader: ModelLoader | None, limits: Limits) -> tuple[Va
             report.add(str(folder), "the bundle could not be checked completely.")
         return report, None
 
-    arrays = dict(static["values"])
+    histories = {}
     for key, checked in temporal.items():
-        arrays[key] = history_array(checked, layout.spec(key), static["ids"], config.temporal_padding,
-                                    temporal_tables[key], report)
-        if arrays[key] is None:
+        histories[key] = history_array(checked, layout.spec(key), static["ids"], config.temporal_padding,
+                                       temporal_tables[key], report)
+        if histories[key] is None:
             return report, None
-    used = [model_info.path.name, static_table.path.name, *[t.path.name for t in temporal_tables.values()],
-            *([CONFIG_FILE] if config.present else [])]
-    absent = [name for table in (static_table, *temporal_tables.values()) for name in _formats(table.path.name)
+    periods = {key: list(temporal[key]["periods"]) for key in temporal}
+    files = [t.path.name for t in temporal_tables.values()]
+    absent = [name for table in temporal_tables.values() for name in _formats(table.path.name)
               if name != table.path.name]
+    return _finish(folder, config, model_info, layout, plan, static, static_table,
+                   (histories, periods, files, absent, None), target, report, limits)
+
+
+def _check_arrays(folder: Path, config: Config, static_table, model_info, layout, plan: dict,
+                  report: ValidationReport, limits: Limits) -> tuple[ValidationReport, Bundle | None]:
+    """The rest of :func:`_check` for a bundle of the array layout: the static table as usual, each history a
+    memory-mapped ``.npy`` file checked by :mod:`explain.bundle.arrays` (one read of every value)."""
+    static = _checked(check_static, static_table, config, plan, report)
+    first = [name for name in (model_info.path.name if model_info else None,
+                               static_table.path.name if static_table else None) if name]
+    digest = array_io.new_digest(folder, first) if len(first) == 2 else None
+    found = array_io.histories(folder, config, plan, static, static_table.file if static_table else None,
+                               report, digest)
+    if found is not None:
+        plan["features"].update(found["features"])
+        check_config_columns(config, static_table, _Columns(found["features"]), report)
+    target = _outputs(config, model_info, report)
+    if not report.ok or not (static and static["values"] is not None and found and model_info and layout):
+        if report.ok:
+            report.add(str(folder), "the bundle could not be checked completely.")
+        return report, None
+    stems = [name.rsplit(".", 1)[0] for name in found["files"]]
+    absent = [f"{stem}.{ext}" for stem in stems for ext in ("csv", "parquet")]
+    if config.present:
+        digest.update((folder / CONFIG_FILE).read_bytes())
+    return _finish(folder, config, model_info, layout, plan, static, static_table,
+                   (found["arrays"], found["periods"], found["files"], absent, digest.hexdigest()), target, report,
+                   limits)
+
+
+class _Columns:
+    """The feature names of the histories, where ``check_config_columns`` asks a table for its columns."""
+
+    def __init__(self, features: dict) -> None:
+        self.columns = [c for names in features.values() for c in names]
+
+
+def _finish(folder: Path, config: Config, model_info, layout, plan: dict, static: dict, static_table,
+            histories: tuple, target: int, report: ValidationReport, limits: Limits
+            ) -> tuple[ValidationReport, Bundle]:
+    """The checked bundle from its static table's and its histories' arrays; the arrays go to the array cache
+    (an array-layout bundle's histories are its own files: the cache only records that they were checked)."""
+    arrays_by_key, periods, files, absent, content = histories
+    arrays = {**static["values"], **arrays_by_key}
+    used = [model_info.path.name, static_table.path.name, *files, *([CONFIG_FILE] if config.present else [])]
+    absent = [*absent, *[name for name in _formats(static_table.path.name) if name != static_table.path.name]]
     absent += [MODEL_FILE] if model_info.path.name != MODEL_FILE else []
     absent += [] if config.present else [CONFIG_FILE]
+    mapped = {key: name for key, name in zip(arrays_by_key, files)} if config.layout == "arrays" else {}
     checked = array_cache.Checked(
         ids=np.asarray(static["ids"], dtype=object), arrays=arrays, labels=static["labels"],
-        periods={key: list(temporal[key]["periods"]) for key in temporal}, features=dict(plan["features"]),
-        notes=list(report.notes), content_hash=array_cache.content_hash(folder, used))
+        periods=periods, features=dict(plan["features"]), notes=list(report.notes),
+        content_hash=content or array_cache.content_hash(folder, used), mapped=mapped)
     bundle = _assemble(folder, config, model_info, layout, plan, checked, target, report)
     array_cache.write(folder, array_cache.Sources(used, absent), checked, _table_limits(limits))
     return report, bundle

@@ -13,9 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from explain.bundle import arrays as array_io
 from explain.bundle import load as bundle_io
 from explain.bundle import many
 from explain.bundle.cache import CACHE_DIR
+from explain.bundle.convert import UNKNOWN_LAYOUT, write_layout, write_npy
 from explain.bundle.objects import (
     ID_COLUMN,
     NOT_A_BUNDLE_FOLDER,
@@ -30,9 +32,11 @@ from explain.bundle.objects import (
 from explain.core.errors import BundleError, ExplainError
 from explain.core.files import make_readable
 
+ARRAYS_ABOVE = 10_000_000  # temporal cells above which save_bundle writes the array layout by default
+
 
 def save_bundle(path: str | os.PathLike, model, static, temporal=None, *, tables: str = "parquet",
-                overwrite: bool = False, trust_code=None, **names) -> Path:
+                overwrite: bool = False, trust_code=None, layout: str | None = None, **names) -> Path:
     """Write a bundle folder from Python objects (arguments as ``Bundle.from_objects``); return its path.
 
     Two forms: ``(model, static, temporal)`` for a model with one static and one temporal input,
@@ -40,7 +44,11 @@ def save_bundle(path: str | os.PathLike, model, static, temporal=None, *, tables
     list in the model's input order (several inputs, categories as ids or texts, padded
     histories; see :mod:`explain.bundle.many`). ``target`` and ``period_unit`` go to bundle.json.
 
-    ``tables``: ``"parquet"`` (default) or ``"csv"``. ``trust_code``: the Python file defining the
+    ``layout``: ``"long"`` (temporal tables), ``"arrays"`` (each history a memory-mapped ``.npy`` file, one row per
+    customer: :mod:`explain.bundle.arrays`) or None (default): arrays when the histories hold more than
+    ``ARRAYS_ABOVE`` (10 million) cells, the size above which a long table is over the default table limit and
+    slow to open, else long. ``tables``: ``"parquet"`` (default) or ``"csv"`` (the static table, and the long
+    temporal tables). ``trust_code``: the Python file defining the
     model's own custom layers (as ``--trust-code``; it is imported and runs). The folder is
     written next to ``path`` under a temporary name, checked with ``validate_bundle`` (what
     ``explain check`` runs: the model is opened through ``safe_load``) and only then renamed to
@@ -49,23 +57,32 @@ def save_bundle(path: str | os.PathLike, model, static, temporal=None, *, tables
     """
     if tables not in TABLE_FORMATS:
         raise ExplainError(UNKNOWN_TABLE_FORMAT.format(value=tables))
+    if layout not in (None, *array_io.LAYOUTS):
+        raise ExplainError(UNKNOWN_LAYOUT.format(value=layout))
     loader = bundle_io.trusted_loader(trust_code)  # first: a bad file is said before anything is written
     if temporal is None and many.is_inputs(static):
+        values = static.values() if isinstance(static, dict) else static
+        cells = sum(int(np.size(v)) for v in values if isinstance(v, np.ndarray) and v.ndim == 3)
+        chosen = layout or ("arrays" if cells > ARRAYS_ABOVE else "long")
+
         def write(folder):
             many.write_folder(folder, model, static, tables, **names)
+            if chosen == "arrays":  # the histories through the loader (padded as the model takes them)
+                _to_arrays(folder, loader)
     else:
         extra = {key: names.pop(key) for key in ("target", "period_unit") if names.get(key) is not None}
         fields = gather(model, static, temporal, **names)
+        chosen = layout or ("arrays" if fields["temporal"].size > ARRAYS_ABOVE else "long")
 
         def write(folder):
-            _write(folder, fields, tables, extra)
+            _write(folder, fields, tables, extra, chosen)
     path = Path(path).expanduser()
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         if not overwrite or not path.is_dir():
             raise ExplainError(PATH_IN_USE.format(path=path))
-        kept = (*bundle_io.BUNDLE_FILES, "demo_metrics.json", "attributions", CACHE_DIR)
+        kept = (*bundle_io.BUNDLE_FILES, "demo_metrics.json", "attributions", CACHE_DIR, "temporal.npy")
         foreign = [p.name for p in path.iterdir() if p.name not in kept
-                   and not re.fullmatch(r"temporal_\w+\.(csv|parquet)", p.name)]  # several histories' tables
+                   and not re.fullmatch(r"temporal_\w+\.(csv|parquet|npy)", p.name)]  # several histories' tables
         if foreign:
             raise ExplainError(NOT_A_BUNDLE_FOLDER.format(path=path, examples=_examples(foreign)))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -87,19 +104,42 @@ def save_bundle(path: str | os.PathLike, model, static, temporal=None, *, tables
     return path
 
 
-def _write(folder: Path, fields: dict, tables: str, extra: dict) -> None:
-    """model.keras, static and temporal tables (float32 values as float64: exact) and bundle.json."""
+def _to_arrays(folder: Path, loader) -> None:
+    """The long bundle just written into ``folder`` rewritten in place in the array layout."""
+    bundle = bundle_io.load_bundle(folder, loader=loader)
+    converted = Path(tempfile.mkdtemp(prefix=".arrays-", dir=folder))
+    try:
+        write_layout(converted, folder, bundle, "arrays")
+        for table in [p for p in folder.iterdir() if p.is_file()]:
+            table.unlink()
+        for made in converted.iterdir():
+            os.replace(made, folder / made.name)
+    finally:
+        shutil.rmtree(converted, ignore_errors=True)
+        shutil.rmtree(folder / CACHE_DIR, ignore_errors=True)
+
+
+def _write(folder: Path, fields: dict, tables: str, extra: dict, layout: str = "long") -> None:
+    """model.keras, static and temporal tables (float32 values as float64: exact) and bundle.json; in the array
+    layout the history goes as it is into temporal.npy."""
     ids = fields["ids"].astype(str)
     n, t, f = fields["temporal"].shape
     static = pd.DataFrame(fields["static"].astype(np.float64), columns=fields["static_features"])
     static.insert(0, ID_COLUMN, ids)
     if fields["labels"] is not None:
         static[fields["label_name"]] = fields["labels"]
-    temporal = pd.DataFrame(fields["temporal"].astype(np.float64).reshape(n * t, f),
-                            columns=fields["temporal_features"])
-    temporal.insert(0, PERIOD_COLUMN, np.tile(np.asarray(fields["periods"], dtype=object), n))
-    temporal.insert(0, ID_COLUMN, np.repeat(ids, t))
-    for name, frame in (("static", static), ("temporal", temporal)):
+    frames = {"static": static}
+    if layout == "long":
+        temporal = pd.DataFrame(fields["temporal"].astype(np.float64).reshape(n * t, f),
+                                columns=fields["temporal_features"])
+        temporal.insert(0, PERIOD_COLUMN, np.tile(np.asarray(fields["periods"], dtype=object), n))
+        temporal.insert(0, ID_COLUMN, np.repeat(ids, t))
+        frames["temporal"] = temporal
+    else:
+        shape, dtype = write_npy(folder / f"temporal{array_io.SUFFIX}", fields["temporal"])
+        extra = {**extra, "layout": "arrays", "arrays": {"version": array_io.VERSION, "histories": {
+            "temporal": {"shape": shape, "dtype": dtype, "periods": [str(p) for p in fields["periods"]]}}}}
+    for name, frame in frames.items():
         if tables == "parquet":
             frame.to_parquet(folder / f"{name}.parquet", index=False)
         else:
