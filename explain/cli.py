@@ -84,6 +84,15 @@ def _limit_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", action="append", metavar="FIELD=VALUE", help=LIMIT_HELP)
 
 
+def _bundle_command(sub, name: str, help: str) -> argparse.ArgumentParser:
+    """A subcommand that opens a bundle: ``--bundle``, ``--trust-code`` and ``--limit``."""
+    command = sub.add_parser(name, help=help)
+    command.add_argument("--bundle", required=True)
+    command.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
+    _limit_argument(command)
+    return command
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m explain",
                                      description="Integrated Gradients for static + temporal Keras models.")
@@ -92,24 +101,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="write the demo churn bundle (deterministic)")
     demo.add_argument("--out", default=str(DEFAULT_DEMO_DIR), help=f"folder (default {DEFAULT_DEMO_DIR})")
 
-    check = sub.add_parser("check", help="validate a bundle; list every problem; exit 1 if any")
-    check.add_argument("--bundle", required=True)
-    check.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
-    _limit_argument(check)
+    _bundle_command(sub, "check", "validate a bundle; list every problem; exit 1 if any")
 
-    attribute = sub.add_parser("attribute", help="explain some customers; write JSON, CSV or Parquet")
-    attribute.add_argument("--bundle", required=True)
-    attribute.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
-    _limit_argument(attribute)
+    attribute = _bundle_command(sub, "attribute", "explain some customers; write JSON, CSV or Parquet")
     attribute.add_argument("--customer", action="append", required=True, help="customer id (repeat for several)")
     _settings_arguments(attribute)
     attribute.add_argument("--batch-size", type=int, default=None, help="interpolation points per gradient call")
     attribute.add_argument("--out", required=True, help="FILE.json | FILE.csv | FILE.parquet")
 
-    batch = sub.add_parser("batch", help="explain every customer, in resumable chunks, to Parquet")
-    batch.add_argument("--bundle", required=True)
-    batch.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
-    _limit_argument(batch)
+    batch = _bundle_command(sub, "batch", "explain every customer, in resumable chunks, to Parquet")
     batch.add_argument("--out", required=True, help="output folder (a Parquet dataset) or FILE.parquet")
     batch.add_argument("--customers-file", help="a text file with one customer id per line (default: all)")
     _settings_arguments(batch)
@@ -120,11 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "default: start a local Ray with this machine's cores")
     batch.add_argument("--workers", type=int, help="with --engine ray: actors (default: the cluster's CPUs)")
 
-    drivers = sub.add_parser("drivers", help="what drives the prediction across every customer of a batch store: "
+    drivers = _bundle_command(sub, "drivers", "what drives the prediction across every customer of a batch store: "
                                              "ranking, segments, time profile, drift; JSON or HTML")
-    drivers.add_argument("--bundle", required=True)
-    drivers.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
-    _limit_argument(drivers)
     drivers.add_argument("--store", help="the batch store (default: the latest finished store of every customer "
                                          "under BUNDLE/attributions/)")
     drivers.add_argument("--against", metavar="OLD_STORE", help="an earlier store of the same layout: which "
@@ -133,10 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                     "(default: the whole history)")
     drivers.add_argument("--out", required=True, help="drivers.json | drivers.html")
 
-    faith = sub.add_parser("faithfulness", help="deletion/insertion curves, model randomisation, occlusion; JSON")
-    faith.add_argument("--bundle", required=True)
-    faith.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
-    _limit_argument(faith)
+    faith = _bundle_command(sub, "faithfulness", "deletion/insertion curves, model randomisation, occlusion; JSON")
     _settings_arguments(faith)  # --seed also seeds the customer sample, random orders, re-initialisations
     faith.add_argument("--customers", type=int, default=200, help="customers sampled with --seed (default 200)")
     faith.add_argument("--random-orders", type=int, default=5, help="seeded random orders (default 5)")
@@ -144,11 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     faith.add_argument("--batch-size", type=int, default=None, help="interpolation points per gradient call")
     faith.add_argument("--out", required=True, help="FILE.json")
 
-    convert = sub.add_parser("convert", help="write a bundle in the other layout: .npy histories (arrays) or long "
+    convert = _bundle_command(sub, "convert", "write a bundle in the other layout: .npy histories (arrays) or long "
                                              "temporal tables (long)")
-    convert.add_argument("--bundle", required=True)
-    convert.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
-    _limit_argument(convert)
     convert.add_argument("--out", required=True, help="the new bundle folder (must not exist or be empty)")
     convert.add_argument("--layout", choices=("arrays", "long"), default="arrays", help="default: arrays")
 
