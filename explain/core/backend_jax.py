@@ -196,7 +196,7 @@ class Compiler:
         """``engine.disconnected[space]``: per input, whether its gradient is cut (see the module's text)."""
         e = self.engine
         ps = [np.zeros((1, *e.point_shapes[k]), e.point_dtypes[k].np) for k in e.keys]
-        raws = {k: np.zeros((1, *e.shapes[k]), e.raw_dtypes[k].np) for k in e.categorical}
+        raws = {k: jnp.zeros((1, *e.shapes[k]), e.raw_dtypes[k].np) for k in e.categorical}
         target = np.int32(0)
 
         def grads_only(state, ps):
