@@ -23,8 +23,9 @@ provide:
   backend cannot compile (None when all can);
 * ``matmul(a, b)``: the logit head's product.
 
-PyTorch is not offered: its CPU wheel alone is several hundred megabytes (with CUDA, gigabytes),
-too much to install and test in CI for a third copy of these functions.
+PyTorch is not offered: the ``torch`` wheel that pip installs from PyPI on Linux brings its CUDA
+libraries (several gigabytes; a CPU-only wheel needs PyTorch's own package index), too much to
+install and test in CI for a third copy of these functions.
 """
 
 from __future__ import annotations
