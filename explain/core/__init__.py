@@ -5,8 +5,8 @@ Imports nothing above it."""
 import importlib
 
 _MODULES = (
-    'adaptive', 'backend', 'backend_jax', 'backend_tf', 'baselines', 'bounded_json', 'engine', 'errors', 'files',
-    'ig', 'inputs', 'labels', 'periods', 'quadrature', 'settings', 'text', 'verdict', 'xla'
+    'adaptive', 'backend', 'backend_jax', 'backend_tf', 'baselines', 'bounded_json', 'chunks', 'engine', 'errors',
+    'files', 'ig', 'inputs', 'labels', 'periods', 'quadrature', 'settings', 'text', 'verdict', 'xla'
 )
 
 
