@@ -25,7 +25,7 @@ import numpy as np
 
 CANDIDATES = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
 SLACK = 0.05
-CPU_TABLE = {"tensorflow": 4096, "jax": 4096}  # points per call on a CPU (bench/gpu.py's curves)
+CPU_TABLE = {"tensorflow": 4096, "jax": 1024}  # points per call on a CPU (bench/gpu.py's curves, docs/backends.md)
 OUT_OF_MEMORY = ("RESOURCE_EXHAUSTED", "out of memory", "OOM")
 
 _CACHE: dict = {}
