@@ -164,3 +164,31 @@ def test_the_customer_page_renders_on_jax_with_the_same_heatmap():
         assert pages[backend]["backend"] == backend
         assert any(label.startswith("Predicted") for label in pages[backend]["metrics"])
     assert_close(np.array(pages["tensorflow"]["z"], float), np.array(pages["jax"]["z"], float), "customer heatmap")
+
+
+WITHOUT_TENSORFLOW = """
+import importlib.abc, json, sys
+sys.path.insert(0, {root!r})
+
+class NoTensorFlow(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "tensorflow":
+            raise ImportError("no TensorFlow on this machine")
+
+sys.meta_path.insert(0, NoTensorFlow())
+import numpy as np, keras, explain
+from tests.support.models import data, linear_model, zero_baseline
+model, ws, wt = linear_model(seed=3)
+x = data(3)
+a = explain.integrated_gradients(model, x, zero_baseline(), steps=4)
+print(json.dumps({{"backend": keras.config.backend(), "tensorflow": "tensorflow" in sys.modules,
+                   "static": float(np.abs(a.static - x["static"] * ws).max()),
+                   "temporal": float(np.abs(a.temporal - x["temporal"] * wt).max())}}))
+"""
+
+
+def test_jax_alone_is_enough():
+    out = run(["-c", WITHOUT_TENSORFLOW.format(root=str(ROOT))], "jax")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["backend"] == "jax" and result["tensorflow"] is False
+    assert result["static"] < 1e-6 and result["temporal"] < 1e-6  # exact IG of the linear model
