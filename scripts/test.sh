@@ -13,6 +13,8 @@ fi
 python3 -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 # the optional Ray engine (--engine ray): CI installs it so that tests/unit/batch/test_ray_batch.py runs
 python3 -m pip install --quiet --disable-pip-version-check -r requirements-ray.txt
+# the optional JAX backend (KERAS_BACKEND=jax, CPU): CI installs it so that tests/unit/core/test_backends.py runs
+python3 -m pip install --quiet --disable-pip-version-check -r requirements-jax.txt
 # the docs site (mkdocs.yml): tests/unit/test_docs.py builds it with mkdocs build --strict
 python3 -m pip install --quiet --disable-pip-version-check -r requirements-docs.txt
 export TF_CPP_MIN_LOG_LEVEL=2

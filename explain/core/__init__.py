@@ -5,8 +5,8 @@ Imports nothing above it."""
 import importlib
 
 _MODULES = (
-    'access', 'adaptive', 'baselines', 'bounded_json', 'engine', 'errors', 'files', 'ig', 'inputs', 'labels', 'periods',
-    'points', 'quadrature', 'settings', 'text', 'verdict', 'xla'
+    'access', 'adaptive', 'backend', 'backend_jax', 'backend_tf', 'baselines', 'bounded_json', 'chunks', 'engine',
+    'errors', 'files', 'ig', 'inputs', 'labels', 'periods', 'points', 'quadrature', 'settings', 'text', 'verdict', 'xla'
 )
 
 

@@ -1,4 +1,4 @@
-"""The compiled side of the IG engine: one set of TensorFlow functions per model.
+"""The compiled side of the IG engine: one set of compiled functions per model.
 
 The engine works in *interpolation space*: one float tensor per model input, the input itself
 for a numeric input and the output of its ``Embedding`` for a categorical one (layer IG).
@@ -10,11 +10,12 @@ function is traced, each Embedding's ``call`` is replaced (for the tracing threa
 that returns the interpolated vectors, while the model still receives the customer's ids: its
 lookups and ``mask_zero`` masks see the customer's real ids all along the path.
 
-Each function has a dynamic batch dimension (an ``input_signature`` with ``None``), so the
-number of customers, the steps or the chunk size never retrace it: one trace per model and
-output space. Every call holds the engine's lock (one model is shared by the dashboard's
-sessions) and first asks ``should_stop`` (a callable returning True to stop; it may also
-raise): ``Stopped`` is raised between two chunks, never in the middle of one.
+The chunking, the alphas and weights of each row, the checks and the cancellation are written
+here once, on NumPy; the compiled functions come from Keras' backend (``explain.core.backend``:
+TensorFlow's ``tf.function`` by default, ``jax.jit`` with ``KERAS_BACKEND=jax``), one trace per
+model and output space. Every call holds the engine's lock (one model is shared by the
+dashboard's sessions) and first asks ``should_stop`` (a callable returning True to stop; it may
+also raise): ``Stopped`` is raised between two chunks, never in the middle of one.
 """
 
 from __future__ import annotations
@@ -26,14 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from explain.core.errors import NO_TENSORFLOW
-
-try:
-    import tensorflow as tf
-except ImportError as error:  # not a base dependency (pyproject.toml): say which to install
-    raise ImportError(NO_TENSORFLOW) from error
-
-from explain.core import xla
+from explain.core import backend
 from explain.core.errors import AttributionError, Stopped
 from explain.core.inputs import input_layout
 
@@ -64,18 +58,7 @@ MULTI_OUTPUT = (
 
 StopCheck = Callable[[], bool] | None
 
-
-def _trace(python_function, signature):
-    """The concrete function of ``python_function`` for ``signature``, traced without AutoGraph:
-    these bodies loop over Python lists only, and Keras 3 layers use no Python control flow on
-    tensors (they run under JAX too), while AutoGraph's rewriting of their source was most of the
-    first trace (1.3 of 2.1 s for the demo model on 2 cores: the first visitor's wait). A model
-    whose own code needs AutoGraph (a custom layer with ``if tensor:``) fails that trace with a
-    ``TypeError`` and is traced again with it."""
-    try:
-        return tf.function(python_function, input_signature=signature, autograph=False).get_concrete_function()
-    except TypeError:  # tf.errors.OperatorNotAllowedInGraphError is one
-        return tf.function(python_function, input_signature=signature).get_concrete_function()
+backend.module()  # imported with the engine: without TensorFlow (the default backend) this says what to install
 
 
 def check_stop(should_stop: StopCheck) -> None:
@@ -100,6 +83,12 @@ class Engine:
         if layout.roles is None:
             raise AttributionError(AMBIGUOUS_ROLES.format(shapes=shapes) if layout.problem == "roles"
                                    else layout.problem)
+        self.fx = backend.module()  # the backend's compiled functions (Keras' own backend)
+        self.backend = self.fx.NAME
+        self.compiler = self.fx.Compiler(self)
+        problem = self.compiler.check(layout)
+        if problem:
+            raise AttributionError(problem)
         self.layout = layout
         self.specs = layout.specs
         self.keys = layout.engine_keys
@@ -113,49 +102,29 @@ class Engine:
         for s in self.specs:
             if s.kind == "categorical":
                 self.point_shapes[s.key] = (*s.shape, int(s.embedding.output_dim))
-                self.point_dtypes[s.key] = tf.as_dtype(s.embedding.compute_dtype or "float32")
-                self.raw_dtypes[s.key] = tf.as_dtype(s.dtype)
+                self.point_dtypes[s.key] = self.fx.dtype(s.embedding.compute_dtype or "float32")
+                self.raw_dtypes[s.key] = self.fx.dtype(s.dtype)
             else:
                 self.point_shapes[s.key] = tuple(s.shape)
-                self.point_dtypes[s.key] = tf.as_dtype(s.dtype)
+                self.point_dtypes[s.key] = self.fx.dtype(s.dtype)
         self.dtypes = dict(self.point_dtypes)
+        self.float64 = self.fx.dtype("float64")
         self.static_position = layout.position("static")
         outputs = model.outputs if getattr(model, "outputs", None) else None
         if outputs is not None and len(outputs) != 1:
             raise AttributionError(MULTI_OUTPUT.format(count=len(outputs)))
         out_shape = tuple(outputs[0].shape) if outputs else (None, 1)
         self.n_outputs = int(out_shape[-1]) if len(out_shape) == 2 and out_shape[-1] else 1
-        self.head, self.logit_kind = _logit_head(model)
+        self.head, self.logit_kind = _logit_head(model, self.fx.matmul)
         self.traces = {"path": 0, "forward": 0, "sweep": 0, "points": 0, "embed": 0}
         self.disconnected: dict[str, dict[str, bool]] = {}
         self._functions: dict[tuple[str, str], object] = {}
 
-    # -- model calls ---------------------------------------------------------
+    # -- compiled functions (explain.core.backend_tf / backend_jax) ------------
 
-    def _call(self, points, raw, space):
-        """The model (or its logit head) at ``points`` (one tensor per key, interpolation space);
-        categorical inputs are fed their ids ``raw`` while their embeddings return the points."""
-        model = self.model_ref()
-        feed = self.layout.feed({key: raw[key] if key in self.categorical else points[key] for key in self.keys})
-        with _substituted({self.layout.spec(key).embedding: points[key] for key in self.categorical}):
-            if space == "logit" and self.logit_kind == "logit":
-                out = self.head(feed)
-            else:
-                out = model(feed, training=False)
-        if isinstance(out, (list, tuple)):
-            out = out[0]
-        if len(out.shape) == 1:
-            out = out[:, None]
-        if space == "logit" and self.logit_kind == "log-odds":
-            p = tf.clip_by_value(tf.cast(out, tf.float64), 1e-12, 1.0 - 1e-12)
-            out = tf.math.log(p) - tf.math.log1p(-p)
-        return out
-
-    def _point_specs(self):
-        return [tf.TensorSpec((None, *self.point_shapes[k]), self.point_dtypes[k]) for k in self.keys]
-
-    def _raw_specs(self):
-        return [tf.TensorSpec((None, *self.shapes[k]), self.raw_dtypes[k]) for k in self.categorical]
+    def substituted(self, points):
+        """While tracing: each categorical input's Embedding returns its points (this thread only)."""
+        return _substituted({self.layout.spec(key).embedding: points[key] for key in self.categorical})
 
     def function(self, kind: str, space: str):
         """The compiled function ``kind`` ("path", "sweep", "forward", "points") for ``space``, or
@@ -163,97 +132,8 @@ class Engine:
         key = (kind, space)
         with self.lock:
             if key not in self._functions:
-                self._functions[key] = getattr(self, f"_build_{kind}")(space)
+                self._functions[key] = self.compiler.build(kind, space)
             return self._functions[key]
-
-    def _path_points(self, xs, bs, alphas):
-        """{key: (c * k, *shape)}: b + a (x - b) of every row at each of its own k alphas (c, k)."""
-        c, k = tf.shape(alphas)[0], tf.shape(alphas)[1]
-        points = {}
-        for key, x, b in zip(self.keys, xs, bs):
-            shape = self.point_shapes[key]
-            a = tf.reshape(tf.cast(alphas, x.dtype), (c, k, *([1] * len(shape))))  # (c, k, 1, ...)
-            # points: (c, k, *shape) -> (c * k, *shape)
-            points[key] = tf.reshape(b[:, None] + a * (x - b)[:, None], (c * k, *shape))
-        return points
-
-    def _build_path(self, space):
-        signature = [
-            self._point_specs(), self._point_specs(), self._raw_specs(),
-            tf.TensorSpec((None, None), tf.float64),  # alphas (c, k): each row its own
-            tf.TensorSpec((None, None), tf.float64),  # weights (c, k)
-            tf.TensorSpec((), tf.int32),  # target column
-        ]
-
-        def path_gradients(xs, bs, raws, alphas, weights, target):
-            self.traces["path"] += 1  # Python side effect: runs at trace time only
-            c, k = tf.shape(alphas)[0], tf.shape(alphas)[1]
-            points = self._path_points(xs, bs, alphas)
-            raw = {key: tf.repeat(r, k, axis=0) for key, r in zip(self.categorical, raws)}  # (c * k, ...)
-            with tf.GradientTape() as tape:
-                tape.watch(list(points.values()))
-                out = tf.gather(self._call(points, raw, space), target, axis=1)  # (c * k,)
-                total = tf.reduce_sum(out)
-            grads = tape.gradient(total, [points[key] for key in self.keys])
-            self.disconnected[space] = {key: g is None for key, g in zip(self.keys, grads)}
-            sums, finite = [], tf.ones((c,), tf.bool)
-            for key, g in zip(self.keys, grads):
-                shape = self.point_shapes[key]
-                g = tf.zeros_like(points[key]) if g is None else g
-                # grads: (c * k, *shape) -> (c, k, prod(shape)); each row's weighted sum over its k in float64
-                g = tf.reshape(tf.cast(g, tf.float64), (c, k, -1))
-                sums.append(tf.reshape(tf.einsum("ckp,ck->cp", g, weights), (c, *shape)))
-                finite = tf.logical_and(finite, tf.reduce_all(tf.math.is_finite(g), axis=[1, 2]))
-            return sums, finite
-
-        concrete = _trace(path_gradients, signature)  # called directly: less overhead per call
-        concrete.python_function = path_gradients  # explain.core.xla compiles the same body
-        return concrete
-
-    def _build_sweep(self, space):
-        def sweep(xs, bs, raws, alphas, target):
-            self.traces["sweep"] += 1
-            c, k = tf.shape(alphas)[0], tf.shape(alphas)[1]
-            raw = {key: tf.repeat(r, k, axis=0) for key, r in zip(self.categorical, raws)}
-            out = tf.gather(self._call(self._path_points(xs, bs, alphas), raw, space), target, axis=1)
-            return tf.reshape(tf.cast(out, tf.float64), (c, k))
-
-        return _trace(sweep, [self._point_specs(), self._point_specs(), self._raw_specs(),
-                              tf.TensorSpec((None, None), tf.float64), tf.TensorSpec((), tf.int32)])
-
-    def _build_forward(self, space):
-        def forward(xs, raws):
-            self.traces["forward"] += 1
-            points = dict(zip(self.keys, xs))
-            return tf.cast(self._call(points, dict(zip(self.categorical, raws)), space), tf.float64)  # (n, K)
-
-        return _trace(forward, [self._point_specs(), self._raw_specs()])
-
-    def _build_points(self, space):
-        def point_gradients(ps, raws, target):
-            self.traces["points"] += 1
-            with tf.GradientTape() as tape:
-                tape.watch(ps)
-                out = tf.gather(self._call(dict(zip(self.keys, ps)), dict(zip(self.categorical, raws)), space),
-                                target, axis=1)
-                total = tf.reduce_sum(out)
-            grads = tape.gradient(total, ps)
-            grads = [tf.zeros_like(p) if g is None else g for p, g in zip(ps, grads)]
-            return tf.cast(out, tf.float64), grads
-
-        return _trace(point_gradients, [self._point_specs(), self._raw_specs(), tf.TensorSpec((), tf.int32)])
-
-    def _build_embed(self, key):
-        spec = self.layout.spec(key)
-
-        def embed(raw):
-            self.traces["embed"] += 1
-            index = spec.lookup(raw) if spec.lookup is not None else raw
-            vectors = tf.cast(spec.embedding(index), self.point_dtypes[key])
-            padded = tf.equal(index, 0) if spec.mask_zero else tf.zeros(tf.shape(index), tf.bool)
-            return vectors, padded
-
-        return _trace(embed, [tf.TensorSpec((None, *self.shapes[key]), self.raw_dtypes[key])])
 
     # -- numpy-facing calls ----------------------------------------------------
 
@@ -266,15 +146,15 @@ class Engine:
             parts_v, parts_p = [], []
             for start in range(0, max(len(values), 1), max(1, batch_size)):
                 with self.lock:
-                    v, p = fn(tf.constant(values[start:start + batch_size], self.raw_dtypes[key]))
-                parts_v.append(v.numpy().astype(np.float64))
-                parts_p.append(p.numpy())
+                    v, p = fn(self.fx.constant(values[start:start + batch_size], self.raw_dtypes[key]))
+                parts_v.append(self.fx.numpy(v).astype(np.float64))
+                parts_p.append(self.fx.numpy(p))
             vectors[key], padded[key] = np.concatenate(parts_v), np.concatenate(parts_p)
         return vectors, padded
 
     def _points_args(self, points, raw, rows=slice(None)):
-        xs = [tf.constant(points[key][rows], self.point_dtypes[key]) for key in self.keys]
-        raws = [tf.constant(raw[key][rows], self.raw_dtypes[key]) for key in self.categorical]
+        xs = [self.fx.constant(points[key][rows], self.point_dtypes[key]) for key in self.keys]
+        raws = [self.fx.constant(raw[key][rows], self.raw_dtypes[key]) for key in self.categorical]
         return xs, raws
 
     def forward_points(self, points, raw, space, batch_size, should_stop: StopCheck = None) -> np.ndarray:
@@ -287,7 +167,7 @@ class Engine:
             check_stop(should_stop)
             xs, raws = self._points_args(points, raw, slice(start, start + step))
             with self.lock:
-                parts.append(fn(xs, raws).numpy())
+                parts.append(self.fx.numpy(fn(xs, raws)))
         return np.concatenate(parts, axis=0) if parts else np.zeros((0, self.n_outputs))
 
     def outputs(self, inputs: dict, space, batch_size, should_stop: StopCheck = None) -> np.ndarray:
@@ -309,8 +189,8 @@ class Engine:
         fn = self.function("points", space)
         xs, raws = self._points_args(points, raw)
         with self.lock:
-            out, grads = fn(xs, raws, tf.constant(target, tf.int32))
-        return out.numpy(), {key: g.numpy() for key, g in zip(self.keys, grads)}
+            out, grads = fn(xs, raws, self._target(target))
+        return self.fx.numpy(out), {key: self.fx.numpy(g) for key, g in zip(self.keys, grads)}
 
     def path_sums(self, x, b, raw, alphas, weights, target, space, batch_size, should_stop: StopCheck = None,
                   index=None):
@@ -327,10 +207,10 @@ class Engine:
         alphas, weights = (np.broadcast_to(np.asarray(a, np.float64), (n, k)) for a in (alphas, weights))
         sums = {key: np.zeros((n, *self.point_shapes[key]), np.float64) for key in self.keys}
         finite = np.ones(n, bool)
-        target = tf.constant(target, tf.int32)
+        target = self._target(target)
         per_call = max(1, batch_size // k)  # rows per call
         alpha_block = min(k, batch_size)  # alphas per call (< k only when k > batch_size)
-        fn = xla.for_chunks(self, space, fn, min(n, per_call), k if alpha_block == k else 0)  # small: XLA
+        fn = self.compiler.for_chunks(space, fn, min(n, per_call), k if alpha_block == k else 0)
         for start in range(0, n, per_call):
             rows = slice(start, min(n, start + per_call))
             xs, bs, raws = self._path_args(x, b, raw, rows if index is None else index[rows])
@@ -338,10 +218,11 @@ class Engine:
                 block = (rows, slice(a0, a0 + alpha_block))
                 check_stop(should_stop)
                 with self.lock:
-                    s, ok = fn(xs, bs, raws, tf.constant(alphas[block]), tf.constant(weights[block]), target)
+                    s, ok = fn(xs, bs, raws, self.fx.constant(alphas[block], self.float64),
+                               self.fx.constant(weights[block], self.float64), target)
                 for key, part in zip(self.keys, s):
-                    sums[key][rows] += part.numpy()
-                finite[rows] &= ok.numpy()
+                    sums[key][rows] += self.fx.numpy(part)
+                finite[rows] &= self.fx.numpy(ok)
         problems = self.disconnected_problems(space, int(target))
         if problems:
             raise AttributionError(problems[0])
@@ -369,7 +250,7 @@ class Engine:
         grid = np.repeat(a[first][:, None], width, axis=1)  # padding repeats a point of the same call row
         grid[group, slot] = a
         fn = self.function("sweep", space)
-        target = tf.constant(target, tf.int32)
+        target = self._target(target)
         owners, out = r[first], np.zeros(grid.shape)
         per_call = max(1, batch_size // width)
         for start in range(0, len(owners), per_call):
@@ -377,14 +258,17 @@ class Engine:
             xs, bs, raws = self._path_args(x, b, raw, owners[block])
             check_stop(should_stop)
             with self.lock:
-                out[block] = fn(xs, bs, raws, tf.constant(grid[block], tf.float64), target).numpy()
+                out[block] = self.fx.numpy(fn(xs, bs, raws, self.fx.constant(grid[block], self.float64), target))
         values = np.empty(m)
         values[order] = out[group, slot]
         return values
 
     def _path_args(self, x, b, raw, rows):
         xs, raws = self._points_args(x, raw, rows)
-        return xs, [tf.constant(b[key][rows], self.point_dtypes[key]) for key in self.keys], raws
+        return xs, [self.fx.constant(b[key][rows], self.point_dtypes[key]) for key in self.keys], raws
+
+    def _target(self, target: int):
+        return self.fx.constant(target, self.fx.dtype("int32"))
 
     def disconnected_problems(self, space: str, target: int) -> list[str]:
         """Inputs whose gradient is None although the graph connects them to the output (a
@@ -420,7 +304,7 @@ def _substituted(replacements: dict):
             object.__delattr__(layer, "call")
 
 
-def _logit_head(model):
+def _logit_head(model, matmul):
     """(callable giving the pre-activation output, kind) where kind is "logit" or "log-odds".
 
     "logit": the last layer is a Dense or an Activation ending in sigmoid or softmax, or a
@@ -448,7 +332,7 @@ def _logit_head(model):
         return None, "log-odds"
 
     def head(feed):
-        z = tf.matmul(hidden(feed, training=False), last.kernel)
+        z = matmul(hidden(feed, training=False), last.kernel)
         return z + last.bias if last.use_bias else z
 
     return head, "logit"

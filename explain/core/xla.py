@@ -20,6 +20,10 @@ function a request's chunks use.
     engine = explain.core.engine.engine_for(model)
     explain.core.xla.enable(engine)                               # opt in (the dashboard does)
     explain.core.xla.warm_up(engine, steps=[64], background=True)  # compile before the first request
+
+TensorFlow only: under ``KERAS_BACKEND=jax`` every function of the engine is XLA-compiled by
+``jax.jit`` already, so :func:`for_chunks` returns the engine's own function and :func:`warm_up`
+does nothing.
 """
 
 from __future__ import annotations
@@ -29,12 +33,13 @@ import weakref
 
 import numpy as np
 
-from explain.core.errors import NO_TENSORFLOW
 
-try:
-    import tensorflow as tf
-except ImportError as error:  # not a base dependency (pyproject.toml): say which to install
-    raise ImportError(NO_TENSORFLOW) from error
+def _tf():
+    """TensorFlow, imported on first use: this module is imported under JAX too (where every
+    function is compiled by ``jax.jit`` already and this path stays off)."""
+    import tensorflow as tf  # installed: only TensorFlow engines get here
+
+    return tf
 
 BUCKETS = (1, 4, 16)  # customers per compiled call
 MAX_POINTS = 1024  # customers x alphas above which a call stays on the graph path
@@ -67,7 +72,7 @@ class XlaPath:
         engine = self.engine_ref()
         if space not in self._jit:
             body = engine.function("path", space).python_function
-            self._jit[space] = tf.function(body, jit_compile=True, reduce_retracing=False)
+            self._jit[space] = _tf().function(body, jit_compile=True, reduce_retracing=False)
         return self._jit[space]
 
     def compile(self, space: str, bucket: int, alphas: int) -> None:
@@ -100,6 +105,7 @@ class XlaPath:
             building.set()
 
     def _compiled(self, space: str, bucket: int, alphas: int):
+        tf = _tf()
         engine = self.engine_ref()
         xs = [tf.zeros((bucket, *engine.point_shapes[k]), engine.point_dtypes[k]) for k in engine.keys]
         raws = [tf.zeros((bucket, *engine.shapes[k]), engine.raw_dtypes[k]) for k in engine.categorical]
@@ -151,6 +157,7 @@ class _Padded:
     def __call__(self, xs, bs, raws, alphas, weights, target):
         """The engine's path call: lists of per-row tensors (points x, baselines b, raw ids), each
         row's alphas and weights (rows, k), target; returns (sums per input, finite) of the real rows."""
+        tf = _tf()
         rows = int(xs[0].shape[0])
         pad = self.bucket - rows
 
@@ -191,6 +198,8 @@ def warm_up(engine, *, steps=(65,), spaces=("output",), rows=(1,), background: b
     settings expected first: the rule's alphas, e.g. 64 for 64 Gauss-Legendre steps) for
     ``spaces``; in a daemon thread unless ``background=False``.
     Returns the thread (or None)."""
+    if getattr(engine, "backend", "tensorflow") != "tensorflow":
+        return None  # jax.jit compiles every call already
     state = _STATES.get(engine)
     if state is None:
         raise RuntimeError(NOT_ENABLED)
@@ -216,4 +225,6 @@ def for_chunks(engine, space: str, graph_fn, rows: int, alphas: int):
     alphas: the compiled bucket when XLA is enabled for this engine and the bucket is ready,
     else ``graph_fn``."""
     state = _STATES.get(engine)
+    if getattr(engine, "backend", "tensorflow") != "tensorflow":
+        return graph_fn
     return graph_fn if state is None else state.function_for(space, rows, alphas, graph_fn)

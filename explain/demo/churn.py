@@ -46,7 +46,7 @@ Trained (Adam, binary cross-entropy, a numpy-shuffled batch loop) on a fixed 80 
 customers; the held-out AUC (rank formula) and the churn rate go to ``demo_metrics.json``.
 
 ``build_demo`` calls ``keras.utils.set_random_seed(seed)`` and
-``tf.config.experimental.enable_op_determinism()``; both are process-wide and stay set.
+``tf.config.experimental.enable_op_determinism()`` (on TensorFlow); both are process-wide and stay set.
 """
 
 from __future__ import annotations
@@ -272,10 +272,12 @@ def train_demo_model(static_x: np.ndarray, temporal_x: np.ndarray, labels: np.nd
                      seed: int):
     """Build and fit the demo model on raw values (normalisation inside the model)."""
     import keras
-    import tensorflow as tf
 
     keras.utils.set_random_seed(seed)
-    tf.config.experimental.enable_op_determinism()
+    if keras.config.backend() == "tensorflow":  # a TensorFlow switch; nothing to import under KERAS_BACKEND=jax
+        import tensorflow as tf
+
+        tf.config.experimental.enable_op_determinism()
 
     static_in = keras.Input(shape=static_x.shape[1:], name="static")
     temporal_in = keras.Input(shape=temporal_x.shape[1:], name="temporal")

@@ -134,10 +134,12 @@ def model_inputs(static: pd.DataFrame, temporal: pd.DataFrame) -> dict:
 
 def train_model(x: dict, labels: np.ndarray, seed: int):
     import keras
-    import tensorflow as tf
 
     keras.utils.set_random_seed(seed)
-    tf.config.experimental.enable_op_determinism()
+    if keras.config.backend() == "tensorflow":  # a TensorFlow switch; nothing to import under KERAS_BACKEND=jax
+        import tensorflow as tf
+
+        tf.config.experimental.enable_op_determinism()
     customer = keras.Input((len(NUMERIC_COLUMNS),), name="customer")
     contract = keras.Input((1,), dtype="int32", name="contract")
     plan = keras.Input((1,), dtype="string", name="plan")

@@ -1,0 +1,65 @@
+"""Which compiled functions the engine uses: Keras' own backend (``KERAS_BACKEND``, read through
+``keras.config.backend()``).
+
+The IG arithmetic (``explain.core.engine``, ``ig``, ``adaptive``) is written once on NumPy; per
+backend only the compiled functions differ, behind one small interface that both
+``explain.core.backend_tf`` (TensorFlow: ``tf.function`` + ``GradientTape``, the default) and
+``explain.core.backend_jax`` (JAX: ``jax.jit`` over the model's stateless call, ``jax.vjp``)
+provide:
+
+* ``NAME``; ``dtype(name)``: a dtype with ``.name`` and ``.as_numpy_dtype``; ``constant(array,
+  dtype)``: an argument of the compiled functions; ``numpy(tensor)``: a result as an array;
+* ``Compiler(engine)``: ``build(kind, space)`` returns the compiled function ``kind`` for output
+  ``space`` (or, for ``kind == "embed"``, for the categorical input ``space``):
+
+  - ``path(xs, bs, raws, alphas (c, k), weights (c, k), target)``: per input the weighted gradient
+    sums (c, *point shape) float64 of each row along its own alphas, and whether they were finite (c,);
+  - ``sweep(xs, bs, raws, alphas (c, k), target)``: the model's output (c, k) float64 along the paths;
+  - ``forward(xs, raws)``: outputs (n, K) float64; ``points(ps, raws, target)``: outputs (m,) and
+    gradients at each point; ``embed(ids)``: vectors (n, *shape, d) and padding (n, *shape);
+
+  ``for_chunks(space, fn, rows, alphas)``: the function the chunks of one request call (the
+  TensorFlow backend's optional XLA buckets), and ``check(layout)``: a sentence for an input the
+  backend cannot compile (None when all can);
+* ``matmul(a, b)``: the logit head's product.
+
+PyTorch is not offered: the ``torch`` wheel that pip installs from PyPI on Linux brings its CUDA
+libraries (several gigabytes; a CPU-only wheel needs PyTorch's own package index), too much to
+install and test in CI for a third copy of these functions.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+
+SUPPORTED = {"tensorflow": "explain.core.backend_tf", "jax": "explain.core.backend_jax"}
+UNSUPPORTED = ("Keras' backend is {name!r} (KERAS_BACKEND); explain computes gradients with 'tensorflow' (the default) "
+               "or 'jax'. Set KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax before starting Python.")
+
+
+def name() -> str:
+    """Keras' backend in this process ("tensorflow", "jax", ...): Keras' own answer once it is imported, else
+    what Keras will choose (``KERAS_BACKEND``, then ``keras.json`` in ``KERAS_HOME`` or ``~/.keras``, then
+    TensorFlow), so that importing the engine does not import Keras."""
+    keras = sys.modules.get("keras")
+    if keras is not None and hasattr(keras, "config"):
+        return keras.config.backend()
+    if os.environ.get("KERAS_BACKEND"):
+        return os.environ["KERAS_BACKEND"]
+    home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    try:
+        with open(os.path.join(home, "keras.json"), encoding="utf-8") as file:
+            return str(json.load(file).get("backend") or "tensorflow")
+    except (OSError, ValueError, AttributeError):
+        return "tensorflow"
+
+
+def module(backend: str | None = None):
+    """The module of compiled functions for ``backend`` (Keras' own when None)."""
+    backend = backend or name()
+    if backend not in SUPPORTED:
+        raise RuntimeError(UNSUPPORTED.format(name=backend))
+    return importlib.import_module(SUPPORTED[backend])
