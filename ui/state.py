@@ -35,6 +35,7 @@ from explain.analysis.explainer import explain_customers
 from explain.batch import drivers as batch_drivers
 from explain.batch.format import SUMMARY_DIR
 from explain.batch.store import STORES_DIR, find_store, open_store
+from explain.bundle import cache as array_cache
 from explain.bundle import load as bundle_io
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings, resolve_target
@@ -244,8 +245,15 @@ def cohort_mean(bundle, label_value: str, settings: Settings) -> dict:
 
 @st.cache_data(max_entries=16, ttl=TTL, show_spinner="Scoring every customer...")
 def _predictions(_bundle, content_hash: str) -> np.ndarray:
+    # a big bundle's scores are kept beside its array cache: a later server start reads them (issue 26)
+    shape = (_bundle.n_customers, len(_bundle.output_names))
+    found = array_cache.read_scores(_bundle.path, content_hash, shape)
+    if found is not None:
+        return found
     with WORK.computing("predictions"):
-        return cohort.scores(_bundle, should_stop=runtime.should_stop)  # (n, K)
+        found = cohort.scores(_bundle, should_stop=runtime.should_stop)  # (n, K)
+    array_cache.write_scores(_bundle.path, content_hash, found)
+    return found
 
 
 def predictions(bundle, target=None) -> np.ndarray:

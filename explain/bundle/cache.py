@@ -29,6 +29,11 @@ one read of every value, or, for the long layout, from the checked arrays before
 (:func:`statistics`). The mean baseline then takes them (``explain.core.baselines.stored_statistic``) and no later
 process reads a whole memory-mapped history for it. They are covered by the manifest's checksum like the rest;
 JSON keeps a float64 exactly.
+
+Every customer's model output (the dashboard's risk ranking and customer box need them all: 20,000 customers of
+365 days through an LSTM take tens of seconds) is kept beside a cache once computed (:func:`write_scores`,
+``scores.npy`` with its content hash, size and CRC-32 in ``scores.json``), and read back by any later process of the
+same bundle content (:func:`read_scores`); only where an array cache of that content is, never for small bundles.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ MIN_BYTES = 16 << 20     # tables smaller than this open in well under a second:
 ENVIRONMENT = "EXPLAIN_ARRAY_CACHE"
 PIECE = 1 << 24          # bytes read at a time for hashes and checksums
 MANIFEST = "manifest.json"
+SCORES, SCORES_META = "scores.npy", "scores.json"
 
 
 @dataclass
@@ -282,3 +288,55 @@ def _crc32(path: Path) -> int:
 
 def _checksum(data: dict) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+# ---- every customer's scores ------------------------------------------------------------------------------
+
+def _current(folder: Path, content: str) -> list[Path]:
+    """The cache places of ``folder`` whose (checksummed) manifest is of this bundle content."""
+    found = []
+    for place in places(folder):
+        manifest = _manifest(place)
+        if manifest is not None and manifest.get("format") == FORMAT and manifest.get("content_hash") == content:
+            found.append(place)
+    return found
+
+
+def read_scores(folder: Path | None, content: str, shape: tuple) -> np.ndarray | None:
+    """The model outputs (n, K) of every customer of the bundle content ``content``, stored by :func:`write_scores`,
+    or None (none stored, another content, another shape, or damaged: a file that does not match its CRC-32)."""
+    if folder is None or not content or not enabled():
+        return None
+    for place in _current(Path(folder), content):
+        try:
+            meta = json.loads((place / SCORES_META).read_text(encoding="utf-8"))
+            path = place / SCORES
+            if meta.get("content_hash") != content or path.stat().st_size != meta["size"] \
+                    or _crc32(path) != meta["crc32"]:
+                continue
+            scores = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if scores.shape == tuple(shape) and scores.dtype == np.float64:
+            return scores
+    return None
+
+
+def write_scores(folder: Path | None, content: str, scores: np.ndarray) -> Path | None:
+    """Keep ``scores`` (n, K) float64 beside the array cache of this bundle content (written atomically: a
+    temporary file renamed into place); where, or None (no cache of this content, or no place to write)."""
+    if folder is None or not content or not enabled():
+        return None
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    for place in _current(Path(folder), content):
+        try:
+            handle, temporary = tempfile.mkstemp(prefix=".scores-", suffix=".npy", dir=place)
+            with os.fdopen(handle, "wb") as out:
+                np.save(out, scores, allow_pickle=False)
+            meta = {"content_hash": content, "size": Path(temporary).stat().st_size, "crc32": _crc32(Path(temporary))}
+            os.replace(temporary, place / SCORES)
+            (place / SCORES_META).write_text(json.dumps(meta), encoding="utf-8")
+            return place
+        except OSError:
+            continue
+    return None

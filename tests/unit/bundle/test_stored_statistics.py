@@ -152,3 +152,40 @@ def test_no_stored_means_without_a_cache(tmp_path, model, monkeypatch):
     assert long.statistics == {}
     assert set(arrays.statistics) == {"days", "weeks"}
     np.testing.assert_array_equal(arrays.statistics["days"]["mean"], direct(long)["days"])
+
+
+def test_every_customers_scores_are_kept_beside_the_cache_of_that_content(tmp_path, model, monkeypatch):
+    """The dashboard's scores of every customer: stored once, read back by a later process of the same content,
+    never for another content, another shape, a damaged file or a bundle without a cache."""
+    from explain.analysis import cohort
+
+    values = inputs(seed=4)
+    folder = save_bundle(tmp_path / "a", model, values, layout="arrays", ids=[f"K{k:04d}" for k in range(N)])
+    bundle = load_bundle(folder)
+    scores = cohort.scores(bundle)
+    np.testing.assert_allclose(scores[:3, 0], np.asarray(model.predict(
+        [bundle.inputs_for(["K0000", "K0001", "K0002"])[k] for k in ("profile", "days", "weeks", "plans")],
+        verbose=0))[:, 0], rtol=1e-5)
+    assert cache.read_scores(folder, bundle.content_hash, scores.shape) is None
+    place = cache.write_scores(folder, bundle.content_hash, scores)
+    assert place == folder / cache.CACHE_DIR
+    np.testing.assert_array_equal(cache.read_scores(folder, bundle.content_hash, scores.shape), scores)
+    assert cache.read_scores(folder, "another content", scores.shape) is None
+    assert cache.write_scores(folder, "another content", scores) is None
+    assert cache.read_scores(folder, bundle.content_hash, (N, 2)) is None
+    raw = bytearray((place / cache.SCORES).read_bytes())
+    raw[-3] ^= 0xFF                                              # one flipped byte: its CRC-32 no longer adds up
+    (place / cache.SCORES).write_bytes(bytes(raw))
+    assert cache.read_scores(folder, bundle.content_hash, scores.shape) is None
+    cache.write_scores(folder, bundle.content_hash, scores)
+    weeks = values["weeks"].copy()
+    weeks[1, 1, 1] = 7.0
+    np.save(folder / "temporal_weeks.npy", weeks)                # another content: the cache is rebuilt
+    changed = load_bundle(folder)
+    assert cache.read_scores(folder, changed.content_hash, scores.shape) is None
+    assert cache.read_scores(folder, bundle.content_hash, scores.shape) is None
+    monkeypatch.setattr(cache, "MIN_BYTES", 1 << 40)
+    small = tmp_path / "small"
+    save_bundle(small, model, values, layout="long")
+    plain = load_bundle(small)
+    assert cache.write_scores(small, plain.content_hash, scores) is None and not (small / cache.CACHE_DIR).exists()
