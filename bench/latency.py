@@ -84,7 +84,12 @@ HEATMAP = """() => {
 }"""
 
 
-def _free_port() -> int:
+PORT_BASE: int | None = None  # --port: variant k serves on PORT_BASE + k (else a free port)
+
+
+def _free_port(name: str = "") -> int:
+    if PORT_BASE is not None:
+        return PORT_BASE + list(VARIANTS).index(name)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -95,7 +100,7 @@ class Server:
     app.py``) with the variant's environment; the log collects the timing lines."""
 
     def __init__(self, name: str, env: dict, log_dir: Path, how: str = "streamlit run", root: Path = ROOT):
-        self.name, self.port = name, _free_port()
+        self.name, self.port = name, _free_port(name)
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / f"server-{name}-{next(STARTS)}.log"  # one log per start
         env = {**{k: v for k, v in os.environ.items() if k != "EXPLAIN_BUNDLE"}, "EXPLAIN_TIMING": "1",
@@ -302,8 +307,14 @@ def repetition(browser, server: Server, rep: int, results: dict, only: str = "al
         add("fresh session", open_url(fresh, f"{server.url}/"))
         page = fresh.page
         page.wait_for_timeout(300)
-        for k in range(2 if only == "all" else 4):
-            add("customer (sidebar)", pick(fresh, "Customer (type", CUSTOMERS[(4 * rep + k) % len(CUSTOMERS)]))
+        wanted, k = (2 if only == "all" else 8), 0
+        while wanted:
+            customer = CUSTOMERS[(8 * rep + k) % len(CUSTOMERS)]
+            k += 1
+            if page.get_by_role("heading", name=f"Customer {customer}").count():  # shown already (the default)
+                continue
+            add("customer (sidebar)", pick(fresh, "Customer (type", customer))
+            wanted -= 1
         if only == "customer":
             return
         add("baseline", pick(fresh, "Baseline (what", "median customer", option=True))
@@ -379,13 +390,14 @@ def main(argv=None) -> int:
     parser.add_argument("--bundle", type=Path, default=None,
                         help="serve this bundle instead of the demo (e.g. one of bench/big_bundle.py's)")
     parser.add_argument("--cold", action="store_true", help="with --bundle: remove its array cache first")
+    parser.add_argument("--port", type=int, default=None, help="serve on this port (the k-th variant on port + k)")
     parser.add_argument("--only", choices=("all", "customer"), default="all",
                         help="customer: time the customer switches alone")
     args = parser.parse_args(argv)
     if args.bundle is not None:
         use_bundle(args.bundle.resolve(), args.cold)
-    global VERBOSE
-    VERBOSE = args.verbose
+    global VERBOSE, PORT_BASE
+    VERBOSE, PORT_BASE = args.verbose, args.port
     names = [v.strip() for v in args.variants.split(",") if v.strip()]
     roots = {name: ROOT for name in names}
     if args.before is not None:
