@@ -84,6 +84,7 @@ HEATMAP = """() => {
 }"""
 
 
+APP_ARGS: list[str] = []  # --limit NAME=VALUE: the app's own arguments (after "--")
 PORT_BASE: int | None = None  # --port: variant k serves on PORT_BASE + k (else a free port)
 
 
@@ -109,7 +110,7 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, *COMMANDS[how], "--server.port", str(self.port),
              "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
-             "--browser.gatherUsageStats", "false"],
+             "--browser.gatherUsageStats", "false", *(["--", *APP_ARGS] if APP_ARGS else [])],
             cwd=root, env=env, stdout=(log := self.log_path.open("w")), stderr=subprocess.STDOUT,
             start_new_session=True)
         log.close()  # the child has its own copy of the file
@@ -391,6 +392,8 @@ def main(argv=None) -> int:
                         help="serve this bundle instead of the demo (e.g. one of bench/big_bundle.py's)")
     parser.add_argument("--cold", action="store_true", help="with --bundle: remove its array cache first")
     parser.add_argument("--port", type=int, default=None, help="serve on this port (the k-th variant on port + k)")
+    parser.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
+                        help="a table size limit for the app (e.g. max_table_cells=2e9 for a long 20k x 365 table)")
     parser.add_argument("--only", choices=("all", "customer"), default="all",
                         help="customer: time the customer switches alone")
     args = parser.parse_args(argv)
@@ -398,6 +401,7 @@ def main(argv=None) -> int:
         use_bundle(args.bundle.resolve(), args.cold)
     global VERBOSE, PORT_BASE
     VERBOSE, PORT_BASE = args.verbose, args.port
+    APP_ARGS[:] = [word for limit in args.limit for word in ("--limit", limit)]
     names = [v.strip() for v in args.variants.split(",") if v.strip()]
     roots = {name: ROOT for name in names}
     if args.before is not None:
