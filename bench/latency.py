@@ -3,6 +3,7 @@
     flock /tmp/team/browser.lock python3 bench/latency.py            # 5 repetitions of every action
     flock /tmp/team/browser.lock python3 bench/latency.py --reps 2   # a quick look
     ... --variants new,old                                           # also the old behaviour, interleaved
+    ... --bundle /tmp/big/arrays-20000 --only customer --reps 4      # a real-size bundle (bench/big_bundle.py)
 
 For each variant it starts ``streamlit run app.py`` (headless, the demo bundle; the variant's
 environment), drives Debian's Chromium (/usr/bin/chromium, 1400x1000) with Playwright and
@@ -25,6 +26,12 @@ server's own timing (the app prints one line per run when ``EXPLAIN_TIMING=1``, 
 ``ui/frame.py``), ``figures KB`` the size of the Plotly figures in the websocket messages the
 browser received for the action (all messages: ``ws KB``), and ``draw`` the time from the last
 message before the figures were drawn to the drawing done (the browser's share).
+
+``--bundle DIR`` serves that bundle instead of the demo (the customers switched to are spread over its ids)
+and also prints each server's peak resident memory (``VmHWM`` of the server and its child processes, read
+just before it is stopped). Its first start opens the bundle as a user's first visit would (``--cold``
+removes the array cache first, so that start pays the first open); the figure that counts for a big bundle
+is a later, cached start. ``--only customer`` runs the customer switches alone (no pages, baselines, steps).
 
 Variants run in the same process, interleaved action by action, so the ratios ``new/old``
 compare like with like: ``new`` is the app as it is, started by ``explain serve`` (``ui/launch.py``:
@@ -77,7 +84,13 @@ HEATMAP = """() => {
 }"""
 
 
-def _free_port() -> int:
+APP_ARGS: list[str] = []  # --limit NAME=VALUE: the app's own arguments (after "--")
+PORT_BASE: int | None = None  # --port: variant k serves on PORT_BASE + k (else a free port)
+
+
+def _free_port(name: str = "") -> int:
+    if PORT_BASE is not None:
+        return PORT_BASE + list(VARIANTS).index(name)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -88,7 +101,7 @@ class Server:
     app.py``) with the variant's environment; the log collects the timing lines."""
 
     def __init__(self, name: str, env: dict, log_dir: Path, how: str = "streamlit run", root: Path = ROOT):
-        self.name, self.port = name, _free_port()
+        self.name, self.port = name, _free_port(name)
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / f"server-{name}-{next(STARTS)}.log"  # one log per start
         env = {**{k: v for k, v in os.environ.items() if k != "EXPLAIN_BUNDLE"}, "EXPLAIN_TIMING": "1",
@@ -97,7 +110,7 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, *COMMANDS[how], "--server.port", str(self.port),
              "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
-             "--browser.gatherUsageStats", "false"],
+             "--browser.gatherUsageStats", "false", *(["--", *APP_ARGS] if APP_ARGS else [])],
             cwd=root, env=env, stdout=(log := self.log_path.open("w")), stderr=subprocess.STDOUT,
             start_new_session=True)
         log.close()  # the child has its own copy of the file
@@ -115,6 +128,24 @@ class Server:
                 break
             time.sleep(0.05)
         raise RuntimeError(f"streamlit ({self.name}) did not start; see {self.log_path}")
+
+    def peak_gb(self) -> float:
+        """The largest peak resident memory (VmHWM) of the server's processes, GB; 0 once they are gone."""
+        try:
+            import psutil
+
+            procs = [psutil.Process(self.proc.pid)]
+            procs += procs[0].children(recursive=True)
+        except Exception:  # noqa: BLE001 - the server has exited
+            return 0.0
+        peaks = []
+        for proc in procs:
+            try:
+                text = Path(f"/proc/{proc.pid}/status").read_text()
+            except OSError:
+                continue
+            peaks += [int(line.split()[1]) / 2**20 for line in text.splitlines() if line.startswith("VmHWM:")]
+        return max(peaks, default=0.0)
 
     def timings(self) -> list[tuple[str, float]]:
         return [(m[1], float(m[2])) for m in TIMING_LINE.finditer(self.log_path.read_text())]
@@ -265,8 +296,8 @@ def go_page(session: Session, title: str, ready: str) -> dict:
     return session.act(link.click, drawn)
 
 
-def repetition(browser, server: Server, rep: int, results: dict) -> None:
-    """Every action once on ``server``; adds to ``results[action]``."""
+def repetition(browser, server: Server, rep: int, results: dict, only: str = "all") -> None:
+    """Every action once on ``server`` (``only="customer"``: the customer switches); adds to ``results[action]``."""
     def add(name, row):
         results.setdefault(name, []).append(row)
         if VERBOSE:
@@ -277,8 +308,16 @@ def repetition(browser, server: Server, rep: int, results: dict) -> None:
         add("fresh session", open_url(fresh, f"{server.url}/"))
         page = fresh.page
         page.wait_for_timeout(300)
-        for k in range(2):
-            add("customer (sidebar)", pick(fresh, "Customer (type", CUSTOMERS[(2 * rep + k) % len(CUSTOMERS)]))
+        wanted, k = (2 if only == "all" else 8), 0
+        while wanted:
+            customer = CUSTOMERS[(8 * rep + k) % len(CUSTOMERS)]
+            k += 1
+            if page.get_by_role("heading", name=f"Customer {customer}").count():  # shown already (the default)
+                continue
+            add("customer (sidebar)", pick(fresh, "Customer (type", customer))
+            wanted -= 1
+        if only == "customer":
+            return
         add("baseline", pick(fresh, "Baseline (what", "median customer", option=True))
         add("baseline", pick(fresh, "Baseline (what", "mean customer", option=True))
         add("steps", steps_key(fresh, "ArrowRight"))
@@ -299,6 +338,10 @@ def summary(rows: list[dict], key: str) -> tuple[float, float, float]:
     return statistics.median(values), p95, values[-1]
 
 
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def machine() -> str:
     cpu = "?"
     try:
@@ -307,6 +350,30 @@ def machine() -> str:
         pass
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.system()}, headless Chromium 1400x1000"
+
+
+def use_bundle(folder: Path, cold: bool) -> None:
+    """Serve ``folder``: every variant's environment names it, and the customers switched to are 16 of its ids
+    spread over the table (read from the static table's id column only)."""
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    config = json.loads((folder / "bundle.json").read_text()) if (folder / "bundle.json").is_file() else {}
+    column = config.get("id_column", "customer_id")
+    table = (pq.read_table(folder / "static.parquet", columns=[column]) if (folder / "static.parquet").is_file()
+             else pcsv.read_csv(folder / "static.csv").select([column]))
+    ids = [str(i) for i in table.column(0).to_pylist()]
+    CUSTOMERS[:] = [ids[k * (len(ids) - 1) // 15] for k in range(16)]
+    for _, env in VARIANTS.values():
+        env["EXPLAIN_BUNDLE"] = str(folder)
+    if cold:
+        sys.path.insert(0, str(ROOT))
+        import shutil
+
+        from explain.bundle.cache import places
+
+        for place in places(folder):
+            shutil.rmtree(place, ignore_errors=True)
 
 
 def main(argv=None) -> int:
@@ -321,9 +388,20 @@ def main(argv=None) -> int:
                              "that checkout started as 'new' is (or by streamlit run app.py if it has no "
                              "ui/launch.py), "
                              "interleaved with the others")
+    parser.add_argument("--bundle", type=Path, default=None,
+                        help="serve this bundle instead of the demo (e.g. one of bench/big_bundle.py's)")
+    parser.add_argument("--cold", action="store_true", help="with --bundle: remove its array cache first")
+    parser.add_argument("--port", type=int, default=None, help="serve on this port (the k-th variant on port + k)")
+    parser.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
+                        help="a table size limit for the app (e.g. max_table_cells=2e9 for a long 20k x 365 table)")
+    parser.add_argument("--only", choices=("all", "customer"), default="all",
+                        help="customer: time the customer switches alone")
     args = parser.parse_args(argv)
-    global VERBOSE
-    VERBOSE = args.verbose
+    if args.bundle is not None:
+        use_bundle(args.bundle.resolve(), args.cold)
+    global VERBOSE, PORT_BASE
+    VERBOSE, PORT_BASE = args.verbose, args.port
+    APP_ARGS[:] = [word for limit in args.limit for word in ("--limit", limit)]
     names = [v.strip() for v in args.variants.split(",") if v.strip()]
     roots = {name: ROOT for name in names}
     if args.before is not None:
@@ -353,14 +431,17 @@ def main(argv=None) -> int:
                     row["total"] = time.perf_counter() - server.started
                     results[name].setdefault("server start", []).append(row)
                     session.close()
-                    print(f"{name}: server start to first heatmap {row['total']:.2f} s", flush=True)
+                    print(f"{name}: server start to first heatmap {row['total']:.2f} s; server peak RSS so far "
+                          f"{server.peak_gb():.2f} GB; {load()}", flush=True)
             for rep in range(args.reps):
                 for name in (names if rep % 2 == 0 else names[::-1]):
-                    repetition(browser, servers[name], rep, results[name])
+                    repetition(browser, servers[name], rep, results[name], args.only)
                 print(f"repetition {rep + 1}/{args.reps} done", flush=True)
         finally:
             browser.close()
-            for server in servers.values():
+            for name, server in servers.items():
+                print(f"{name}: server peak RSS {server.peak_gb():.2f} GB (VmHWM, largest process); {load()}",
+                      flush=True)
                 server.stop()
 
     actions = list(results[names[0]])

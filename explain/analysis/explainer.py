@@ -30,6 +30,7 @@ def baseline_for(bundle, inputs: dict, spec: Baseline | str, seed: int = 0, cate
     spec = Baseline.parse(spec)
     layout = getattr(bundle, "engine_layout", None)
     build = {"layout": layout, "categorical": categorical} if layout is not None else {}
+    build["statistics"] = getattr(bundle, "statistics", None)  # data-wide means stored with the bundle's cache
     if not spec.data_wide or not bundle.content_hash:  # in-memory bundles have no hash
         return baseline_builders.from_spec(spec, bundle.data(), inputs, ids=bundle.ids, labels=bundle.labels,
                                            seed=seed, **build)

@@ -16,7 +16,9 @@ which only pickle can hold, is refused before its data is touched; Fortran order
 checked against ``bundle.json`` and the model, and its size against the header (a cut or padded file is
 refused). Then every value is read once, a chunk of customers at a time with plain reads into one buffer
 (memory holds the chunk, never the file): finite numbers, category ids in range, padding counted. The same pass
-feeds the bundle's sha256 content hash. The bundle then holds the files memory-mapped read-only; the array
+feeds the bundle's sha256 content hash and the mean of each numeric history's features over its real periods
+(:class:`explain.core.baselines.FeatureSums`: the mean baseline's data-wide statistic, stored in the array cache,
+so no later process reads the whole history for it). The bundle then holds the files memory-mapped read-only; the array
 cache (:mod:`explain.bundle.cache`) records that they were checked, so later opens map them without reading.
 """
 
@@ -35,6 +37,7 @@ from explain.bundle.checks import (
     PERIODS_PADDED_NOTE,
 )
 from explain.bundle.problems import CONFIG_FILE, EXAMPLES_SHOWN, ValidationReport
+from explain.core.baselines import FeatureSums
 from explain.core.text import examples as _examples
 
 LAYOUTS = ("long", "arrays")
@@ -130,7 +133,9 @@ def stem_of(plan_tables: tuple[str, str]) -> str:
 def histories(folder: Path, config, plan: dict, static: dict | None, static_file: str | None,
               report: ValidationReport, digest=None) -> dict | None:
     """Every history of an array-layout bundle checked: {"arrays": {key: read-only memmap}, "periods": {key:
-    labels}, "features": {key: columns}, "files": [file names]}, or None after its problems went to ``report``.
+    labels}, "features": {key: columns}, "files": [file names], "statistics": {key: {"mean": (F,) float64,
+    "mask_value": value}} (numeric histories: each feature's mean over the real periods)}, or None after its
+    problems went to ``report``.
     ``static``: what ``check_static`` found (its ids give the rows), None when the static table has a problem
     (the arrays are checked all the same). ``digest``: a sha256 object fed the files' bytes as they are read."""
     entries = config.arrays or {}
@@ -139,7 +144,7 @@ def histories(folder: Path, config, plan: dict, static: dict | None, static_file
         report.add(CONFIG_FILE, ARRAYS_VERSION.format(version=version, known=VERSION), column="arrays")
         return None
     ids = None if static is None else np.asarray(static["ids"], dtype=object)
-    found: dict = {"arrays": {}, "periods": {}, "features": {}, "files": []}
+    found: dict = {"arrays": {}, "periods": {}, "features": {}, "files": [], "statistics": {}}
     ok = True
     for key, tables in plan["tables"].items():
         spec, stem = plan["specs"].get(key), stem_of(tables)
@@ -147,13 +152,15 @@ def histories(folder: Path, config, plan: dict, static: dict | None, static_file
         if one is None:
             ok = False
             continue
-        found["arrays"][key], found["periods"][key], found["features"][key] = one
+        found["arrays"][key], found["periods"][key], found["features"][key], sums = one
         found["files"].append(stem + SUFFIX)
+        if sums is not None:
+            found["statistics"][key] = {"mean": sums.mean(), "mask_value": spec.mask_value}
     return found if ok else None
 
 
 def _history(folder, config, plan, key, spec, stem, ids, static_file, report, digest):
-    """(memmap, periods, features) of one history, or None after its problems."""
+    """(memmap, periods, features, FeatureSums or None) of one history, or None after its problems."""
     file = stem + SUFFIX
     name = spec.name if spec is not None else key
     if not stem or "/" in stem or "\\" in stem or stem.startswith("."):
@@ -188,10 +195,11 @@ def _history(folder, config, plan, key, spec, stem, ids, static_file, report, di
     periods = _periods(file, entry["periods"], spec.shape[0], report)
     if periods is None:
         return None
-    if not scan(path, file, header, spec, features, periods, ids, config.temporal_padding, report, digest):
+    sums = FeatureSums(header.shape[-1]) if spec.embedding is None and len(header.shape) == 3 else None
+    if not scan(path, file, header, spec, features, periods, ids, config.temporal_padding, report, digest, sums):
         return None
     mapped = np.load(path, mmap_mode="r", allow_pickle=False)
-    return mapped, periods, list(features)
+    return mapped, periods, list(features), sums
 
 
 def _fits(file: str, header: Header, spec, features: list, ids, static_file, report: ValidationReport) -> bool:
@@ -261,10 +269,11 @@ class _Cells:
 
 
 def scan(path: Path, file: str, header: Header, spec, features: list, periods: list, ids, side: str,
-         report: ValidationReport, digest=None) -> bool:
+         report: ValidationReport, digest=None, sums: FeatureSums | None = None) -> bool:
     """Read every value once, a chunk of customers at a time (plain reads into one buffer, never the whole file):
     missing or infinite numbers, category ids out of range (problems, per feature), padded and all-padding
-    histories (notes). ``digest`` is fed every byte of the file. True when there is no problem."""
+    histories (notes). ``digest`` is fed every byte of the file, ``sums`` every real period's values (a numeric
+    history). True when there is no problem."""
     n = header.shape[0]
     row_bytes = max(1, int(np.prod(header.shape[1:], dtype=np.int64)) * header.dtype.itemsize)
     chunk = max(1, CHUNK_BYTES // row_bytes)
@@ -283,7 +292,8 @@ def scan(path: Path, file: str, header: Header, spec, features: list, periods: l
                 return False
             if digest is not None:
                 digest.update(view)
-            found.add(np.frombuffer(view, dtype=header.dtype).reshape(rows, *header.shape[1:]), start, spec, side)
+            found.add(np.frombuffer(view, dtype=header.dtype).reshape(rows, *header.shape[1:]), start, spec, side,
+                      sums)
     return found.report(file, spec, features, periods, ids, side, report)
 
 
@@ -294,7 +304,7 @@ class _Found:
         self.missing, self.infinite, self.bad = _Cells(width), _Cells(width), _Cells(width)
         self.high, self.padded, self.empty, self.empty_rows = high, 0, 0, []
 
-    def add(self, values: np.ndarray, start: int, spec, side: str) -> None:
+    def add(self, values: np.ndarray, start: int, spec, side: str, sums: FeatureSums | None = None) -> None:
         if spec.embedding is None:
             if not np.isfinite(values).all():
                 self.missing.add(np.isnan(values), start)
@@ -304,6 +314,8 @@ class _Found:
             if out.any():
                 self.bad.add(out, start, values)
         pad = _padding(spec, values)
+        if sums is not None and self.missing.counts.sum() + self.infinite.counts.sum() == 0:
+            sums.add(values, spec.mask_value, pad if spec.mask_value is not None else None)
         if pad is not None and pad.shape[1]:
             self.padded += int(pad[:, 0 if side == "start" else -1].sum())
             full = np.flatnonzero(pad.all(axis=1))

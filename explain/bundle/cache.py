@@ -22,6 +22,18 @@ A bundle of the array layout (:mod:`explain.bundle.arrays`) holds its histories 
 cache copies none of them; its manifest names the bundle's own file for each (``bundle_file``), and a later open
 maps that file once ``_fresh`` found every bundle file unchanged. The cache then records that the files were
 checked (the one full read of the values) and holds the small arrays (ids, static values, labels).
+
+The manifest also keeps the data-wide mean of every numeric input's features (``statistics``: over every customer
+and real period, the mean baseline's reference), computed where the values are read anyway: by the array layout's
+one read of every value, or, for the long layout, from the checked arrays before the cache is written
+(:func:`statistics`). The mean baseline then takes them (``explain.core.baselines.stored_statistic``) and no later
+process reads a whole memory-mapped history for it. They are covered by the manifest's checksum like the rest;
+JSON keeps a float64 exactly.
+
+Every customer's model output (the dashboard's risk ranking and customer box need them all: 20,000 customers of
+365 days through an LSTM take tens of seconds) is kept beside a cache once computed (:func:`write_scores`,
+``scores.npy`` with its content hash, size and CRC-32 in ``scores.json``), and read back by any later process of the
+same bundle content (:func:`read_scores`); only where an array cache of that content is, never for small bundles.
 """
 
 from __future__ import annotations
@@ -37,12 +49,15 @@ from pathlib import Path
 
 import numpy as np
 
+from explain.core.baselines import feature_statistic
+
 CACHE_DIR = ".explain-cache"
-FORMAT = 3               # bump when the checks produce other arrays or notes from the same files
+FORMAT = 4               # bump when the checks produce other arrays or notes from the same files
 MIN_BYTES = 16 << 20     # tables smaller than this open in well under a second: no cache
 ENVIRONMENT = "EXPLAIN_ARRAY_CACHE"
 PIECE = 1 << 24          # bytes read at a time for hashes and checksums
 MANIFEST = "manifest.json"
+SCORES, SCORES_META = "scores.npy", "scores.json"
 
 
 @dataclass
@@ -57,6 +72,7 @@ class Checked:
     notes: list
     content_hash: str
     mapped: dict = field(default_factory=dict)  # key -> the bundle's own .npy file holding that array (array layout)
+    statistics: dict = field(default_factory=dict)  # key -> {"mean": (F,) float64, "mask_value": value or None}
 
 
 @dataclass
@@ -115,16 +131,36 @@ def _open(place: Path, folder: Path, limits: dict) -> Checked | None:
     if labels is not None:  # small: in memory, as the loader made them
         labels = np.array(labels, dtype=object if manifest["labels_are_text"] else labels.dtype)
     inputs = {key: arrays[f"input:{key}"] for key in manifest["inputs"]}
+    statistics = {key: {"mean": np.array(entry["mean"], np.float64), "mask_value": entry["mask_value"]}
+                  for key, entry in manifest["statistics"].items()}
     return Checked(ids=np.asarray(arrays["ids"]).astype(object), arrays=inputs, labels=labels,
                    periods=manifest["periods"], features=manifest["features"], notes=manifest["notes"],
-                   content_hash=manifest["content_hash"])
+                   content_hash=manifest["content_hash"], statistics=statistics)
+
+
+def worth_writing(folder: Path, used: list[str]) -> bool:
+    """Whether :func:`write` will try to write a cache for a bundle of these files (on, tables big enough)."""
+    return enabled() and sum((folder / name).stat().st_size for name in used) >= MIN_BYTES
+
+
+def statistics(layout, arrays: dict, known: dict | None = None) -> dict:
+    """``known`` and the mean of every other numeric input's features in ``arrays`` (float arrays; static ones
+    over customers, histories over customers and real periods, as the mean baseline takes them)."""
+    out = dict(known or {})
+    for spec in layout.specs:
+        values = arrays.get(spec.key)
+        if spec.kind != "numeric" or spec.key in out or values is None or np.asarray(values).dtype.kind != "f":
+            continue
+        mask_value = None if spec.role == "static" else spec.mask_value
+        out[spec.key] = {"mean": feature_statistic(values, "mean", mask_value), "mask_value": mask_value}
+    return out
 
 
 def write(folder: Path, sources: Sources, checked: Checked, limits: dict | None = None) -> Path | None:
     """Write the cache of a bundle that has just been checked under the table ``limits``; where it went, or None
     (off, small tables, texts that cannot be memory-mapped, or no place that can be written: the bundle opens the
     same, only slower)."""
-    if not enabled() or sum((folder / name).stat().st_size for name in sources.used) < MIN_BYTES:
+    if not worth_writing(folder, sources.used):
         return None
     if any(np.asarray(a).dtype == object for a in checked.arrays.values()):
         return None
@@ -140,7 +176,10 @@ def write(folder: Path, sources: Sources, checked: Checked, limits: dict | None 
                 "inputs": list(checked.arrays), "labels_are_text": bool(
                     checked.labels is not None and checked.labels.dtype == object),
                 "periods": {k: list(v) for k, v in checked.periods.items()},
-                "features": {k: list(v) for k, v in checked.features.items()}, "notes": list(checked.notes)}
+                "features": {k: list(v) for k, v in checked.features.items()}, "notes": list(checked.notes),
+                "statistics": {k: {"mean": [float(x) for x in v["mean"]],
+                                   "mask_value": None if v["mask_value"] is None else float(v["mask_value"])}
+                               for k, v in checked.statistics.items()}}
     for place in places(folder):
         try:
             _write_at(place, arrays, manifest, bundle_files)
@@ -249,3 +288,55 @@ def _crc32(path: Path) -> int:
 
 def _checksum(data: dict) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+# ---- every customer's scores ------------------------------------------------------------------------------
+
+def _current(folder: Path, content: str) -> list[Path]:
+    """The cache places of ``folder`` whose (checksummed) manifest is of this bundle content."""
+    found = []
+    for place in places(folder):
+        manifest = _manifest(place)
+        if manifest is not None and manifest.get("format") == FORMAT and manifest.get("content_hash") == content:
+            found.append(place)
+    return found
+
+
+def read_scores(folder: Path | None, content: str, shape: tuple) -> np.ndarray | None:
+    """The model outputs (n, K) of every customer of the bundle content ``content``, stored by :func:`write_scores`,
+    or None (none stored, another content, another shape, or damaged: a file that does not match its CRC-32)."""
+    if folder is None or not content or not enabled():
+        return None
+    for place in _current(Path(folder), content):
+        try:
+            meta = json.loads((place / SCORES_META).read_text(encoding="utf-8"))
+            path = place / SCORES
+            if meta.get("content_hash") != content or path.stat().st_size != meta["size"] \
+                    or _crc32(path) != meta["crc32"]:
+                continue
+            scores = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if scores.shape == tuple(shape) and scores.dtype == np.float64:
+            return scores
+    return None
+
+
+def write_scores(folder: Path | None, content: str, scores: np.ndarray) -> Path | None:
+    """Keep ``scores`` (n, K) float64 beside the array cache of this bundle content (written atomically: a
+    temporary file renamed into place); where, or None (no cache of this content, or no place to write)."""
+    if folder is None or not content or not enabled():
+        return None
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    for place in _current(Path(folder), content):
+        try:
+            handle, temporary = tempfile.mkstemp(prefix=".scores-", suffix=".npy", dir=place)
+            with os.fdopen(handle, "wb") as out:
+                np.save(out, scores, allow_pickle=False)
+            meta = {"content_hash": content, "size": Path(temporary).stat().st_size, "crc32": _crc32(Path(temporary))}
+            os.replace(temporary, place / SCORES)
+            (place / SCORES_META).write_text(json.dumps(meta), encoding="utf-8")
+            return place
+        except OSError:
+            continue
+    return None

@@ -189,6 +189,9 @@ class Bundle:
     temporal_padding: str = "start"
     categories: dict = field(default_factory=dict)   # column -> {id or text: display text}
     roles: dict = field(default_factory=dict)        # bundle.json 'inputs' roles, for the engine
+    # Data-wide means stored at the first open (explain.bundle.cache): {key: {"mean": (F,), "mask_value": ...}};
+    # the mean baseline takes them instead of reading every history again. Empty: computed from the arrays.
+    statistics: dict = field(default_factory=dict)
     _positions: dict = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -548,7 +551,7 @@ def _check(folder: Path, loader: ModelLoader | None, limits: Limits) -> tuple[Va
     absent = [name for table in temporal_tables.values() for name in _formats(table.path.name)
               if name != table.path.name]
     return _finish(folder, config, model_info, layout, plan, static, static_table,
-                   (histories, periods, files, absent, None), target, report, limits)
+                   (histories, periods, files, absent, None, {}), target, report, limits)
 
 
 def _check_arrays(folder: Path, config: Config, static_table, model_info, layout, plan: dict,
@@ -574,8 +577,8 @@ def _check_arrays(folder: Path, config: Config, static_table, model_info, layout
     if config.present:
         digest.update((folder / CONFIG_FILE).read_bytes())
     return _finish(folder, config, model_info, layout, plan, static, static_table,
-                   (found["arrays"], found["periods"], found["files"], absent, digest.hexdigest()), target, report,
-                   limits)
+                   (found["arrays"], found["periods"], found["files"], absent, digest.hexdigest(), found["statistics"]),
+                   target, report, limits)
 
 
 class _Columns:
@@ -590,17 +593,19 @@ def _finish(folder: Path, config: Config, model_info, layout, plan: dict, static
             ) -> tuple[ValidationReport, Bundle]:
     """The checked bundle from its static table's and its histories' arrays; the arrays go to the array cache
     (an array-layout bundle's histories are its own files: the cache only records that they were checked)."""
-    arrays_by_key, periods, files, absent, content = histories
+    arrays_by_key, periods, files, absent, content, statistics = histories
     arrays = {**static["values"], **arrays_by_key}
     used = [model_info.path.name, static_table.path.name, *files, *([CONFIG_FILE] if config.present else [])]
     absent = [*absent, *[name for name in _formats(static_table.path.name) if name != static_table.path.name]]
     absent += [MODEL_FILE] if model_info.path.name != MODEL_FILE else []
     absent += [] if config.present else [CONFIG_FILE]
     mapped = {key: name for key, name in zip(arrays_by_key, files)} if config.layout == "arrays" else {}
+    if array_cache.worth_writing(folder, used):  # a long layout's means from the checked arrays, once
+        statistics = array_cache.statistics(layout, arrays, statistics)
     checked = array_cache.Checked(
         ids=np.asarray(static["ids"], dtype=object), arrays=arrays, labels=static["labels"],
         periods=periods, features=dict(plan["features"]), notes=list(report.notes),
-        content_hash=content or array_cache.content_hash(folder, used), mapped=mapped)
+        content_hash=content or array_cache.content_hash(folder, used), mapped=mapped, statistics=statistics)
     bundle = _assemble(folder, config, model_info, layout, plan, checked, target, report)
     array_cache.write(folder, array_cache.Sources(used, absent), checked, _table_limits(limits))
     return report, bundle
@@ -661,6 +666,7 @@ def _assemble(folder: Path, config: Config, model_info: _ModelInfo, layout, plan
         temporal_padding=config.temporal_padding,
         categories={c: dict(m) for c, m in config.categories.items() if c in all_columns},
         roles={key: spec["role"] for key, spec in (config.inputs or {}).items() if "role" in spec},
+        statistics=dict(checked.statistics),
     )
     report.summary = (f"{bundle.n_customers} customers, {bundle.n_static} static features, "
                       f"{bundle.n_periods} periods x {bundle.n_temporal} temporal features, "

@@ -103,20 +103,24 @@ def zero(data: dict) -> dict:
             "temporal": np.zeros((1, *data["temporal"].shape[1:]))}
 
 
-def mean(data: dict) -> dict:
-    """Per-feature mean; temporal: per feature over customers and periods, same every period."""
-    return _per_feature(data, np.mean)
+def mean(data: dict, statistics: dict | None = None) -> dict:
+    """Per-feature mean; temporal: per feature over customers and periods, same every period. ``statistics``:
+    means stored with the bundle (``stored_statistic``), used instead of reading the data again."""
+    return _per_feature(data, "mean", statistics)
 
 
-def median(data: dict) -> dict:
-    return _per_feature(data, np.median)
+def median(data: dict, statistics: dict | None = None) -> dict:
+    return _per_feature(data, "median", statistics)
 
 
-def _per_feature(data, reduce):
-    kind = "mean" if reduce is np.mean else "median"
-    temporal = data["temporal"]
-    return {"static": feature_statistic(data["static"], kind)[None],
-            "temporal": np.broadcast_to(feature_statistic(temporal, kind), temporal.shape[1:])[None].copy()}
+def _per_feature(data, kind, statistics=None):
+    out = {}
+    for key in ("static", "temporal"):
+        values = data[key]
+        found = stored_statistic(statistics, key, kind, None, values.shape[-1])
+        found = feature_statistic(values, kind) if found is None else found
+        out[key] = found[None] if key == "static" else np.broadcast_to(found, values.shape[1:])[None].copy()
+    return out
 
 
 def feature_statistic(values, kind: str, mask_value: float | None = None) -> np.ndarray:
@@ -127,21 +131,56 @@ def feature_statistic(values, kind: str, mask_value: float | None = None) -> np.
     in float64)."""
     width = values.shape[-1]
     step = max(1, CHUNK_VALUES // max(1, int(np.prod(values.shape[1:]))))
-    total, count, kept = np.zeros((1, width)), 0, []
+    sums, kept = FeatureSums(width), []
     for start in range(0, len(values), step):
         part = np.asarray(values[start:start + step])
-        cells = part.reshape(-1, width) if mask_value is None else part[~np.all(part == mask_value, axis=-1)]
-        count += len(cells)
-        if kind == "mean":  # summed row after row, as numpy sums an axis-0 reduction
-            total = np.add.reduce(np.concatenate([total, cells.astype(np.float64)]), axis=0, keepdims=True)
+        if kind == "mean":
+            sums.add(part, mask_value)
         else:
+            cells = part.reshape(-1, width) if mask_value is None else part[~np.all(part == mask_value, axis=-1)]
             kept.append(cells.copy() if isinstance(values, np.memmap) and cells.base is not None else cells)
         release_pages(values, part)
     if kind == "mean":
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return total[0] / count if count else np.full(width, np.nan)
+        return sums.mean()
     cells = np.concatenate(kept) if kept else np.zeros((0, width))
     return np.array([np.median(cells[:, j].astype(np.float64)) if len(cells) else np.nan for j in range(width)])
+
+
+class FeatureSums:
+    """The float64 sum and count of each feature's real cells, fed a chunk of customers at a time: what
+    :func:`feature_statistic` adds up for a mean, row after row (numpy sums an axis-0 reduction in that order),
+    so the same cells read in any chunks give the same bits. The bundle's first-open check feeds it the values it
+    reads anyway, and stores the mean (``stored_statistic``)."""
+
+    def __init__(self, width: int) -> None:
+        self.total, self.count = np.zeros((1, width)), 0
+
+    def add(self, part: np.ndarray, mask_value: float | None = None, padded: np.ndarray | None = None) -> None:
+        """Add the cells of ``part`` ((rows, ..., F)), less padded periods (every feature at ``mask_value``;
+        ``padded``: that (rows, T) test, already made)."""
+        width = self.total.shape[1]
+        if mask_value is None:
+            cells = part.reshape(-1, width)
+        else:
+            cells = part[~(np.all(part == mask_value, axis=-1) if padded is None else padded)]
+        self.count += len(cells)
+        self.total = np.add.reduce(np.concatenate([self.total, cells.astype(np.float64)]), axis=0, keepdims=True)
+
+    def mean(self) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.total[0] / self.count if self.count else np.full(self.total.shape[1], np.nan)
+
+
+def stored_statistic(statistics: dict | None, key: str, kind: str, mask_value: float | None,
+                     width: int) -> np.ndarray | None:
+    """The ``kind`` of input ``key`` from ``statistics`` (``{key: {"mean": (F,), "mask_value": value}}``, what a
+    bundle's array cache stored from its first open), if it was computed with this ``mask_value`` for ``width``
+    features; else None (then it is computed from the data)."""
+    entry = (statistics or {}).get(key)
+    if not entry or kind not in entry or entry.get("mask_value") != mask_value:
+        return None
+    found = np.asarray(entry[kind], np.float64)
+    return found if found.shape == (width,) else None
 
 
 def release_pages(values, part: np.ndarray) -> None:
@@ -221,20 +260,22 @@ def parse_spec(spec: str | Baseline) -> tuple[str, str | float | int | None]:
 
 
 def from_spec(spec: str | Baseline, data: dict, inputs: dict, *, ids=None, labels=None, seed: int = 0,
-              layout=None, categorical: str = "mode") -> dict:
+              layout=None, categorical: str = "mode", statistics: dict | None = None) -> dict:
     """Build the baseline named by ``spec`` (a ``Baseline`` or its text, the CLI's ``--baseline``).
 
     ``layout`` (``explain.core.inputs.input_layout(model)``): build it for every input of that model,
     categorical and padded ones included, with the ``categorical`` rule (module docstring).
+    ``statistics``: data-wide means stored with the bundle (``stored_statistic``): the mean baseline takes them
+    instead of reading every customer's history again.
     """
     spec = Baseline.parse(spec)
     kind, arg = spec.kind, spec.argument
     if layout is not None:
-        return _for_layout(spec, data, inputs, ids, labels, seed, layout, categorical)
+        return _for_layout(spec, data, inputs, ids, labels, seed, layout, categorical, statistics)
     if kind == "zero":
         return zero(data)
     if kind in ("mean", "median"):
-        return {"mean": mean, "median": median}[kind](data)
+        return {"mean": mean, "median": median}[kind](data, statistics)
     if kind == "customer":
         return customer(data, _customer_index(arg, ids, _n_rows(data)))
     if kind == "cohort":
@@ -287,7 +328,7 @@ def parse_categorical(rule: str, layout=None) -> tuple[str, dict]:
     return kind, chosen
 
 
-def _for_layout(spec, data, inputs, ids, labels, seed, layout, categorical) -> dict:
+def _for_layout(spec, data, inputs, ids, labels, seed, layout, categorical, statistics=None) -> dict:
     kind, arg = spec.kind, spec.argument
     rule, chosen = parse_categorical(categorical, layout)
     n = _n_rows(data)
@@ -304,26 +345,28 @@ def _for_layout(spec, data, inputs, ids, labels, seed, layout, categorical) -> d
         if item.kind == "categorical":
             out[item.key] = _categorical(kind, item, data[item.key], inputs[item.key], rows, rule, chosen)
         else:
-            out[item.key] = _numeric(kind, item, data[item.key], inputs[item.key], rows, width)
+            out[item.key] = _numeric(kind, item, data[item.key], inputs[item.key], rows, width, statistics)
     return out
 
 
-def _numeric(kind, spec, values, own, rows, width):
-    # only the rows used are read (values may be memory-mapped): data-wide statistics a chunk at a time
+def _numeric(kind, spec, values, own, rows, width, statistics=None):
+    # only the rows used are read (values may be memory-mapped): data-wide statistics stored, or a chunk at a time
+    if kind in ("mean", "median"):
+        mask_value = None if spec.role == "static" else spec.mask_value
+        found = stored_statistic(statistics, spec.key, kind, mask_value, values.shape[-1])
+        found = feature_statistic(values, kind, mask_value) if found is None else found
+        if spec.role == "static":
+            return found[None]
+        return _off_mask(np.broadcast_to(found, values.shape[1:])[None].copy(), spec.mask_value)  # (T, F)
     if spec.role == "static":
         if kind == "zero":
             return np.zeros((1, *values.shape[1:]))
-        if kind in ("mean", "median"):
-            return feature_statistic(values, kind)[None]
         if kind in ("flat", "blur"):
             return np.asarray(own, np.float64)
         chosen = np.asarray(values[rows], np.float64)
         return chosen.mean(axis=0)[None] if kind == "cohort" else (chosen if kind == "customer" else chosen[None])
     if kind == "zero":
         b = np.zeros((1, *values.shape[1:]))
-    elif kind in ("mean", "median"):
-        b = np.broadcast_to(feature_statistic(values, kind, spec.mask_value),
-                            values.shape[1:])[None].copy()  # (T, F) from real cells
     elif kind == "flat":
         own = np.asarray(own, np.float64)
         b = np.broadcast_to(_own_mean(own, _real_months(spec, own))[:, None], own.shape).copy()

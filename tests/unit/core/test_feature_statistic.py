@@ -45,3 +45,32 @@ def test_mean_baseline_of_a_memory_mapped_bundle_reads_chunks(history, monkeypat
     out = baselines.mean(data)
     assert out["temporal"].shape == (1, 29, 4)
     assert seen and max(shape[0] for shape in seen) <= 100           # never the whole history at once
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1001])
+def test_feature_sums_fed_in_any_chunks_give_the_chunked_mean_bit_for_bit(history, chunk):
+    """The bundle's first-open read feeds FeatureSums in its own chunks: the same bits as feature_statistic."""
+    values, mapped = history
+    for mask_value in (None, 0.0):
+        sums = baselines.FeatureSums(4)
+        for start in range(0, len(values), chunk):
+            sums.add(values[start:start + chunk], mask_value)
+        np.testing.assert_array_equal(sums.mean(), baselines.feature_statistic(mapped, "mean", mask_value))
+    empty = baselines.FeatureSums(4)
+    empty.add(np.zeros((3, 29, 4), np.float32), 0.0)                # every period padding: no real cell
+    assert np.isnan(empty.mean()).all()
+
+
+def test_stored_means_are_used_only_for_the_same_mask_and_width(history):
+    _, mapped = history
+    data = {"static": np.ones((1001, 2), np.float32), "temporal": mapped}
+    chosen = {"static": {"mean": np.array([5.0, 6.0]), "mask_value": None},
+              "temporal": {"mean": np.array([1.0, 2.0, 3.0, 4.0]), "mask_value": None}}
+    out = baselines.from_spec("mean", data, data, statistics=chosen)   # stored numbers win, not the data's
+    np.testing.assert_array_equal(out["static"], [[5.0, 6.0]])
+    np.testing.assert_array_equal(out["temporal"], np.broadcast_to([1.0, 2.0, 3.0, 4.0], (1, 29, 4)))
+    direct = baselines.mean(data)
+    for wrong in ({"mean": np.arange(4.0), "mask_value": 0.0}, {"mean": np.arange(3.0), "mask_value": None}):
+        out = baselines.mean(data, {"temporal": wrong})                # computed with another mask / width
+        np.testing.assert_array_equal(out["temporal"], direct["temporal"])
+    assert baselines.stored_statistic({"temporal": chosen["temporal"]}, "temporal", "median", None, 4) is None
