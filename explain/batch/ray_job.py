@@ -44,6 +44,7 @@ from pathlib import Path
 from explain.batch import format as fmt
 from explain.batch import job
 from explain.batch import local as batch
+from explain.core import backend as keras_backend
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings
 from explain.core.text import one_line
@@ -188,7 +189,10 @@ def _connect(ray, address: str | None) -> bool:
     this call started it)."""
     if ray.is_initialized():
         return False
-    env = {"env_vars": {"TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}}
+    # the workers compute on the driver's Keras backend (KERAS_BACKEND, else keras.json): a cluster's nodes
+    # would otherwise each pick their own (TensorFlow by default)
+    env = {"env_vars": {"TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
+                        "KERAS_BACKEND": keras_backend.name()}}
     if address is None:
         # local: the workers import this checkout (on a cluster, each node has it installed)
         path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
