@@ -326,7 +326,8 @@ class Cut:
         self.mask = {s.key: float(s.mask_value) for s in temporal if s.mask_value is not None}
         self.possible = bool(temporal) and len(self.mask) == len(temporal) and engine.layout.keys is None
         self.state: bool | None = None if self.possible else False
-        self.note = "" if self.possible else "full calls (no history padded by a Masking layer)"
+        self.note = ("full calls (no call had padding at the start to cut)" if self.possible
+                     else "full calls (no history padded by a Masking layer)")
         self.clone = self.engine = None
 
     def leading(self, x, b, index) -> np.ndarray:
@@ -524,6 +525,13 @@ def _output_width(model) -> int:
         return int(model.outputs[0].shape[-1])
     except Exception:  # a subclassed model without symbolic outputs
         return 1
+
+
+def cut_notes(model) -> str:
+    """How the engines of ``model`` called it on padded histories (``Cut.note``): cut or full calls, and why."""
+    with _ENGINES_LOCK:
+        engines = list((_ENGINES.get(model) or {}).values())
+    return "; ".join(sorted({engine.cut.note for engine in engines}))
 
 
 def engine_for(model, roles=None) -> Engine:
