@@ -355,14 +355,18 @@ class Cut:
 
     def enabled(self, engine, fn, args, alphas, weights, target, space) -> bool:
         """Whether the cut is on (checked once, on this call's first rows; see the class)."""
-        if self.state is None:
-            try:
-                self.state, self.note = self._check(engine, fn, args, alphas, weights, target, space)
-            except Exception as error:  # a model the clone or the cut call does not take: full calls
-                self.state, self.note = False, f"full calls (the model cannot be cut: {type(error).__name__})"
-            if not self.state:
-                self.clone = self.engine = None
+        with engine.lock:  # one check, whichever thread comes first
+            if self.state is None:
+                self._decide(engine, fn, args, alphas, weights, target, space)
         return bool(self.state)
+
+    def _decide(self, engine, fn, args, alphas, weights, target, space) -> None:
+        try:
+            self.state, self.note = self._check(engine, fn, args, alphas, weights, target, space)
+        except Exception as error:  # a model the clone or the cut call does not take: full calls
+            self.state, self.note = False, f"full calls (the model cannot be cut: {type(error).__name__})"
+        if not self.state:
+            self.clone = self.engine = None
 
     def _check(self, engine, fn, args, alphas, weights, target, space):
         import keras
