@@ -17,9 +17,10 @@ starts, Masking(0) + LSTM(64), untrained). In one run, each step in its own proc
 * the model's own limit: its forward + backward pass (a ``tf.function`` over the same number of points
   per call, ``GradientTape`` of the summed output) over 64 points per customer of 200 customers, as
   bench/benchmark.py's ``limit``, at 4096 and at the batch job's points per call; and the same with the
-  engine change this issue would need (not made here: explain/core/engine.py is another task's): the
-  customers sorted by padding length and each call cut to the periods some row of it has (a clone of
-  the model with a free time axis; for Masking + LSTM its output is bit for bit the full one's);
+  calls cut as the engine now cuts them (issue 26 item 5, ``explain.core.engine.Cut``): the customers
+  sorted by padding length and each call cut to the periods some row of it has (a clone of the model with
+  a free time axis; for Masking + LSTM its output is bit for bit the full one's). The "new" batch job runs
+  this tree's engine, which cuts its calls so (its line says whether the cut was on);
 * bytes on disk of both stores;
 * resume: the compact job killed with SIGKILL after its second chunk is written, rerun: every
   attribution and summary value equal to the uninterrupted store's, bit for bit;
@@ -74,7 +75,10 @@ start = time.perf_counter()
 bundle = load_bundle(sys.argv[1], limits=Limits(max_table_cells=2_000_000_000, max_table_bytes=20_000_000_000))
 opened = time.perf_counter() - start
 result = local.run_batch_job(bundle, sys.argv[2], Settings(steps=64), chunk_size=200, progress=False)
-print(json.dumps({"open_s": opened, "job_s": result.seconds, "customers": result.n_customers, **timers}))
+from explain.core import engine as engine_module
+notes = [e.cut.note for es in engine_module._ENGINES.values() for e in es.values() if hasattr(e, "cut")]
+print(json.dumps({"open_s": opened, "job_s": result.seconds, "customers": result.n_customers, **timers,
+                  "cut": "; ".join(notes) or "no cut (this code has none)"}))
 """
 
 LIMIT = r"""
@@ -264,6 +268,7 @@ def report(rows: dict, limits: dict, n: int, resume_s: float, identical: bool) -
                 ("Cohort read (all) s", "cohort_read_s", "{:.1f}"), ("Cohort read peak GB", "cohort_peak_gb", "{:.2f}"),
                 ("drivers read s", "drivers_read_s", "{:.1f}"), ("drivers read peak GB", "drivers_peak_gb", "{:.2f}")]
     print(f"{'measure':<24}{'old':>10}{'new':>10}{'new/old':>9}")
+    print(f"engine calls, old: {old.get('cut')}; new: {new.get('cut')}")
     for label, key, form in measures:
         ratio = new[key] / old[key] if old[key] else float("nan")
         print(f"{label:<24}{form.format(old[key]):>10}{form.format(new[key]):>10}{ratio:>9.2f}")

@@ -47,6 +47,7 @@ from explain.batch.format import (
     write_success,
 )
 from explain.batch.job import DEFAULT_CHUNK_SIZE, BatchResult, check_chunk_size, follow, result
+from explain.core.engine import cut_notes
 from explain.core.errors import ExplainError
 from explain.core.ig import DEFAULT_BATCH_SIZE
 from explain.core.settings import Settings
@@ -172,6 +173,8 @@ def run_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size: in
 
         done = len(ids) - sum(len(chunks[i]) for i in todo)
         follow(computed_chunks(), total=len(ids), initial=done, progress=progress, where=folder, on_chunk=on_chunk)
+        if progress and todo:
+            print(f"engine: {cut_notes(bundle.model)}", file=sys.stderr)
         if not manifest.get("complete") or not (folder / SUCCESS).exists():
             manifest = completed(manifest, read_summaries(folder, manifest))
             write_json(folder / MANIFEST, manifest)

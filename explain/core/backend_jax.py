@@ -170,7 +170,7 @@ class Compiler:
             shape = self.engine.point_shapes[key]
             a = alphas.astype(x.dtype).reshape(c, k, *([1] * len(shape)))  # (c, k, 1, ...)
             # points: (c, k, *shape) -> (c * k, *shape)
-            points.append((b[:, None] + a * (x - b)[:, None]).reshape(c * k, *shape))
+            points.append((b[:, None] + a * (x - b)[:, None]).reshape(c * k, *x.shape[1:]))
         return points
 
     def _build_path(self, space):
@@ -182,10 +182,10 @@ class Compiler:
             raw = {key: jnp.repeat(r, k, axis=0) for key, r in zip(e.categorical, raws)}  # (c * k, ...)
             _, grads = self._gradients(state, self._path_points(xs, bs, alphas), raw, target, space)
             sums, finite = [], jnp.ones((c,), bool)
-            for key, g in zip(e.keys, grads):
+            for x, g in zip(xs, grads):
                 # grads: (c * k, *shape) -> (c, k, prod(shape)); each row's weighted sum over its k in float64
                 g = g.astype(jnp.float64).reshape(c, k, -1)
-                sums.append(jnp.einsum("ckp,ck->cp", g, weights).reshape(c, *e.point_shapes[key]))
+                sums.append(jnp.einsum("ckp,ck->cp", g, weights).reshape(c, *x.shape[1:]))
                 finite = finite & jnp.all(jnp.isfinite(g), axis=(1, 2))
             return sums, finite
 
@@ -195,8 +195,8 @@ class Compiler:
     def _find_disconnected(self, space):
         """``engine.disconnected[space]``: per input, whether its gradient is cut (see the module's text)."""
         e = self.engine
-        ps = [np.zeros((1, *e.point_shapes[k]), e.point_dtypes[k].np) for k in e.keys]
-        raws = {k: jnp.zeros((1, *e.shapes[k]), e.raw_dtypes[k].np) for k in e.categorical}
+        ps = [np.zeros((1, *(d or 1 for d in e.point_shapes[k])), e.point_dtypes[k].np) for k in e.keys]
+        raws = {k: jnp.zeros((1, *(d or 1 for d in e.shapes[k])), e.raw_dtypes[k].np) for k in e.categorical}
         target = np.int32(0)
 
         def grads_only(state, ps):

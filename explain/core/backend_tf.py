@@ -51,6 +51,11 @@ def _trace(python_function, signature):
         return tf.function(python_function, input_signature=signature).get_concrete_function()
 
 
+def _dims(shape, tensor) -> list:
+    """``shape`` (a point shape) with a free time axis (None) read from ``tensor`` (batch first)."""
+    return [d if d is not None else tf.shape(tensor)[i + 1] for i, d in enumerate(shape)]
+
+
 class Compiler:
     """The TensorFlow functions of one engine (``explain.core.engine.Engine``)."""
 
@@ -102,7 +107,7 @@ class Compiler:
             shape = self.engine.point_shapes[key]
             a = tf.reshape(tf.cast(alphas, x.dtype), (c, k, *([1] * len(shape))))  # (c, k, 1, ...)
             # points: (c, k, *shape) -> (c * k, *shape)
-            points[key] = tf.reshape(b[:, None] + a * (x - b)[:, None], (c * k, *shape))
+            points[key] = tf.reshape(b[:, None] + a * (x - b)[:, None], (c * k, *_dims(shape, x)))
         return points
 
     def _build_path(self, space):
@@ -131,7 +136,7 @@ class Compiler:
                 g = tf.zeros_like(points[key]) if g is None else g
                 # grads: (c * k, *shape) -> (c, k, prod(shape)); each row's weighted sum over its k in float64
                 g = tf.reshape(tf.cast(g, tf.float64), (c, k, -1))
-                sums.append(tf.reshape(tf.einsum("ckp,ck->cp", g, weights), (c, *shape)))
+                sums.append(tf.reshape(tf.einsum("ckp,ck->cp", g, weights), (c, *_dims(shape, points[key]))))
                 finite = tf.logical_and(finite, tf.reduce_all(tf.math.is_finite(g), axis=[1, 2]))
             return sums, finite
 

@@ -21,6 +21,7 @@ also raise): ``Stopped`` is raised between two chunks, never in the middle of on
 from __future__ import annotations
 
 import contextlib
+import copy
 import threading
 import weakref
 from typing import Callable
@@ -57,6 +58,9 @@ MULTI_OUTPUT = (
 )
 
 StopCheck = Callable[[], bool] | None
+CUT_STEP = 8  # a call's cut (leading periods left out) is a multiple of this: few shapes for backends that trace each
+CUT_ROWS = 4  # rows of the first cut call on which the cut is checked against the full call
+CUT_TOLERANCE = 1e-6  # ... within this fraction of the largest |output| and |gradient sum|
 
 backend.module()  # imported with the engine: without TensorFlow (the default backend) this says what to install
 
@@ -73,6 +77,7 @@ class Engine:
     def __init__(self, model, roles=None):
         self.model_ref = weakref.ref(model)
         self.lock = model_lock(model)
+        self.roles_given = roles
         layout = input_layout(model, roles)
         shapes = list(layout.shapes)
         if layout.count < 2:
@@ -119,6 +124,7 @@ class Engine:
         self.traces = {"path": 0, "forward": 0, "sweep": 0, "points": 0, "embed": 0}
         self.disconnected: dict[str, dict[str, bool]] = {}
         self._functions: dict[tuple[str, str], object] = {}
+        self.cut = Cut(self, model)  # calls cut to the periods after a shared leading padding (path_sums)
 
     # -- compiled functions (explain.core.backend_tf / backend_jax) ------------
 
@@ -200,7 +206,12 @@ class Engine:
         inputs; ``alphas``, ``weights``: (k,) shared by every row, or (n, k), each row its own.
         ``index`` (m,): the rows are x[index], b[index] (several panels of one customer), gathered
         chunk by chunk. Returns {key: sum_j w_j * grad f(b + a_j (x - b))} float64 and whether all
-        those gradients were finite, per row. How the rows are chunked never changes a row's result.
+        those gradients were finite, per row. How the rows are chunked never changes a row's result
+        (with the cut below on: within float rounding).
+
+        Histories padded at the start (``Masking``): when ``self.cut`` allows it, rows are grouped by
+        their leading padding and each call runs on the periods after the padding all its rows share
+        (``Cut``); the gradients of the cut periods are exact zeros, as the full call's.
         """
         fn = self.function("path", space)
         n, k = (len(x[self.keys[0]]) if index is None else len(index)), np.shape(alphas)[-1]
@@ -211,17 +222,29 @@ class Engine:
         per_call = max(1, batch_size // k)  # rows per call
         alpha_block = min(k, batch_size)  # alphas per call (< k only when k > batch_size)
         fn = self.compiler.for_chunks(space, fn, min(n, per_call), k if alpha_block == k else 0)
+        lead = self.cut.leading(x, b, index) if self.cut.possible else None
+        if lead is not None and lead.max() < CUT_STEP:
+            lead = None  # nothing to cut: the calls (and every number) as without the cut
+        order = np.arange(n) if lead is None else np.argsort(-lead, kind="stable")  # similar padding share a call
         for start in range(0, n, per_call):
-            rows = slice(start, min(n, start + per_call))
-            xs, bs, raws = self._path_args(x, b, raw, rows if index is None else index[rows])
+            rows = order[start:start + per_call] if lead is not None else slice(start, min(n, start + per_call))
+            source = rows if index is None else index[rows]
+            xs, bs, raws = self._path_args(x, b, raw, source)
+            call, cut = fn, 0
+            if lead is not None:
+                cut = int(lead[rows].min()) // CUT_STEP * CUT_STEP
+                if cut and self.cut.enabled(self, fn, (xs, bs, raws), alphas[rows], weights[rows], target, space):
+                    call, xs, bs = self.cut.function("path", space), *self.cut.trimmed(self, (xs, bs), cut)
+                else:
+                    cut = 0
             for a0 in range(0, k, alpha_block):
                 block = (rows, slice(a0, a0 + alpha_block))
                 check_stop(should_stop)
                 with self.lock:
-                    s, ok = fn(xs, bs, raws, self.fx.constant(alphas[block], self.float64),
-                               self.fx.constant(weights[block], self.float64), target)
+                    s, ok = call(xs, bs, raws, self.fx.constant(alphas[block], self.float64),
+                                 self.fx.constant(weights[block], self.float64), target)
                 for key, part in zip(self.keys, s):
-                    sums[key][rows] += self.fx.numpy(part)
+                    self.cut.add(sums[key], rows, self.fx.numpy(part), cut if key in self.cut.keys else 0)
                 finite[rows] &= self.fx.numpy(ok)
         problems = self.disconnected_problems(space, int(target))
         if problems:
@@ -280,6 +303,121 @@ class Engine:
     def ignored_notes(self) -> list[str]:
         """One sentence per input the model does not use (its attributions are exactly 0)."""
         return [IGNORED_INPUT.format(role=self.roles[key], name=self.input_names[key]) for key in self.ignored]
+
+
+class Cut:
+    """Calls cut to the periods after a leading padding that all rows of the call share (``path_sums``).
+
+    Possible when every temporal input is numeric behind a ``Masking`` layer (a history padded at the start
+    keeps its padding all along the path: the baseline is padding there too) and the model is fed a list.
+    The cut calls run a clone of the model with a free time axis (``keras.models.clone_model``, the same
+    weights). Enabled only after one check, on the first call that can be cut (``CUT_ROWS`` of its rows): the
+    clone's outputs at both ends of the path and its gradient sums on the kept periods equal the full model's
+    within ``CUT_TOLERANCE`` of the largest, and the full model's gradient sums on the cut periods are exactly 0
+    (masked periods that leave an LSTM's or GRU's state unchanged). A model whose output depends on the
+    positions or the length (a Conv1D, a pooling over time, a Flatten: its clone fails) keeps full calls;
+    ``note`` says which and why.
+    """
+
+    def __init__(self, engine, model):
+        specs = engine.layout.specs
+        temporal = [s for s in specs if s.role == "temporal"]
+        self.keys = tuple(s.key for s in temporal)
+        self.mask = {s.key: float(s.mask_value) for s in temporal if s.mask_value is not None}
+        self.possible = bool(temporal) and len(self.mask) == len(temporal) and engine.layout.keys is None
+        self.state: bool | None = None if self.possible else False
+        self.note = ("full calls (no call had padding at the start to cut)" if self.possible
+                     else "full calls (no history padded by a Masking layer)")
+        self.clone = self.engine = None
+
+    def leading(self, x, b, index) -> np.ndarray:
+        """(n,) periods of leading padding of each row (every temporal input; x and baseline both padding)."""
+        lead = None
+        for key, value in self.mask.items():
+            pad = np.all(x[key] == value, axis=-1) & np.all(b[key] == value, axis=-1)  # (rows, T)
+            first = np.where(pad.all(axis=1), pad.shape[1] - 1, np.argmin(pad, axis=1))  # keep one period
+            lead = first if lead is None else np.minimum(lead, first)
+        return lead if index is None else lead[index]
+
+    def function(self, kind, space):
+        return self.engine.function(kind, space)
+
+    def trimmed(self, engine, tensors, cut: int):
+        """Each list of tensors (one per engine key) with the temporal ones cut to ``[:, cut:]``."""
+        return [[t[:, cut:] if key in self.mask else t for key, t in zip(engine.keys, ts)] for ts in tensors]
+
+    @staticmethod
+    def add(total: np.ndarray, rows, part: np.ndarray, cut: int) -> None:
+        if cut:
+            total[rows, cut:] += part  # the cut periods' gradients: exact zeros
+        else:
+            total[rows] += part
+
+    def enabled(self, engine, fn, args, alphas, weights, target, space) -> bool:
+        """Whether the cut is on (checked once, on this call's first rows; see the class)."""
+        with engine.lock:  # one check, whichever thread comes first
+            if self.state is None:
+                self._decide(engine, fn, args, alphas, weights, target, space)
+        return bool(self.state)
+
+    def _decide(self, engine, fn, args, alphas, weights, target, space) -> None:
+        try:
+            self.state, self.note = self._check(engine, fn, args, alphas, weights, target, space)
+        except Exception as error:  # a model the clone or the cut call does not take: full calls
+            self.state, self.note = False, f"full calls (the model cannot be cut: {type(error).__name__})"
+        if not self.state:
+            self.clone = self.engine = None
+
+    def _check(self, engine, fn, args, alphas, weights, target, space):
+        import keras
+
+        model = engine.model_ref()
+        inputs = [keras.Input(shape=(None, *tuple(t.shape[2:])) if s.key in self.mask else tuple(t.shape[1:]),
+                              dtype=t.dtype, name=s.name) for s, t in zip(engine.layout.specs, model.inputs)]
+        # the same layers (weights shared, Embeddings substituted as in the model) on a free time axis
+        self.clone = keras.models.clone_model(model, input_tensors=inputs, clone_function=lambda layer: layer)
+        self.engine = _free_time_engine(engine, self.clone, self.mask)
+        fx, m = engine.fx, CUT_ROWS
+        xs, bs, raws = ([t[:m] for t in ts] for ts in args)
+        lead = self.leading({k: fx.numpy(t) for k, t in zip(engine.keys, xs)},
+                            {k: fx.numpy(t) for k, t in zip(engine.keys, bs)}, None)
+        cut = int(lead.min())
+        cxs, cbs = self.trimmed(engine, (xs, bs), cut)
+        a, w = (fx.constant(v[:m], engine.float64) for v in (alphas, weights))
+        with engine.lock:
+            full = [fx.numpy(engine.function("forward", space)(p, raws)) for p in (xs, bs)]
+            part = [fx.numpy(self.engine.function("forward", space)(p, raws)) for p in (cxs, cbs)]
+            sums, _ = fn(xs, bs, raws, a, w, target)
+            cut_sums, _ = self.engine.function("path", space)(cxs, cbs, raws, a, w, target)
+        if not all(_close(f, p) for f, p in zip(full, part)):
+            return False, "full calls (the model's output depends on the padded periods: the cut was refused)"
+        for key, s, c in zip(engine.keys, sums, cut_sums):
+            s, c = fx.numpy(s), fx.numpy(c)
+            if key in self.mask and (np.any(s[:, :cut] != 0) or not _close(s[:, cut:], c)):
+                return False, "full calls (gradients change when the padded periods are cut: the cut was refused)"
+            if key not in self.mask and not _close(s, c):
+                return False, "full calls (gradients change when the padded periods are cut: the cut was refused)"
+        return True, "calls cut to the periods after the padding at the start of the histories"
+
+
+def _free_time_engine(engine, clone, mask):
+    """A copy of ``engine`` whose compiled functions call ``clone`` (its temporal inputs: any number of periods)."""
+    free = copy.copy(engine)
+    free.model_ref = weakref.ref(clone)  # the clone is held by the engine's ``Cut``
+    free.point_shapes = {k: (None, *v[1:]) if k in mask else v for k, v in engine.point_shapes.items()}
+    free.shapes = {k: (None, *v[1:]) if k in mask else v for k, v in engine.shapes.items()}
+    free.head, free.logit_kind = _logit_head(clone, engine.fx.matmul)
+    free.traces, free.disconnected, free._functions = dict.fromkeys(engine.traces, 0), {}, {}
+    free.compiler, free.cut = engine.fx.Compiler(free), None
+    return free
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return False
+    scale = max(np.max(np.abs(a), initial=0.0), np.max(np.abs(b), initial=0.0))
+    return bool(np.max(np.abs(a - b), initial=0.0) <= CUT_TOLERANCE * scale)
 
 
 @contextlib.contextmanager
@@ -391,6 +529,13 @@ def _output_width(model) -> int:
         return int(model.outputs[0].shape[-1])
     except Exception:  # a subclassed model without symbolic outputs
         return 1
+
+
+def cut_notes(model) -> str:
+    """How the engines of ``model`` called it on padded histories (``Cut.note``): cut or full calls, and why."""
+    with _ENGINES_LOCK:
+        engines = list((_ENGINES.get(model) or {}).values())
+    return "; ".join(sorted({engine.cut.note for engine in engines}))
 
 
 def engine_for(model, roles=None) -> Engine:

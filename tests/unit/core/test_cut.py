@@ -1,0 +1,147 @@
+"""Calls cut to the periods after the padding at the start of the histories (issue 26 item 5,
+``explain.core.engine.Cut``): on Masking + LSTM and Masking + GRU models built here, with histories left-padded
+by varied lengths, the path sums with the cut equal the engine's with the cut off and an independent reference
+(the same layers called on each customer's real periods only, gradients by GradientTape) within 1e-6 of the
+largest; the padded periods get exact zeros; completeness holds; rows come back in their order; the chunking
+does not matter. A Conv1D 'causal' model and a Flatten model keep full calls (the check refuses the cut) with the
+numbers of the engine without the cut, bit for bit; so does a model without padding. Under KERAS_BACKEND=jax
+the same tests check JAX's cut calls (the reference on real periods is TensorFlow's: there the engine without the
+cut is the reference)."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from explain.core.engine import CUT_STEP, Engine
+from explain.core.ig import integrated_gradients
+from explain.core.quadrature import alphas_and_weights
+
+T, F, S = 40, 3, 2
+
+
+def build(kind: str, seed: int = 0):
+    keras.utils.set_random_seed(seed)
+    static, temporal = keras.Input((S,), name="static_in"), keras.Input((T, F), name="history")
+    h = keras.layers.Masking(0.0)(temporal)
+    if kind == "lstm":
+        h = keras.layers.LSTM(6)(h)
+    elif kind == "gru":
+        h = keras.layers.GRU(6)(h)
+    elif kind == "conv":  # output depends on the padded periods (the bias at every step, the mean over T)
+        h = keras.layers.GlobalAveragePooling1D()(keras.layers.Conv1D(4, 3, padding="causal")(h))
+    else:  # Flatten: a Dense over the whole sequence, needs T periods
+        h = keras.layers.Flatten()(h)
+    out = keras.layers.Dense(1, activation="sigmoid")(keras.layers.Concatenate()([static, h]))
+    return keras.Model([static, temporal], out)
+
+
+def data(n: int = 23, seed: int = 1, padded: bool = True):
+    rng = np.random.default_rng(seed)
+    xt = rng.normal(size=(n, T, F))
+    lead = rng.integers(0, T - 2, n) if padded else np.zeros(n, int)
+    lead[:3] = [T - 1, 0, CUT_STEP] if padded else 0
+    for i, length in enumerate(lead):
+        xt[i, :length] = 0.0
+    real = ~(xt == 0).all(axis=2)
+    bt = np.where(real[..., None], rng.normal(0.1, 0.05, size=(n, T, F)), 0.0)  # padding as in the customer
+    x = {"static": rng.normal(size=(n, S)), "temporal": xt}
+    b = {"static": np.zeros((n, S)), "temporal": bt}
+    return x, b, lead
+
+
+def sums(engine, x, b, batch_size=16 * 3, cut=True, steps=16):
+    alphas, weights = alphas_and_weights("gausslegendre", steps)
+    if not cut:
+        engine.cut.state = False
+    return engine.path_sums(x, b, {}, alphas, weights, 0, "output", batch_size)[0]
+
+
+def reference(model, x, b, lead, steps=16):
+    """sum_j w_j grad f(b + a_j (x - b)) computed per customer on its real periods only (the same layers)."""
+    alphas, weights = alphas_and_weights("gausslegendre", steps)
+    out = {"static": np.zeros_like(x["static"]), "temporal": np.zeros_like(x["temporal"])}
+    for i, start in enumerate(lead):
+        ps = b["static"][i] + alphas[:, None] * (x["static"][i] - b["static"][i])
+        pt = b["temporal"][i, start:] + alphas[:, None, None] * (x["temporal"][i, start:] - b["temporal"][i, start:])
+        ps, pt = tf.constant(ps, tf.float32), tf.constant(pt, tf.float32)
+        with tf.GradientTape() as tape:
+            tape.watch([ps, pt])
+            h = pt
+            for layer in model.layers:
+                if isinstance(layer, (keras.layers.Masking, keras.layers.LSTM, keras.layers.GRU)):
+                    h = layer(h)
+            total = tf.reduce_sum(model.layers[-1](model.layers[-2]([ps, h])))
+        gs, gt = tape.gradient(total, [ps, pt])
+        out["static"][i] = weights @ gs.numpy()
+        out["temporal"][i, start:] = np.einsum("k,ktf->tf", weights, gt.numpy())
+    return out
+
+
+def assert_near(a, b):
+    scale = max(np.abs(a).max(), np.abs(b).max())
+    assert np.abs(a - b).max() <= 1e-6 * scale
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_cut_path_sums_equal_the_full_ones_and_a_reference_on_real_periods(kind):
+    model = build(kind)
+    x, b, lead = data()
+    engine = Engine(model)
+    cut = sums(engine, x, b)
+    assert engine.cut.state is True and "cut" in engine.cut.note
+    assert engine.cut.engine.traces["path"] >= 1  # the cut calls ran
+    full = sums(Engine(model), x, b, cut=False)
+    expected = reference(model, x, b, lead) if keras.config.backend() == "tensorflow" else full
+    for key in ("static", "temporal"):
+        assert_near(cut[key], full[key])
+        assert_near(cut[key], expected[key])  # each row in its own place: rows come back in their order
+    padded = np.arange(T)[None, :] < lead[:, None]
+    assert not cut["temporal"][padded].any()  # exact zeros on padded periods
+
+
+@pytest.mark.parametrize("batch_size", [16, 16 * 2, 16 * 5, 16 * 23])
+def test_chunking_does_not_change_the_cut_results(batch_size):
+    model = build("lstm")
+    x, b, _ = data()
+    base = sums(Engine(model), x, b, batch_size=16 * 3)
+    other = sums(Engine(model), x, b, batch_size=batch_size)
+    for key in base:
+        assert_near(other[key], base[key])
+
+
+def test_completeness_with_the_cut():
+    model = build("gru", seed=3)
+    x, b, _ = data(seed=4)
+    a = integrated_gradients(model, x, b, steps=64, batch_size=64 * 4)
+    total = a.inputs["static"].sum(axis=1) + a.inputs["temporal"].sum(axis=(1, 2))
+    np.testing.assert_allclose(total, a.prediction - a.baseline_prediction, atol=1e-5)
+    assert not a.inputs["temporal"][a.padding["temporal"]].any()
+
+
+@pytest.mark.parametrize("kind", ["conv", "flatten"])
+def test_position_dependent_models_keep_full_calls_and_their_numbers(kind):
+    model = build(kind)
+    x, b, _ = data()
+    engine = Engine(model)
+    checked = sums(engine, x, b)
+    assert engine.cut.state is False and engine.cut.note.startswith("full calls")
+    plain = Engine(model)
+    plain.cut.possible = False  # the engine without any cut machinery
+    alphas, weights = alphas_and_weights("gausslegendre", 16)
+    full = plain.path_sums(x, b, {}, alphas, weights, 0, "output", 16 * 3)[0]
+    for key in full:
+        assert np.array_equal(checked[key], full[key])
+
+
+def test_no_padding_gives_the_numbers_without_the_cut_bit_for_bit():
+    model = build("lstm")
+    x, b, _ = data(padded=False)
+    engine = Engine(model)
+    got = sums(engine, x, b)
+    assert engine.cut.state is None  # nothing to cut: never checked, never cloned
+    full = sums(Engine(model), x, b, cut=False)
+    for key in got:
+        assert np.array_equal(got[key], full[key])
