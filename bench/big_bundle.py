@@ -75,6 +75,21 @@ def customer_block(rng: np.random.Generator, start: int, count: int, periods: in
     return ids, static, temporal
 
 
+def _blocks(rng, first: tuple, customers: int, periods: int, features: int, n_static: int):
+    """(count, ids, static, temporal) of every chunk of customers, in order: ``first`` (the block already drawn for
+    save_bundle), then the next ones drawn from the same seeded generator."""
+    for start in range(0, customers, CHUNK):
+        count = min(CHUNK, customers - start)
+        yield (count, *(first if not start else customer_block(rng, start, count, periods, features, n_static)))
+
+
+def _static_table(ids, static, names, schema):
+    import pyarrow as pa
+
+    return pa.table({"customer_id": pa.array(ids, pa.string()), **{c: static[:, j] for j, c in enumerate(names)}},
+                    schema=schema)
+
+
 def generate(folder: Path, customers: int, periods: int, features: int, n_static: int, seed: int) -> None:
     """The bundle in ``folder``: save_bundle on the first customers, then the full tables in its schemas."""
     import pyarrow as pa
@@ -94,13 +109,9 @@ def generate(folder: Path, customers: int, periods: int, features: int, n_static
     config = json.loads((folder / "bundle.json").read_text())
     writers = {name: pq.ParquetWriter(folder / f"{name}.parquet.part", schema) for name, schema in schemas.items()}
     try:
-        for start in range(0, customers, CHUNK):
-            count = min(CHUNK, customers - start)
-            if start:
-                ids, static, temporal = customer_block(rng, start, count, periods, features, n_static)
-            columns = {"customer_id": pa.array(ids, pa.string()),
-                       **{c: static[:, j] for j, c in enumerate(config["static_features"])}}
-            writers["static"].write_table(pa.table(columns, schema=schemas["static"]))
+        for count, ids, static, temporal in _blocks(rng, (ids, static, temporal), customers, periods, features,
+                                                    n_static):
+            writers["static"].write_table(_static_table(ids, static, config["static_features"], schemas["static"]))
             long = temporal.reshape(count * periods, features)  # (customers * periods, F)
             columns = {"customer_id": pa.array(np.repeat(ids, periods), pa.string()),
                        "period": pa.array(np.tile(period_labels, count), pa.string()),
@@ -117,7 +128,6 @@ def generate_arrays(folder: Path, customers: int, periods: int, features: int, n
     """The same customers as :func:`generate` (the same seeded generator) in the array layout: save_bundle on the
     first customers, then the static table and temporal.npy a chunk at a time (plain writes: the page cache holds
     what was written, not this process)."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from explain.bundle.save import save_bundle
@@ -138,15 +148,10 @@ def generate_arrays(folder: Path, customers: int, periods: int, features: int, n
     with open(folder / "temporal.npy.part", "wb") as npy:
         np.lib.format.write_array_header_1_0(npy, header)
         try:
-            for start in range(0, customers, CHUNK):
-                count = min(CHUNK, customers - start)
-                if start:
-                    ids, static, temporal = customer_block(rng, start, count, periods, features, n_static)
-                columns = {"customer_id": pa.array(ids, pa.string()),
-                           **{c: static[:, j] for j, c in enumerate(config["inputs"]["static"]["features"]
-                                                                    if "inputs" in config else
-                                                                    config["static_features"])}}
-                writer.write_table(pa.table(columns, schema=schema))
+            names = config["inputs"]["static"]["features"] if "inputs" in config else config["static_features"]
+            for count, ids, static, temporal in _blocks(rng, (ids, static, temporal), customers, periods, features,
+                                                        n_static):
+                writer.write_table(_static_table(ids, static, names, schema))
                 npy.write(temporal.astype(np.float32).tobytes())
         finally:
             writer.close()
