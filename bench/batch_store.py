@@ -159,17 +159,10 @@ print(json.dumps({"read_s": time.perf_counter() - start, "bytes": size}))
 
 
 def run_measured(command: list[str], env: dict, cwd: Path) -> tuple[float, float, str]:
-    """(seconds, peak RSS in GB, output) of one process."""
-    start = time.perf_counter()
-    with tempfile.TemporaryFile() as out:
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - start
-        out.seek(0)
-        text = out.read().decode("utf-8", "replace")
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(command[:4])} failed:\n{text[-3000:]}")
-    return seconds, usage.ru_maxrss / 2**20, text
+    """(seconds, peak RSS in GB, output) of one process that must exit 0 (``big_bundle.run_measured``)."""
+    import big_bundle
+
+    return big_bundle.run_measured(command, cwd, env, ok=(0,))
 
 
 def last_json(text: str) -> dict:
