@@ -19,6 +19,7 @@ from explain.analysis.diagnostics import shown_baseline
 from explain.analysis.report import DELTA_FINE
 from explain.core.errors import ExplainError
 from explain.core.files import write_atomic
+from explain.core.periods import heatmap_plan
 from explain.core.periods import words as periods_words
 from explain.core.settings import Settings
 from explain.plots import html as html_page
@@ -131,29 +132,42 @@ def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None, views=No
     {input key: ``explain.core.periods.View``}, the bin and zoom of long histories."""
     row, cid = customer_row(a, bundle, customer, ids)
     views = views or {}
+    titles = history_titles(bundle)
     if getattr(bundle, "plain", True):
-        title = f"{periods_words(bundle).adjective.capitalize()} features: effect of each feature in each period"
-        return [(title, heatmap(a, bundle, row, ids=ids, baseline=baseline, title=title, view=views.get("temporal")))]
+        return [(titles[0], heatmap(a, bundle, row, ids=ids, baseline=baseline, title=titles[0],
+                                    view=views.get("temporal")))]
     values = bundle.inputs_for([cid])
     out = []
+    for key, title in zip(bundle.layout.keys_of("temporal"), titles):
+        columns = bundle.input_features[key]
+        attr = np.asarray(a.inputs[key][row], np.float64).reshape(len(bundle.input_periods[key]), -1)
+        own = np.asarray(values[key][0])
+        own = own.reshape(attr.shape).astype(np.float64) if own.dtype.kind in "fiub" else None
+        out.append((title, temporal_panel(
+            bundle.input_periods[key], [bundle.feature_labels.get(c, c) for c in columns], attr, values=own,
+            units=_units(bundle, columns), title=title, view=views.get(key),
+            padding=a.padding[key][row] if key in a.padding else None)))
+    return out
+
+
+def history_titles(bundle) -> list[str]:
+    """The title of each history's heatmap ("Daily features: effect of each feature in each period";
+    "NAME: ..." for a named input of a bundle with more inputs), in the order of ``history_heatmaps``."""
+    plain = f"{periods_words(bundle).adjective.capitalize()} features"
+    if getattr(bundle, "plain", True):
+        return [f"{plain}: effect of each feature in each period"]
+    titles = []
     for spec in bundle.layout.specs:
         if spec.role != "temporal":
             continue
-        columns = bundle.input_features[spec.key]
-        attr = np.asarray(a.inputs[spec.key][row], np.float64).reshape(len(bundle.input_periods[spec.key]), -1)
-        own = np.asarray(values[spec.key][0])
-        own = own.reshape(attr.shape).astype(np.float64) if own.dtype.kind in "fiub" else None
         label = bundle.input_labels.get(spec.key, spec.key)
         if label == spec.key == "temporal":  # no display name: the history by its period ("Weekly features")
-            label = f"{periods_words(bundle).adjective.capitalize()} features"
+            label = plain
         title = f"{label}: effect of each feature in each period"
         if spec.kind == "categorical":
             title += " (category ids, summed over the embedding)"
-        out.append((title, temporal_panel(
-            bundle.input_periods[spec.key], [bundle.feature_labels.get(c, c) for c in columns], attr, values=own,
-            units=_units(bundle, columns), title=title, view=views.get(spec.key),
-            padding=a.padding[spec.key][row] if spec.key in a.padding else None)))
-    return out
+        titles.append(title)
+    return titles
 
 
 def static_all(a, bundle, customer=0, *, ids=None, baseline=None,
@@ -191,16 +205,35 @@ def static(a, bundle, customer=0, *, ids=None, baseline=None,
 
 
 def history(a, bundle, customer=0, *, ids=None, baseline=None, columns: int = 2,
-            title: str | None = "") -> go.Figure:
+            title: str | None = "", view=None) -> go.Figure:
     """The Customer page's raw history of the customer, one small chart per feature (``title`` "":
-    "The customer's monthly history (dashed: the baseline)", in the bundle's period)."""
+    "The customer's monthly history (dashed: the baseline)", in the bundle's period). A long history
+    is drawn as its heatmap is (``view``: its bin and zoom, ``explain.core.periods.View``): the mean
+    of each bin, the features the heatmap shows on rows of their own; padded periods are gaps."""
+    row, cid = customer_row(a, bundle, customer, ids)
     if title == "":
         title = f"The customer's {periods_words(bundle).adjective} history (dashed: the baseline)"
-    row, cid = customer_row(a, bundle, customer, ids)
     base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
-    return history_figure(bundle.periods, bundle.temporal_labels, bundle.inputs_for([cid])["temporal"][0],
-                          baseline=None if base is None else base["temporal"],
-                          units=_units(bundle, bundle.temporal_features), columns=columns, title=title)
+    values, base = history_values(a, bundle, row, cid, None if base is None else base["temporal"])
+    return history_figure(bundle.periods, bundle.temporal_labels, values, baseline=base,
+                          units=_units(bundle, bundle.temporal_features), columns=columns, title=title,
+                          plan=history_plan(a, bundle, row, view))
+
+
+def history_values(a, bundle, row: int, cid: str, baseline=None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The customer's first history (T, F) and ``baseline`` (T, F) as float64, NaN at the customer's
+    padded periods (no data: a gap in the lines)."""
+    pad = cohorts.padding_of(a)[row][:, None]
+    values = np.where(pad, np.nan, np.asarray(bundle.inputs_for([cid])[cohorts.first_history(bundle)][0], np.float64))
+    return values, None if baseline is None else np.where(pad, np.nan, np.asarray(baseline, np.float64))
+
+
+def history_plan(a, bundle, row: int, view=None):
+    """The plan of the customer's first history as its heatmap draws it (the same bins, zoom and
+    rows: ``explain.core.periods.heatmap_plan`` of its attributions): what the history lines follow."""
+    pad = cohorts.padding_of(a)[row]
+    return heatmap_plan(bundle.periods, bundle.temporal_labels, np.asarray(a.temporal[row], np.float64),
+                        padding=pad if pad.any() else None, view=view)
 
 
 def compare(a, bundle, first=0, second=1, *, ids=None) -> CompareFigures:

@@ -1,7 +1,6 @@
 """Customer: why one customer gets their score (the default page)."""
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from explain.analysis import report
@@ -73,11 +72,12 @@ def words(attribution, bundle, settings, described, advice) -> None:
 def downloads(attribution, bundle, cid, settings, figs) -> None:
     stem = show.file_stem(cid)
     d1, d2, d3 = st.columns(3)
-    d1.download_button("CSV (long format)", report.csv_bytes(attribution, bundle, [cid]), f"{stem}.csv",
+    # each file is made only when its button is clicked (a customer switch makes none of them)
+    d1.download_button("CSV (long format)", lambda: report.csv_bytes(attribution, bundle, [cid]), f"{stem}.csv",
                        mime="text/csv", on_click="ignore", icon=":material/table:", key="dl_csv")
-    d2.download_button("JSON", report.json_bytes(attribution, bundle, [cid], settings), f"{stem}.json",
+    d2.download_button("JSON", lambda: report.json_bytes(attribution, bundle, [cid], settings), f"{stem}.json",
                        mime="application/json", on_click="ignore", icon=":material/data_object:", key="dl_json")
-    d3.download_button(  # built only when clicked: it embeds plotly.js (a few MB)
+    d3.download_button(  # the HTML embeds plotly.js (a few MB)
         "HTML report (opens offline)",
         lambda: html_report.html_report(attribution, bundle, [cid], 0, settings, figs).encode("utf-8"),
         f"{stem}.html", mime="text/html", on_click="ignore", icon=":material/description:", key="dl_html")
@@ -129,7 +129,8 @@ def customer_page():
         st.warning(show.md(close), icon=":material/compare_arrows:")
     if not bundle.plain:  # categorical, padded or several histories: one heatmap per history
         words(attribution, bundle, settings, described, advice)
-        shown = more_inputs.customer_figures(attribution, bundle, cid, state.baseline_arrays(bundle, cid, settings))
+        shown = more_inputs.customer_figures(attribution, bundle, cid, state.baseline_arrays(bundle, cid, settings),
+                                             settings)
         st.subheader("Download")
         return downloads(attribution, bundle, cid, settings, shown)
 
@@ -146,8 +147,10 @@ def customer_page():
                             units=units_s, baseline=base["static"], top=top,
                             title="Static features (label: the customer's value)"),
         figures.history_spec(bundle.periods, bundle.temporal_labels, inputs["temporal"][0],
-                               baseline=base["temporal"], units=units_t, columns=2,
-                               title=f"The customer's {said.adjective} history (dashed: the baseline)")))
+                             baseline=base["temporal"], units=units_t, columns=2,
+                             plan=periods.heatmap_plan(bundle.periods, bundle.temporal_labels,
+                                                       attribution.temporal[0], view=view),
+                             title=f"The customer's {said.adjective} history (dashed: the baseline)")))
     show.plot(shown[0], key="temporal_heatmap")
     speed.heatmap_first()
     keep.card(bundle, cid, settings, score, target)
@@ -158,10 +161,7 @@ def customer_page():
         show.plot(shown[1], key="static_bars")
     with right:
         show.plot(shown[2], key="history")
-    table = st.expander("History as a table", key="history_table", on_change="rerun")  # lazy, as How to read this
-    if table.open:
-        with table:
-            st.dataframe(pd.DataFrame(inputs["temporal"][0], index=bundle.periods, columns=bundle.temporal_labels))
+    more_inputs.history_table(bundle, cid)
 
     st.subheader("Download")
     downloads(attribution, bundle, cid, settings,

@@ -5,12 +5,13 @@ Data & model page's description of the inputs. The figures come from ``explain.f
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from explain import figures
 from explain.analysis import cohort
 from explain.core import baselines, periods
-from ui import show, views
+from ui import show, speed, views
 
 INPUTS_HELP = (
     "**Inputs of this model.** Every 2-D input is static-like, every 3-D input a history. Category ids "
@@ -72,37 +73,59 @@ def categorical_ui(bundle) -> None:
                   "python -m explain ... --categorical category:FEATURE=VALUE).")
 
 
-def customer_figures(attribution, bundle, cid, base: dict) -> list[tuple[str, object]]:
+def customer_figures(attribution, bundle, cid, base: dict, settings) -> list[tuple[str, object]]:
     """Draw each history's heatmap (a long one with its bin/zoom control), the static bars of
     customer ``cid`` (a long ranking cut, with "show all") and (one history) the customer's history
-    against the baseline ``base`` ({key: values}); return them for the downloads."""
-    shown = []
-    chosen = {key: views.view_ui(bundle.input_periods[key], f"customer_{key}")
-              for key in bundle.layout.keys_of("temporal")}
-    for i, (title, fig) in enumerate(figures.history_heatmaps(attribution, bundle, 0, ids=[cid], views=chosen)):
-        show.plot(fig, key=f"temporal_heatmap_{i}")
-        shown.append((title.split(":")[0], fig))
-    top = views.top_ui(len(bundle.static_labels), "customer_static")
-    fig_static = figures.static_all(attribution, bundle, 0, ids=[cid], top=top)
+    against the baseline ``base`` ({key: values}), drawn in the heatmap's bins and rows; return them
+    for the downloads. Built once per customer, settings and view (``ui.speed.figures``)."""
     histories = bundle.layout.keys_of("temporal")
-    if len(histories) > 1:
-        show.plot(fig_static, key="static_bars")
-        return shown + [("Static features", fig_static)]
-    key = histories[0]
-    pad = cohort.padding_of(attribution)[0][:, None]  # padded periods: no line there (no data)
-    values = np.where(pad, np.nan, np.asarray(bundle.inputs_for([cid])[key][0], np.float64))
-    baseline = None if key not in base else np.where(pad, np.nan, base[key])
-    fig_history = figures.history_figure(
-        bundle.periods, bundle.temporal_labels, values, baseline=baseline,
-        units=show.units(bundle, bundle.temporal_features), columns=2,
-        title=f"The customer's {periods.words(bundle).adjective} history (dashed: the baseline"
-              f"{'; gaps: no data' if pad.any() else ''})")
+    chosen = {key: views.view_ui(bundle.input_periods[key], f"customer_{key}") for key in histories}
+    top = views.top_of(len(bundle.static_labels), "customer_static")  # its toggle is drawn above the bars
+    one = len(histories) == 1
+    said = periods.words(bundle)
+    gaps = "; gaps: no data" if cohort.padding_of(attribution)[0].any() else ""
+
+    def build():
+        made = [fig for _, fig in figures.history_heatmaps(attribution, bundle, 0, ids=[cid], views=chosen)]
+        made.append(figures.static_all(attribution, bundle, 0, ids=[cid], top=top))
+        if one:  # the customer's history against the baseline, in the heatmap's bins and rows
+            values, baseline = figures.history_values(attribution, bundle, 0, cid, base.get(histories[0]))
+            made.append(figures.history_figure(
+                bundle.periods, bundle.temporal_labels, values, baseline=baseline,
+                units=show.units(bundle, bundle.temporal_features), columns=2,
+                plan=figures.history_plan(attribution, bundle, 0, chosen[histories[0]]),
+                title=f"The customer's {said.adjective} history (dashed: the baseline{gaps})"))
+        return made
+
+    page = f"customer-inputs|{sorted(chosen.items())}|{top}"
+    built, shown = speed.figures(bundle, page, cid, settings, build)
+    headings = [title.split(":")[0] for title in figures.history_titles(bundle)]
+    for i in range(len(headings)):
+        show.plot(shown[i], key=f"temporal_heatmap_{i}")
+    speed.heatmap_first()
+    views.top_ui(len(bundle.static_labels), "customer_static")
+    if not one:
+        show.plot(shown[-1], key="static_bars")
+        return [*zip(headings, built), ("Static features", built[-1])]
     left, right = st.columns(2)
     with left:
-        show.plot(fig_static, key="static_bars")
+        show.plot(shown[-2], key="static_bars")
     with right:
-        show.plot(fig_history, key="history")
-    return shown + [("Static features", fig_static), ("History", fig_history)]
+        show.plot(shown[-1], key="history")
+    history_table(bundle, cid, histories[0])
+    return [*zip(headings, built), ("Static features", built[-2]), ("History", built[-1])]
+
+
+def history_table(bundle, cid, key: str = "temporal") -> None:
+    """The customer's history ``key`` as a table, every period and feature, in an expander that
+    builds it only while open (a customer switch sends none of it)."""
+    table = st.expander("History as a table", key="history_table", on_change="rerun")
+    if table.open:
+        with table:
+            index = [str(p) for p in bundle.input_periods.get(key, bundle.periods)]
+            columns = [bundle.feature_labels.get(c, c) for c in bundle.input_features.get(key, [])]
+            values = np.asarray(bundle.inputs_for([cid])[key][0]).reshape(len(index), -1)
+            st.dataframe(pd.DataFrame(values, index=index, columns=columns or bundle.temporal_labels))
 
 
 def baseline_words(bundle, settings) -> str:

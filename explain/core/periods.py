@@ -133,7 +133,8 @@ class Plan(NamedTuple):
     """How a (T, F) heatmap is shown: the bin of each period (T,) (-1: outside the zoom), the
     bins' labels and raw ranges, the feature index of each row shown (None: the folded row), the
     features folded, the padded bins (or None), a note in words of what was binned, zoomed or
-    folded ("" when nothing was), and the periods with data (T,)."""
+    folded ("" when nothing was), the periods with data (T,), and the note of the same plan drawn
+    as a history of lines (:meth:`kept_means`: means per bin, the folded features left out)."""
 
     which: np.ndarray
     labels: list
@@ -143,6 +144,20 @@ class Plan(NamedTuple):
     padding: np.ndarray | None
     note: str
     real: np.ndarray
+    history_note: str = ""
+
+    @property
+    def kept(self) -> list:
+        """The features shown on rows of their own (every one unless some are folded), in row order."""
+        return [j for j in self.rows if j is not None]
+
+    def kept_means(self, x):
+        """(T', K) of a (T, F) array of values: the mean per bin over the periods with data of each
+        kept feature (:attr:`kept`; NaN for a bin of padding); None stays None. What a history of
+        lines draws: a mean of values (the folded features have no line: their values do not add up)."""
+        if x is None:
+            return None
+        return self._per_bin(x, mean=True)[:, self.kept]
 
     @property
     def periods_changed(self) -> bool:
@@ -290,23 +305,26 @@ def plan(periods, features, importance, *, padding=None, max_periods: int = MAX_
     inner, labels, ranges, unit = bins(periods[first:last + 1], max_periods, view.bin)
     which = np.full(t, -1, np.int64)
     which[first:last + 1] = inner
-    notes, own = [], Words(unit_of(periods))
+    notes, lines, own = [], [], Words(unit_of(periods))  # lines: the same said of a history's lines
     own = own.units if own.unit != GENERIC else "periods"
     if zoomed:
         notes.append(f"{periods[first]} to {periods[last]}, {last - first + 1} of {t} {own}")
+        lines.append(notes[-1])
     if len(labels) < last - first + 1:
         shown = f"groups of {unit}" if unit.endswith("periods") else f"{unit}s"
         notes.append(f"{last - first + 1} {own} shown as {len(labels)} {shown}, each cell the sum of its {own}")
+        lines.append(f"{last - first + 1} {own} shown as {len(labels)} {shown}, each point the mean of its {own}")
     rows, folded = list(range(f)), np.zeros(0, np.int64)
     if f > top:
         order = np.argsort(-np.nan_to_num(np.asarray(importance, np.float64)), kind="stable")
         rows, folded = order[:top - 1].tolist() + [None], order[top - 1:]
         notes.append(f"the other {len(folded)} of {f} features summed in the last row")
+        lines.append(f"the {top - 1} features with the largest effects drawn, the other {len(folded)} not")
     padded = None
     if padding is not None:
         inside = (which >= 0) & ~pad
         padded = np.bincount(which[inside], minlength=len(labels)) == 0
-    return Plan(which, labels, ranges, rows, folded, padded, "; ".join(notes), ~pad)
+    return Plan(which, labels, ranges, rows, folded, padded, "; ".join(notes), ~pad, "; ".join(lines))
 
 
 def heatmap_plan(periods, features, *arrays, padding=None, view: View | None = None,

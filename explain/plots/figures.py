@@ -91,8 +91,20 @@ def _grid(rows: int, cols: int, options: tuple) -> _Grid:
 
 def _grid_of(rows: int, cols: int, options: dict) -> _Grid:
     """The cached :class:`_Grid` of ``make_subplots(rows, cols, **options)`` (lists given as tuples
-    or lists)."""
-    return _grid(rows, cols, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items())))
+    or lists). Subplot titles are cached by their places, not their texts (the annotations' texts are
+    put in here): a history whose charts are other features than the last one's reuses its grid."""
+    titles = options.get("subplot_titles")
+    if titles:  # one placeholder per title: an empty title stays empty (make_subplots draws no annotation)
+        options = {**options, "subplot_titles": tuple(f"\x00{k}" if t else "" for k, t in enumerate(titles))}
+    grid = _grid(rows, cols, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items())))
+    if not titles:
+        return grid
+    layout = _copy(grid.layout)
+    for note in layout.get("annotations", []):
+        text = note.get("text", "")
+        if text.startswith("\x00"):
+            note["text"] = titles[int(text[1:])]
+    return _Grid(layout, grid.ref, grid.text)
 
 
 def _copy(value):
@@ -411,32 +423,38 @@ def _history_grid(labels, units, columns: int, f: int) -> dict:
 
 
 def history_spec(periods, labels, values, *, baseline=None, units=None, title: str | None = None,
-                 columns: int = 3) -> dict:
+                 columns: int = 3, plan=None) -> dict:
     """:func:`history_figure` as a plain figure dict (no template)."""
-    return _history(periods, labels, values, baseline, units, title, columns)[0]
+    return _history(periods, labels, values, baseline, units, title, columns, plan)[0]
 
 
-def _history(periods, labels, values, baseline, units, title, columns) -> tuple[dict, dict]:
+def _history(periods, labels, values, baseline, units, title, columns, plan=None) -> tuple[dict, dict]:
     """(:func:`history_spec`'s figure dict, its subplot grid's arguments)."""
     values = np.asarray(values, np.float64)
     base = None if baseline is None else np.asarray(baseline, np.float64)
+    units = _units_for(labels, units)
+    binned = plan is not None and (plan.periods_changed or len(plan.folded))
+    if binned:  # the heatmap's bins and rows: means per bin of the features it shows on their own rows
+        values, base = plan.kept_means(values), plan.kept_means(base)
+        labels, units, periods = [labels[j] for j in plan.kept], [units[j] for j in plan.kept], plan.labels
     f = values.shape[1]
     grid = _history_grid(labels, units, columns, f)
     rows, cols, names = grid["rows"], grid["cols"], grid["subplot_titles"]
     layout = subplots_layout(**grid)
     x = esc_all(periods)
+    what = " (mean)" if binned and plan.periods_changed else ""
     data = []
     for j in range(f):
         r, c = j // cols + 1, j % cols + 1
         data.append(_placed(dict(type="scatter", x=x, y=values[:, j].copy(), mode="lines+markers",
                                  line=dict(color="#333"), name="customer", showlegend=j == 0, legendgroup="customer",
-                                 hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>customer</extra>"),
+                                 hovertemplate=f"{names[j]}<br>%{{x}}{what}: %{{y:.4g}}<extra>customer</extra>"),
                             r, c, cols))
         if base is not None:
             data.append(_placed(dict(type="scatter", x=x, y=base[:, j].copy(), mode="lines",
                                      line=dict(color=GREY, dash="dash"), name="baseline", showlegend=j == 0,
                                      legendgroup="baseline",
-                                     hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>baseline</extra>"),
+                                     hovertemplate=f"{names[j]}<br>%{{x}}{what}: %{{y:.4g}}<extra>baseline</extra>"),
                                 r, c, cols))
     dtick = max(1, int(math.ceil(len(x) / (4 if cols > 2 else 5))))
     for key in [k for k in layout if AXIS.match(k)]:
@@ -444,16 +462,25 @@ def _history(periods, labels, values, baseline, units, title, columns) -> tuple[
               if key.startswith("x") else dict(gridcolor="#eee", rangemode="tozero", automargin=True))
     for note in layout.get("annotations", []):
         merge(note, dict(font=dict(size=12)))
-    return _spec(data, _styled(layout, title, height=170 * rows + 80, showlegend=False)), grid
+    lines = plan.history_note.split("; ") if binned and plan.history_note else []
+    layout = _styled(layout, title, height=170 * rows + 80 + 18 * len(lines), showlegend=False)
+    if lines:  # what was binned, zoomed and left out, in small lines under the title
+        said = "<br>".join(f"<span style='font-size:11px'>{esc(line)}</span>" for line in lines)
+        layout["title"]["text"] = f"{esc(title)}<br>{said}" if title else said
+        layout["margin"]["t"] += 18 * len(lines)
+    return _spec(data, layout), grid
 
 
 def history_figure(periods, labels, values, *, baseline=None, units=None, title: str | None = None,
-                   columns: int = 3) -> go.Figure:
+                   columns: int = 3, plan=None) -> go.Figure:
     """The customer's raw monthly history, one small chart per feature (each in its own unit).
 
-    values, baseline: (T, F). The baseline, when given, is drawn dashed in grey.
+    values, baseline: (T, F). The baseline, when given, is drawn dashed in grey. ``plan``: the
+    ``explain.core.periods.Plan`` of the customer's heatmap (``heatmap_plan``): a long history is
+    drawn in its bins (the mean of each bin's periods with data) and only the features it shows on
+    rows of their own, as the title says (None: every period and feature).
     """
-    spec, grid = _history(periods, labels, values, baseline, units, title, columns)
+    spec, grid = _history(periods, labels, values, baseline, units, title, columns, plan)
     return subplots_figure(spec, **grid)
 
 

@@ -76,6 +76,37 @@ def test_customer_heatmap_bins_and_zooms_with_the_customers_own_sums(bundle_env)
     np.testing.assert_allclose(heat["z"][:11], a[59:90, order[:11]].T, rtol=1e-5, atol=1e-7)
 
 
+def test_customer_history_lines_follow_the_heatmaps_bins_and_rows(bundle_env):
+    """The history beside the bars: the heatmap's 11 own rows (not all 24 features), each point the
+    mean of its bin's days of the customer's values (computed here), the baseline binned the same,
+    re-binned with the control; the table below keeps every day and feature."""
+    from explain.analysis.diagnostics import shown_baseline
+    from explain.bundle.load import load_bundle
+    from explain.core.settings import Settings
+
+    at = app(page="pages/customer.py")
+    cid = plain(customer_heading(at)).removeprefix("#### Customer ")
+    bundle = load_bundle(bundle_env)
+    values = bundle.inputs_for([cid])["temporal"][0]
+    base = shown_baseline(bundle, cid, Settings())["temporal"]
+    for bin, keys in ((None, WEEKS), ("month", MONTHS)):
+        figs = set_view(at, "customer_temporal", bin=bin) if bin else charts(at)
+        rows = list(effects(figs["temporal_heatmap"])["y"])
+        history = figs["history"]
+        assert [n["text"] for n in history["layout"]["annotations"]] == rows[:11]  # the heatmap's own rows
+        assert "the other 13 not" in history["layout"]["title"]["text"]
+        by = [d[:7] for d in year.DAYS] if bin == "month" else pd.to_datetime(
+            pd.Series(year.DAYS)).dt.strftime("%G-W%V").to_numpy()
+        columns = [year.TEMPORAL.index(next(c for c in year.TEMPORAL if year.NAMES[c] == r)) for r in rows[:11]]
+        for name, source in (("customer", values), ("baseline", base)):
+            lines = [array(t["y"]) for t in history["data"] if t["name"] == name]
+            expected = pd.DataFrame(source).groupby(by, sort=False).mean().to_numpy()[:, columns]
+            np.testing.assert_allclose(np.array(lines).T, expected, rtol=1e-6)  # float32 on the wire
+            assert all(list(t["x"]) == keys for t in history["data"])
+    table = at.expander(key="history_table")
+    assert table.label == "History as a table"
+
+
 def test_a_padded_bundles_history_has_the_same_control(tmp_path, monkeypatch):
     """Bundles with more inputs (here 64 weeks behind Masking) draw their histories through
     ui/inputs.py: the same control, one per history; padded weeks stay grey "no data"."""
@@ -87,10 +118,12 @@ def test_a_padded_bundles_history_has_the_same_control(tmp_path, monkeypatch):
     at = app({"customer": short}, page="pages/customer.py")
     assert not errors(at), errors(at)
     history = "customer_temporal"  # the control of the bundle's one history, "temporal"
-    assert len(effects(charts(at)["temporal_heatmap_0"])["x"]) < padded.T  # auto: 64 weeks as months
+    figs = charts(at)
+    assert len(effects(figs["temporal_heatmap_0"])["x"]) < padded.T  # auto: 64 weeks as months
+    assert list(figs["history"]["data"][0]["x"]) == list(effects(figs["temporal_heatmap_0"])["x"])  # lines too
     figs = set_view(at, history, bin="none")
     heat = effects(figs["temporal_heatmap_0"])
-    assert list(heat["x"]) == padded.WEEKS
+    assert list(heat["x"]) == padded.WEEKS == list(figs["history"]["data"][0]["x"])
     assert np.isnan(heat["z"][:, 0]).all() and np.isfinite(heat["z"][:, -1]).all()  # padded at the start
 
 

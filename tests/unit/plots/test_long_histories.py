@@ -1,6 +1,8 @@
 """Long histories in heatmaps (explain.plots.periods): 365 days x 24 features become readable, the
 numbers drawn are the exact sums of the cells they stand for, and short histories stay as they were."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -113,3 +115,65 @@ def test_compared_heatmaps_share_bins_rows_and_scale_and_what_if_marks_the_bin(y
     original, edited, change = figures.whatif_figures(DAYS, FEATURES, a, b, changed=changed)
     marks = [t for t in edited.data if isinstance(t, go.Scatter)][0]
     assert list(marks.x) == ["2025-W07"] and list(marks.y) == ["feature 5"]
+
+
+# ----------------------------------------------------------------------------- the history's lines follow the heatmap
+
+
+def _lines(spec, name="customer"):
+    return [np.asarray(t["y"], np.float64) for t in spec["data"] if t["name"] == name]
+
+
+def test_a_long_history_is_drawn_in_the_heatmaps_bins_and_rows_as_means(year):
+    """The history's lines: the features of the heatmap's own rows (the folded ones not drawn), in
+    its order, each point the mean of its week's days with data (computed here with pandas, padded
+    days left out; a week of padding is a gap), the baseline the same; the title says so."""
+    a, values = year
+    pad = np.arange(365) < 40  # padded at the start: 5 weeks and 5 days
+    base = values[::-1].copy()
+    plan = P.heatmap_plan(DAYS, FEATURES, a, padding=pad)
+    spec = figures.history_spec(DAYS, FEATURES, np.where(pad[:, None], np.nan, values),
+                                baseline=np.where(pad[:, None], np.nan, base), plan=plan, title="History", columns=2)
+    kept = [j for j in plan.rows if j is not None]
+    assert len(kept) == 11 and kept[:2] == [5, 17]  # the heatmap's rows, largest first
+    assert [n["text"] for n in spec["layout"]["annotations"]] == [FEATURES[j] for j in kept]
+    weeks = pd.to_datetime(pd.Series(DAYS)).dt.strftime("%G-W%V").to_numpy()
+    for drawn, source in ((_lines(spec), values), (_lines(spec, "baseline"), base)):
+        expected = pd.DataFrame(np.where(pad[:, None], np.nan, source)).groupby(weeks, sort=False).mean()
+        assert len(drawn) == 11
+        for line, j in zip(drawn, kept):
+            np.testing.assert_allclose(line, expected[j].to_numpy(), rtol=1e-12, equal_nan=True)
+        assert np.isnan(drawn[0][:6]).all() and not np.isnan(drawn[0][6:]).any()  # 6 weeks of padding: gaps
+    assert all(list(t["x"]) == list(dict.fromkeys(weeks)) for t in spec["data"])
+    title = spec["layout"]["title"]["text"]
+    assert "365 days shown as 53 weeks, each point the mean of its days" in title
+    assert "the 11 features with the largest effects drawn, the other 13 not" in title
+
+
+def test_the_history_follows_the_zoom_and_the_bin_asked_for(year):
+    a, values = year
+    plan = P.heatmap_plan(DAYS, FEATURES, a, view=P.View("none", 59, 89))  # March, day by day
+    spec = figures.history_spec(DAYS, FEATURES, values, plan=plan)
+    kept = [j for j in plan.rows if j is not None]
+    assert list(spec["data"][0]["x"]) == DAYS[59:90]
+    np.testing.assert_array_equal(_lines(spec)[0], values[59:90, kept[0]])
+    assert "2025-03-01 to 2025-03-31, 31 of 365 days" in spec["layout"]["title"]["text"]
+
+
+def test_a_short_history_draws_every_period_and_feature_as_before():
+    rng = np.random.default_rng(1)
+    periods, features = [f"2025-{m:02d}" for m in range(1, 13)], ["a", "b <i>", "c"]
+    values = rng.uniform(size=(12, 3))
+    plan = P.heatmap_plan(periods, features, rng.normal(size=(12, 3)))
+    assert json.dumps(figures.history_spec(periods, features, values, plan=plan, title="t"), default=list) == \
+        json.dumps(figures.history_spec(periods, features, values, title="t"), default=list)
+
+
+@pytest.mark.parametrize("titles", [("a", "b<i>", "", "d"), ("x", "y", "z", "w"), ("", "", "only", "")])
+def test_a_subplot_grid_made_once_carries_each_figures_own_titles(titles):
+    """The grid is cached by the titles' places: each set of texts gives make_subplots' own layout."""
+    from plotly.subplots import make_subplots
+
+    expected = make_subplots(rows=2, cols=2, subplot_titles=titles, vertical_spacing=0.1).to_dict()["layout"]
+    expected.pop("template")
+    assert figures.subplots_layout(rows=2, cols=2, subplot_titles=list(titles), vertical_spacing=0.1) == expected
