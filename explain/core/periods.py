@@ -319,7 +319,7 @@ def plan(periods, features, importance, *, padding=None, max_periods: int = MAX_
         order = np.argsort(-np.nan_to_num(np.asarray(importance, np.float64)), kind="stable")
         rows, folded = order[:top - 1].tolist() + [None], order[top - 1:]
         notes.append(f"the other {len(folded)} of {f} features summed in the last row")
-        lines.append(f"the {top - 1} features with the largest effects drawn, the other {len(folded)} not")
+        lines.append(f"the {top - 1} of {f} features with the largest effects")
     padded = None
     if padding is not None:
         inside = (which >= 0) & ~pad

@@ -457,17 +457,21 @@ def _history(periods, labels, values, baseline, units, title, columns, plan=None
                                      hovertemplate=f"{names[j]}<br>%{{x}}{what}: %{{y:.4g}}<extra>baseline</extra>"),
                                 r, c, cols))
     dtick = max(1, int(math.ceil(len(x) / (4 if cols > 2 else 5))))
+    longest = max((len(str(p)) for p in periods), default=1)  # labels side by side within a chart's ~200 px
+    dtick = max(dtick, int(math.ceil(len(x) / max(2, 200 // (5.5 * longest + 10)))))
     for key in [k for k in layout if AXIS.match(k)]:
         merge(layout[key], dict(type="category", showticklabels=True, tickangle=0, tickfont=dict(size=10), dtick=dtick)
               if key.startswith("x") else dict(gridcolor="#eee", rangemode="tozero", automargin=True))
     for note in layout.get("annotations", []):
         merge(note, dict(font=dict(size=12)))
     lines = plan.history_note.split("; ") if binned and plan.history_note else []
-    layout = _styled(layout, title, height=170 * rows + 80 + 18 * len(lines), showlegend=False)
-    if lines:  # what was binned, zoomed and left out, in small lines under the title
-        said = "<br>".join(f"<span style='font-size:11px'>{esc(line)}</span>" for line in lines)
-        layout["title"]["text"] = f"{esc(title)}<br>{said}" if title else said
-        layout["margin"]["t"] += 18 * len(lines)
+    layout = _styled(layout, title, height=170 * rows + 80 + (16 * len(lines) + 10 if lines else 0), showlegend=False)
+    if lines:  # what was binned, zoomed and left out: small grey lines between the title and the charts
+        layout.setdefault("annotations", []).append(dict(
+            text="<br>".join(esc(line) for line in lines), xref="paper", yref="paper", x=0, y=1, xanchor="left",
+            yanchor="bottom", yshift=24, align="left", showarrow=False, font=dict(size=11, color="#555")))
+        layout["margin"]["t"] += 16 * len(lines) + 10
+        layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))  # the title above them
     return _spec(data, layout), grid
 
 

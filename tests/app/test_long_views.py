@@ -93,8 +93,8 @@ def test_customer_history_lines_follow_the_heatmaps_bins_and_rows(bundle_env):
         figs = set_view(at, "customer_temporal", bin=bin) if bin else charts(at)
         rows = list(effects(figs["temporal_heatmap"])["y"])
         history = figs["history"]
-        assert [n["text"] for n in history["layout"]["annotations"]] == rows[:11]  # the heatmap's own rows
-        assert "the other 13 not" in history["layout"]["title"]["text"]
+        assert [n["text"] for n in history["layout"]["annotations"][:-1]] == rows[:11]  # the heatmap's own rows
+        assert "the 11 of 24 features with the largest effects" in history["layout"]["annotations"][-1]["text"]
         by = [d[:7] for d in year.DAYS] if bin == "month" else pd.to_datetime(
             pd.Series(year.DAYS)).dt.strftime("%G-W%V").to_numpy()
         columns = [year.TEMPORAL.index(next(c for c in year.TEMPORAL if year.NAMES[c] == r)) for r in rows[:11]]

@@ -204,8 +204,10 @@ def old_history_figure(periods, labels, values, *, baseline=None, units=None, ti
                                      legendgroup="baseline",
                                      hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>baseline</extra>"),
                           row=r, col=c)
+    # since issue 26: fewer ticks where long labels would not fit side by side (about 200 px a chart)
+    fits = max(2, 200 // (5.5 * max(len(str(p)) for p in periods) + 10))
     fig.update_xaxes(type="category", showticklabels=True, tickangle=0, tickfont=dict(size=10),
-                     dtick=max(1, int(math.ceil(len(x) / (4 if cols > 2 else 5)))))
+                     dtick=max(1, int(math.ceil(len(x) / (4 if cols > 2 else 5))), int(math.ceil(len(x) / fits))))
     fig.update_yaxes(gridcolor="#eee", rangemode="tozero", automargin=True)
     fig.update_annotations(font=dict(size=12))
     return old_layout(fig, title, height=170 * rows + 80, showlegend=False)

@@ -136,7 +136,8 @@ def test_a_long_history_is_drawn_in_the_heatmaps_bins_and_rows_as_means(year):
                                 baseline=np.where(pad[:, None], np.nan, base), plan=plan, title="History", columns=2)
     kept = [j for j in plan.rows if j is not None]
     assert len(kept) == 11 and kept[:2] == [5, 17]  # the heatmap's rows, largest first
-    assert [n["text"] for n in spec["layout"]["annotations"]] == [FEATURES[j] for j in kept]
+    *titles, note = spec["layout"]["annotations"]  # a chart's title per feature, then the note
+    assert [n["text"] for n in titles] == [FEATURES[j] for j in kept]
     weeks = pd.to_datetime(pd.Series(DAYS)).dt.strftime("%G-W%V").to_numpy()
     for drawn, source in ((_lines(spec), values), (_lines(spec, "baseline"), base)):
         expected = pd.DataFrame(np.where(pad[:, None], np.nan, source)).groupby(weeks, sort=False).mean()
@@ -145,9 +146,10 @@ def test_a_long_history_is_drawn_in_the_heatmaps_bins_and_rows_as_means(year):
             np.testing.assert_allclose(line, expected[j].to_numpy(), rtol=1e-12, equal_nan=True)
         assert np.isnan(drawn[0][:6]).all() and not np.isnan(drawn[0][6:]).any()  # 6 weeks of padding: gaps
     assert all(list(t["x"]) == list(dict.fromkeys(weeks)) for t in spec["data"])
-    title = spec["layout"]["title"]["text"]
+    title = note["text"]
+    assert spec["layout"]["title"]["text"] == "History"
     assert "365 days shown as 53 weeks, each point the mean of its days" in title
-    assert "the 11 features with the largest effects drawn, the other 13 not" in title
+    assert "the 11 of 24 features with the largest effects" in title
 
 
 def test_the_history_follows_the_zoom_and_the_bin_asked_for(year):
@@ -157,7 +159,7 @@ def test_the_history_follows_the_zoom_and_the_bin_asked_for(year):
     kept = [j for j in plan.rows if j is not None]
     assert list(spec["data"][0]["x"]) == DAYS[59:90]
     np.testing.assert_array_equal(_lines(spec)[0], values[59:90, kept[0]])
-    assert "2025-03-01 to 2025-03-31, 31 of 365 days" in spec["layout"]["title"]["text"]
+    assert "2025-03-01 to 2025-03-31, 31 of 365 days" in spec["layout"]["annotations"][-1]["text"]
 
 
 def test_a_short_history_draws_every_period_and_feature_as_before():
