@@ -161,3 +161,35 @@ def test_html_report_offline(setup, tmp_path):
     for value in exact["static"][1]:
         assert f"{value:+.4g}" in text  # the static attributions table
     assert not list(tmp_path.glob("*.part"))
+
+
+def test_history_of_a_padded_long_bundle_follows_its_heatmap(tmp_path):
+    """``explain.figures.history`` on 64 weeks behind Masking: the heatmap's bins (months) and the
+    customer's own monthly means of the real weeks (computed here), gaps where a month is all padding;
+    ``view`` asks for every week."""
+    import pandas as pd
+
+    from explain.core.periods import View
+    from tests.support import padded
+
+    folder = padded.write(tmp_path / "padded")
+    bundle = explain.load_bundle(folder)
+    cid = padded.short_customers(folder)[0]
+    a = explain.explain_customers(bundle, [cid], Settings(baseline="mean", steps=8))
+    heat = figures.history_heatmaps(a, bundle, 0, ids=[cid])[0][1]
+    fig = figures.history(a, bundle, 0, ids=[cid])
+    months = list(dict.fromkeys(w[:7] for w in padded.WEEKS))
+    cells = next(t for t in heat.data if t.type == "heatmap" and t.name != "no data")
+    assert list(fig.data[0].x) == list(cells.x) == months  # 64 weeks: the heatmap's months
+    pad = a.padding["temporal"][0]
+    values = np.where(pad[:, None], np.nan, bundle.inputs_for([cid])["temporal"][0].astype(np.float64))
+    expected = pd.DataFrame(values).groupby([w[:7] for w in padded.WEEKS], sort=False).mean().to_numpy()
+    customer = [t for t in fig.data if t.name == "customer"]
+    assert len(customer) == len(padded.TEMPORAL)
+    for j, line in enumerate(customer):  # three features: none folded; each chart titled by its feature
+        name = fig.layout.annotations[j].text
+        k = [bundle.feature_labels.get(c, c) for c in bundle.temporal_features].index(name)
+        np.testing.assert_allclose(np.asarray(line.y, np.float64), expected[:, k], rtol=1e-12, equal_nan=True)
+    assert np.isnan(np.asarray(customer[0].y, np.float64)[0])  # padded at the start: a gap
+    weekly = figures.history(a, bundle, 0, ids=[cid], view=View("none"))
+    assert list(weekly.data[0].x) == padded.WEEKS
