@@ -145,16 +145,65 @@ def secrets_text(oidc: Oidc, port: int, cookie_secret: str) -> str:
     return "\n".join(lines)
 
 
+OWNER_FILE = "server.pid"  # in an explain-auth-* folder: the server that removes it at exit
+
+
 def write_secrets(oidc: Oidc, port: int) -> Path:
     """``secrets.toml`` for ``oidc`` (with a new random cookie secret) in a new private folder
-    (``explain-auth-*/.streamlit/``, owner only); its path."""
-    folder = Path(tempfile.mkdtemp(prefix=AUTH_PREFIX)) / ".streamlit"
+    (``explain-auth-*/.streamlit/``, owner only), with this process's id (the server's: it execs
+    Streamlit) beside it; its path. Folders of servers that were killed first are swept
+    (:func:`sweep_auth_folders`)."""
+    sweep_auth_folders()
+    top = Path(tempfile.mkdtemp(prefix=AUTH_PREFIX))
+    (top / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
+    folder = top / ".streamlit"
     folder.mkdir(mode=0o700)
     path = folder / "secrets.toml"
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         handle.write(secrets_text(oidc, port, secrets.token_urlsafe(32)))
     return path
+
+
+def sweep_auth_folders(parent: Path | None = None) -> list[Path]:
+    """Remove the ``explain-auth-*`` folders (generated login secrets) that a server killed with
+    SIGKILL could not remove at exit: in the temporary folder (or ``parent``), real folders of this
+    user whose server (:data:`OWNER_FILE`) is no longer running; a folder without that file (written
+    before it existed) once it is a day old. Never another user's, a link, or a running server's. The
+    folders removed."""
+    import shutil
+    import stat
+    import time
+
+    removed = []
+    for path in Path(parent or tempfile.gettempdir()).glob(AUTH_PREFIX + "*"):
+        try:
+            info = os.lstat(path)
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+                continue
+            try:
+                pid = int((path / OWNER_FILE).read_text(encoding="ascii").strip())
+            except FileNotFoundError:
+                pid = None
+            if pid is not None and pid != os.getpid() and _running(pid):
+                continue
+            if pid is None and time.time() - info.st_mtime < 86400:
+                continue
+        except (OSError, ValueError):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process (PermissionError): running
+        return True
+    return True
 
 
 def secrets_login(paths=None) -> bool:

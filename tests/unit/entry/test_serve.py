@@ -256,3 +256,57 @@ def test_the_served_app_denies_framing_and_trusts_no_other_origin(tmp_path):
         assert headers.get("x-frame-options") == "SAMEORIGIN"
         assert headers.get("content-security-policy") == "frame-ancestors 'self'"
     assert origins == [serve.NO_ORIGIN]  # Streamlit's default trusts *.streamlit.app and others
+
+
+def test_the_secrets_of_a_killed_server_are_swept_and_nothing_else(tmp_path):
+    """A server killed with SIGKILL cannot remove its explain-auth-* folder at exit: the next
+    `explain serve --auth oidc` removes it (its server.pid names a process that is gone), and only it:
+    a running server's folder, a recent folder without server.pid, a link, a file and another user's
+    folder stay; a day-old folder without server.pid goes."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    def folder(name, pid=None, age=0.0):
+        path = tmp_path / f"explain-auth-{name}"
+        (path / ".streamlit").mkdir(parents=True)
+        (path / ".streamlit" / "secrets.toml").write_text("[auth]\n")
+        if pid is not None:
+            (path / serve.OWNER_FILE).write_text(str(pid))
+        if age:
+            os.utime(path, (time.time() - age, time.time() - age))
+        return path
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        killed = folder("killed", pid=int(ended.stdout))
+        alive = folder("alive", pid=running.pid)
+        recent, old = folder("recent"), folder("old", age=2 * 86400)
+        outside = tmp_path / "elsewhere"
+        outside.mkdir()
+        (tmp_path / "explain-auth-link").symlink_to(outside)
+        (tmp_path / "explain-auth-file").write_text("not a folder")
+        theirs = folder("theirs", pid=int(ended.stdout))
+        if os.getuid() == 0:
+            os.chown(theirs, 12345, 12345)
+        else:  # only root can give a folder away: none of the user's to check then
+            theirs = None
+        removed = serve.sweep_auth_folders(tmp_path)
+    finally:
+        running.kill()
+        running.wait()
+    assert sorted(removed) == sorted([killed, old])
+    assert not killed.exists() and not old.exists()
+    assert alive.exists() and recent.exists() and outside.exists() and (tmp_path / "explain-auth-file").exists()
+    assert theirs is None or theirs.exists()
+    assert serve.sweep_auth_folders(tmp_path) == [alive]  # its server has ended since: swept now
+
+
+def test_the_server_writes_its_id_beside_the_secrets(no_exec, capsys):
+    import os
+
+    assert main(["serve", "--port", "8769", *OIDC, "--client-secret", SECRET]) in (0, None)
+    path = Path(next(a for a in no_exec[0] if a.startswith("--secrets.files=")).split("=", 1)[1])
+    assert (path.parent.parent / serve.OWNER_FILE).read_text() == str(os.getpid())  # serve execs Streamlit
