@@ -14,11 +14,13 @@ on (the store's manifest and finishing time, the earlier store's, the window, th
 bundle's content hash and this file's version); the next call with the same key reads it (a
 fraction of a second for 100,000 customers) instead of the store. A folder that cannot be
 written keeps no summary (the result is computed each time); a damaged or foreign file is
-recomputed and replaced. ``cache=False`` neither reads nor writes it.
+recomputed and replaced; the ``KEEP_SUMMARIES`` most recently written summaries of a store are kept,
+older ones removed. ``cache=False`` neither reads nor writes it.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -41,6 +43,7 @@ NO_FOLDER = ("This bundle was not loaded from a folder, so there is no <bundle>/
 
 SUMMARY = "{name}.drivers-{key}.npz"
 DESCRIPTION = "described"  # the npz entry holding the JSON description
+KEEP_SUMMARIES = 8  # of one store (windows, earlier stores): the most recently written; older ones are removed
 
 
 def drivers(bundle, store=None, *, against=None, window: int | None = None, settings: Settings | None = None,
@@ -116,7 +119,25 @@ def write_summary(path: Path, d: Drivers) -> bool:
             Path(temporary).unlink(missing_ok=True)
     except OSError:
         return False
+    prune_summaries(path)
     return True
+
+
+def prune_summaries(path: Path, keep: int = KEEP_SUMMARIES) -> list[Path]:
+    """Remove the summaries of ``path``'s store beyond the ``keep`` most recently written (``path``
+    always stays): each window and earlier store makes one (20-30 MB at 20,000 x 365 x 24), and one
+    keyed by a store that was rewritten is never read again. The files removed."""
+    name = path.name.split(".drivers-", 1)[0]
+    found = []
+    for other in path.parent.glob(SUMMARY.format(name=glob.escape(name), key="*")):
+        try:
+            found.append((other.stat().st_mtime_ns, other))
+        except OSError:
+            continue
+    old = [other for _, other in sorted(found, reverse=True) if other != path][max(0, keep - 1):]
+    for other in old:
+        other.unlink(missing_ok=True)
+    return old
 
 
 def _plain(value):

@@ -179,3 +179,32 @@ def test_the_summary_is_computed_once_next_to_the_store_and_read_back_equal(june
     files[0].write_bytes(b"not a summary")  # damaged: recomputed and replaced
     _same(explain.drivers(bundle), reference)
     assert batch_drivers.read_summary(files[0]) is not None
+
+
+def test_a_stores_summaries_are_pruned_to_the_most_recent_ones(june):
+    """Each seed makes a summary; past KEEP_SUMMARIES the least recently written go, the one just
+    written and another store's summaries stay (a name with glob characters too)."""
+    import os
+
+    from explain.batch import drivers as batch_drivers
+
+    bundle, _ = june
+    folder = bundle.path / "attributions"
+    for old in folder.glob("run.drivers-*.npz"):
+        old.unlink()
+    other = folder / "run[1].drivers-0123456789abcdef.npz"  # another store's (glob characters in its name)
+    other.write_bytes(b"x")
+    keep = batch_drivers.KEEP_SUMMARIES
+    made = []
+    for k in range(keep + 2):
+        explain.drivers(bundle, seed=k)  # each seed (as each window, each earlier store) its own summary
+        new = [f for f in folder.glob("run.drivers-*.npz") if f not in made]
+        assert len(new) == 1
+        made.append(new[0])
+        os.utime(new[0], ns=(10**18 + k * 10**9,) * 2)  # written in this order, a second apart
+    left = set(folder.glob("run.drivers-*.npz"))
+    assert left == set(made[-keep:])  # the oldest two removed
+    assert other.exists()
+    assert batch_drivers.prune_summaries(made[0].with_name(made[-1].name), keep=1) == made[-keep:-1][::-1]
+    assert set(folder.glob("run.drivers-*.npz")) == {made[-1]}
+    other.unlink()
