@@ -145,3 +145,21 @@ def test_no_padding_gives_the_numbers_without_the_cut_bit_for_bit():
     full = sums(Engine(model), x, b, cut=False)
     for key in got:
         assert np.array_equal(got[key], full[key])
+
+
+def test_a_model_saved_after_its_calls_were_cut_loads_as_it_was(tmp_path):
+    """The cut's clone shares the model's layers (new inbound nodes on them): the model saved afterwards
+    still loads with the same layers and the same outputs, and explains to the same numbers."""
+    from explain.core.engine import engine_for
+
+    model = build("lstm", seed=5)
+    x, b, _ = data(seed=6)
+    first = integrated_gradients(model, x, b, steps=16, batch_size=16 * 3)  # 3 rows a call: calls to cut
+    assert engine_for(model).cut.state is True  # the calls were cut
+    model.save(tmp_path / "m.keras")
+    again = keras.models.load_model(tmp_path / "m.keras")
+    assert [layer.name for layer in again.layers] == [layer.name for layer in model.layers]
+    inputs = {"static_in": x["static"].astype("float32"), "history": x["temporal"].astype("float32")}
+    np.testing.assert_array_equal(again.predict(inputs, verbose=0), model.predict(inputs, verbose=0))
+    assert_near(integrated_gradients(again, x, b, steps=16, batch_size=16 * 3).inputs["temporal"],
+                first.inputs["temporal"])
