@@ -100,3 +100,26 @@ def test_a_cohorts_mean_counts_each_week_over_the_customers_with_data_there(case
     np.testing.assert_allclose(mean["temporal"], np.nanmean(np.where(pad[..., None], np.nan, a.temporal), axis=0))
     assert np.isfinite(mean["values"]).all() and np.isfinite(mean["temporal"]).all()
     assert (mean["values"] > 0.05 - 1e-6).all()  # no padded zero pulled a week's mean down
+
+
+def test_the_batch_job_says_whether_its_calls_were_cut(case, tmp_path, capsys):
+    """The batch's last line says how the engine called the model: on this Masking bundle with customers
+    padded at the start, cut calls (the engine's own note); on a bundle without a Masking layer, full calls
+    and why."""
+    import explain
+    from explain.core.engine import cut_notes
+    from tests.support import models
+
+    folder, bundle, ids, _ = case
+    run_batch_job(bundle, tmp_path / "store", SETTINGS, chunk_size=16, progress=True)
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("engine: ")]
+    assert said == [f"engine: {cut_notes(bundle.model)}"]
+    assert said[0] == "engine: calls cut to the periods after the padding at the start of the histories"
+
+    model, _, _ = models.linear_model(seed=1)
+    x = models.data(12, seed=2)
+    explain.save_bundle(tmp_path / "plain_bundle", model, x["static"], x["temporal"])
+    run_batch_job(load_bundle(tmp_path / "plain_bundle"), tmp_path / "plain", Settings(baseline="zero", steps=8),
+                  chunk_size=6, progress=True)
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("engine: ")]
+    assert said == ["engine: full calls (no history padded by a Masking layer)"]
