@@ -60,10 +60,8 @@ def why(bundle, cid, attribution, inputs, base, target) -> None:
         cid, float(attribution.prediction[0]), target, found, base_rate=base_rate(bundle, target))))
 
 
-def words(attribution, bundle, settings, described, advice) -> None:
-    """The summary in words (bundles with more inputs), the colour legend, the baseline in words and how to read it."""
-    if not bundle.plain:
-        st.info(show.md(report.summary_text(attribution, bundle, 0)), icon=":material/summarize:")
+def words(bundle, settings, described, advice) -> None:
+    """The colour legend, the baseline in words and how to read it (below the heatmap)."""
     st.markdown(LEGEND)
     st.markdown(f"**Compared with** ({show.md(settings.baseline)} baseline): {described}")
     how_to_read(settings.baseline, advice, periods.words(bundle))
@@ -128,9 +126,11 @@ def customer_page():
     if close := report.close_baseline_note(fx, fb):
         st.warning(show.md(close), icon=":material/compare_arrows:")
     if not bundle.plain:  # categorical, padded or several histories: one heatmap per history
-        words(attribution, bundle, settings, described, advice)
-        shown = more_inputs.customer_figures(attribution, bundle, cid, state.baseline_arrays(bundle, cid, settings),
-                                             settings)
+        # the answer in words first, then the heatmaps, then how to read them (as on the plain path below)
+        st.info(show.md(report.summary_text(attribution, bundle, 0)), icon=":material/summarize:")
+        base = state.baseline_arrays(bundle, cid, settings)
+        shown = more_inputs.customer_figures(attribution, bundle, cid, base, settings,
+                                             after_heatmaps=lambda: words(bundle, settings, described, advice))
         st.subheader("Download")
         return downloads(attribution, bundle, cid, settings, shown)
 
@@ -154,7 +154,7 @@ def customer_page():
     show.plot(shown[0], key="temporal_heatmap")
     speed.heatmap_first()
     keep.card(bundle, cid, settings, score, target)
-    words(attribution, bundle, settings, described, advice)
+    words(bundle, settings, described, advice)
     left, right = st.columns(2)
     with left:
         views.top_ui(bundle.n_static, "customer_static")

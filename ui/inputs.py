@@ -73,11 +73,12 @@ def categorical_ui(bundle) -> None:
                   "python -m explain ... --categorical category:FEATURE=VALUE).")
 
 
-def customer_figures(attribution, bundle, cid, base: dict, settings) -> list[tuple[str, object]]:
-    """Draw each history's heatmap (a long one with its bin/zoom control), the static bars of
-    customer ``cid`` (a long ranking cut, with "show all") and (one history) the customer's history
-    against the baseline ``base`` ({key: values}), drawn in the heatmap's bins and rows; return them
-    for the downloads. Built once per customer, settings and view (``ui.speed.figures``)."""
+def customer_figures(attribution, bundle, cid, base: dict, settings, after_heatmaps=None) -> list[tuple[str, object]]:
+    """Draw each history's heatmap (a long one with its bin/zoom control), then ``after_heatmaps()``
+    (the page's words), the static bars of customer ``cid`` (a long ranking cut, with "show all") and
+    (one history) the customer's history against the baseline ``base`` ({key: values}), drawn in the
+    heatmap's bins and rows; return them for the downloads. Built once per customer, settings and view
+    (``ui.speed.figures``)."""
     histories = bundle.layout.keys_of("temporal")
     chosen = {key: views.view_ui(bundle.input_periods[key], f"customer_{key}") for key in histories}
     top = views.top_of(len(bundle.static_labels), "customer_static")  # its toggle is drawn above the bars
@@ -103,6 +104,8 @@ def customer_figures(attribution, bundle, cid, base: dict, settings) -> list[tup
     for i in range(len(headings)):
         show.plot(shown[i], key=f"temporal_heatmap_{i}")
     speed.heatmap_first()
+    if after_heatmaps is not None:
+        after_heatmaps()
     views.top_ui(len(bundle.static_labels), "customer_static")
     if not one:
         show.plot(shown[-1], key="static_bars")

@@ -141,3 +141,20 @@ def test_customer_page_speaks_weeks_and_warns_when_the_baseline_scores_like_the_
     assert "each weekly feature at its mean over all customers and weeks" in words
     assert "Weeks that are padding" in words and "the baseline is as short" in words
     assert "weekly history" in charts(at)["history"]["layout"]["title"]["text"]
+
+
+def test_customer_page_says_the_answer_then_the_heatmap_then_how_to_read_it(folder, monkeypatch):
+    """Padded bundles (the Customer page's path for more inputs): the summary in words above the heatmap, the
+    colour legend and the baseline in words below it (as for plain bundles), so the heatmap is on the first
+    screen; then the static bars and the history."""
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
+    at = app({"customer": padded.short_customers(folder)[0]})
+    order = []
+    for node in at.main:
+        if node.type == "info" and "Largest effec" in str(node.value):
+            order.append("summary")
+        elif node.type == "plotly_chart":
+            order.append(node.proto.id.split("-", 2)[-1])
+        elif node.type == "markdown" and str(node.value).startswith("**Compared with**"):
+            order.append("compared with")
+    assert order == ["summary", "temporal_heatmap_0", "compared with", "static_bars", "history"], order
