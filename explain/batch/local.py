@@ -81,6 +81,8 @@ def compute_chunk(bundle, ids: list[str], request: Settings, engine_batch_size: 
     if engine_batch_size is None:
         engine_batch_size = points_per_call(bundle)
     attribution = explain_customers(bundle, ids, request, batch_size=engine_batch_size, baseline=baseline)
+    if hasattr(bundle, "release"):  # a memory-mapped history: its pages read for this chunk given back
+        bundle.release(ids)
     return chunk_arrays(attribution, bundle, len(ids)), summary_frame(attribution, ids)
 
 

@@ -120,6 +120,7 @@ from explain.bundle.tables import (  # noqa: F401 (re-exported)
     read_table,
 )
 from explain.core import labels as label_values
+from explain.core.baselines import release_pages
 from explain.core.errors import BundleError, ExplainError, UnsafeModelError
 from explain.core.files import write_bytes_atomic
 from explain.core.inputs import input_layout
@@ -317,6 +318,19 @@ class Bundle:
 
     def data(self) -> dict[str, np.ndarray]:
         return dict(self.arrays)
+
+    def release(self, ids: Iterable[str]) -> None:
+        """Give back to the page cache the pages of these customers' rows of a memory-mapped bundle (the
+        rows from the first to the last of them), once read: a job that reads every customer a chunk at a
+        time then holds one chunk of the file, not every page it has read (they are read again from the
+        page cache if needed). Nothing for arrays in memory."""
+        rows = self._indices(list(ids))
+        if not rows:
+            return
+        first, last = min(rows), max(rows)
+        for values in self.arrays.values():
+            if isinstance(values, np.memmap):
+                release_pages(values, values[first:last + 1])
 
     def model_inputs(self, inputs: Mapping[str, np.ndarray]) -> Any:
         """The structure the model is called with, from arrays keyed like ``data()``."""
