@@ -391,3 +391,32 @@ def test_problems_of_the_static_table_and_of_the_array_are_listed_together(small
 
     with pytest.raises(BundleError, match="infinite"):
         explain.load_bundle(folder)
+
+
+def test_a_batch_chunk_gives_back_the_pages_of_its_rows(demo_arrays, monkeypatch):
+    """A batch chunk of a memory-mapped bundle gives back (madvise DONTNEED) the pages of the rows it read,
+    first to last, and the values read again afterwards are unchanged; a bundle in memory gives nothing."""
+    from explain.batch import local
+    from explain.bundle import load as bundle_load
+    from explain.core.settings import Settings
+
+    bundle = load_bundle(demo_arrays[1])
+    assert isinstance(bundle.temporal, np.memmap)
+    given = []
+    real = bundle_load.release_pages
+    monkeypatch.setattr(bundle_load, "release_pages", lambda values, part: (given.append((values, part)),
+                                                                            real(values, part)))
+    ids = ["C00010", "C00003", "C00007"]
+    before = bundle.inputs_for(ids)["temporal"].copy()
+    local.compute_chunk(bundle, ids, Settings(steps=8))
+    assert len(given) == 1  # the memory-mapped history (the static table is in memory)
+    values, part = given[0]
+    rows = sorted(bundle.index_of(i) for i in ids)
+    assert values is bundle.temporal and part.shape[0] == rows[-1] - rows[0] + 1  # the chunk's first to last row
+    np.testing.assert_array_equal(part, bundle.temporal[rows[0]:rows[-1] + 1])
+    np.testing.assert_array_equal(bundle.inputs_for(ids)["temporal"], before)  # read again from the page cache
+
+    given.clear()
+    in_memory = load_bundle("bundles/demo")
+    local.compute_chunk(in_memory, ids, Settings(steps=8))
+    assert given == []
