@@ -123,7 +123,8 @@ def heatmap(a, bundle, customer=0, *, ids=None, baseline=None, title: str | None
     return temporal_panel(bundle.periods, bundle.temporal_labels, a.temporal[row],
                           values=bundle.inputs_for([cid])["temporal"][0],
                           baseline=None if base is None else base["temporal"],
-                          units=_units(bundle, bundle.temporal_features), title=title, view=view)
+                          units=_units(bundle, bundle.temporal_features), title=title,
+                          plan=history_plan(a, bundle, row, view))
 
 
 def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None, views=None) -> list[tuple[str, go.Figure]]:
@@ -143,10 +144,11 @@ def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None, views=No
         attr = np.asarray(a.inputs[key][row], np.float64).reshape(len(bundle.input_periods[key]), -1)
         own = np.asarray(values[key][0])
         own = own.reshape(attr.shape).astype(np.float64) if own.dtype.kind in "fiub" else None
-        out.append((title, temporal_panel(
-            bundle.input_periods[key], [bundle.feature_labels.get(c, c) for c in columns], attr, values=own,
-            units=_units(bundle, columns), title=title, view=views.get(key),
-            padding=a.padding[key][row] if key in a.padding else None)))
+        names, pad = [bundle.feature_labels.get(c, c) for c in columns], a.padding.get(key)
+        pad = None if pad is None else pad[row]
+        plan = heatmap_plan(bundle.input_periods[key], names, attr, padding=pad, view=views.get(key))
+        out.append((title, temporal_panel(bundle.input_periods[key], names, attr, values=own,
+                                          units=_units(bundle, columns), title=title, padding=pad, plan=plan)))
     return out
 
 

@@ -139,18 +139,21 @@ def customer_page():
     view = views.view_ui(bundle.periods, "customer_temporal")  # a long history: its bin and zoom
     top = views.top_of(bundle.n_static, "customer_static")  # its toggle is drawn above the bars
     page = "customer" if view is None and top is None else f"customer|{view}|{top}"
-    (fig_panel, fig_static, fig_history), shown = speed.figures(bundle, page, cid, settings, lambda: (
-        figures.temporal_panel_spec(bundle.periods, bundle.temporal_labels, attribution.temporal[0],
-                               values=inputs["temporal"][0], baseline=base["temporal"], units=units_t, view=view,
-                               title=f"{said.adjective.capitalize()} features: effect of each feature in each period"),
-        figures.static_bars_spec(bundle.static_labels, attribution.static[0], inputs["static"][0],
-                            units=units_s, baseline=base["static"], top=top,
-                            title="Static features (label: the customer's value)"),
-        figures.history_spec(bundle.periods, bundle.temporal_labels, inputs["temporal"][0],
-                             baseline=base["temporal"], units=units_t, columns=2,
-                             plan=periods.heatmap_plan(bundle.periods, bundle.temporal_labels,
-                                                       attribution.temporal[0], view=view),
-                             title=f"The customer's {said.adjective} history (dashed: the baseline)")))
+
+    def build():  # one plan (bins, zoom, rows) for the heatmap and the history beside it
+        plan = periods.heatmap_plan(bundle.periods, bundle.temporal_labels, attribution.temporal[0], view=view)
+        return (figures.temporal_panel_spec(
+                    bundle.periods, bundle.temporal_labels, attribution.temporal[0], values=inputs["temporal"][0],
+                    baseline=base["temporal"], units=units_t, plan=plan,
+                    title=f"{said.adjective.capitalize()} features: effect of each feature in each period"),
+                figures.static_bars_spec(bundle.static_labels, attribution.static[0], inputs["static"][0],
+                                         units=units_s, baseline=base["static"], top=top,
+                                         title="Static features (label: the customer's value)"),
+                figures.history_spec(bundle.periods, bundle.temporal_labels, inputs["temporal"][0],
+                                     baseline=base["temporal"], units=units_t, columns=2, plan=plan,
+                                     title=f"The customer's {said.adjective} history (dashed: the baseline)"))
+
+    (fig_panel, fig_static, fig_history), shown = speed.figures(bundle, page, cid, settings, build)
     show.plot(shown[0], key="temporal_heatmap")
     speed.heatmap_first()
     keep.card(bundle, cid, settings, score, target)

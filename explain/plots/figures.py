@@ -361,9 +361,10 @@ PANEL_GRID = dict(rows=2, cols=2, column_widths=(0.8, 0.2), row_heights=(0.24, 0
 
 
 def temporal_panel_spec(periods, features, attributions, *, values=None, baseline=None, units=None,
-                        zmax: float | None = None, title: str | None = None, padding=None, view=None) -> dict:
+                        zmax: float | None = None, title: str | None = None, padding=None, view=None,
+                        plan=None) -> dict:
     """:func:`temporal_panel` as a plain figure dict (no template)."""
-    plan = _plan(periods, features, attributions, padding=padding, view=view)
+    plan = plan or _plan(periods, features, attributions, padding=padding, view=view)
     attributions, values, baseline = plan.sums(attributions), plan.means(values), plan.means(baseline)
     units, periods, padding = _units_shown(plan, features, units), plan.labels, plan.padding
     features = plan.row_names(features)
@@ -398,16 +399,19 @@ def temporal_panel_spec(periods, features, attributions, *, values=None, baselin
 
 
 def temporal_panel(periods, features, attributions, *, values=None, baseline=None, units=None,
-                   zmax: float | None = None, title: str | None = None, padding=None, view=None) -> go.Figure:
+                   zmax: float | None = None, title: str | None = None, padding=None, view=None,
+                   plan=None) -> go.Figure:
     """The heatmap with its totals beside it: per period above, per feature on the right.
 
     The totals are sums of the signed attributions (same colours: red raises, blue lowers).
     Padded periods (``padding`` (T,) bool) are grey, "no data". ``view``: the bin and zoom of a
     long history (``explain.core.periods.View``; default: binned when longer than 60 periods).
+    ``plan``: that view's finished plan (``explain.core.periods.heatmap_plan`` of these attributions
+    and padding), when the caller has made it (the history beside it draws the same one).
     """
     return subplots_figure(temporal_panel_spec(periods, features, attributions, values=values, baseline=baseline,
-                                               units=units, zmax=zmax, title=title, padding=padding, view=view),
-                           **PANEL_GRID)
+                                               units=units, zmax=zmax, title=title, padding=padding, view=view,
+                                               plan=plan), **PANEL_GRID)
 
 
 def _history_grid(labels, units, columns: int, f: int) -> dict:
