@@ -6,17 +6,14 @@ browser fails. Screenshots of every page go to tests/screenshots/<page>.png.
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.support.processes import stop
+from tests.support.processes import free_port, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -46,16 +43,10 @@ HEATMAP_Z = """() => {
 }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def serve(log_dir: Path, *args: str):
     """``streamlit run app.py [-- args]`` on a free loopback port; yields its URL once healthy."""
-    port = _free_port()
+    port = free_port()
     log = (log_dir / "server.log").open("w")
     env = {k: v for k, v in os.environ.items() if k != "EXPLAIN_BUNDLE"}
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
@@ -65,17 +56,8 @@ def serve(log_dir: Path, *args: str):
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                    if response.status == 200 and response.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not start (exit code {proc.poll()}); see {log.name}")
-            time.sleep(0.5)
+        wait_healthy(url, proc, STARTUP_TIMEOUT,
+                     lambda: f"streamlit did not start (exit code {proc.poll()}); see {log.name}")
         yield url
     finally:
         stop(proc)

@@ -10,18 +10,15 @@ in, a deep link to a page, shows the login screen only."""
 
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.browser.test_browser import browser, page, wait_idle  # noqa: F401 (fixtures)
 from tests.support.oidc_provider import OidcProvider
-from tests.support.processes import stop
+from tests.support.processes import free_port, stop, wait_healthy
 
 pytestmark = pytest.mark.browser
 
@@ -32,16 +29,10 @@ DATA = re.compile(r"\bC\d{5}\b")  # the demo bundle's customer ids: C00001 ...
 STARTUP_TIMEOUT = 120
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def login_server(tmp_path_factory):
     """(the app's URL, the provider): ``explain serve --auth oidc`` on a free port, the provider it trusts."""
-    port = _free_port()
+    port = free_port()
     base = f"http://localhost:{port}"  # the host of the default redirect URI: the login cookies are set for it
     folder = tmp_path_factory.mktemp("login")
     with OidcProvider(CLIENT_ID, CLIENT_SECRET, [f"{base}/oauth2callback"]) as provider:
@@ -55,17 +46,8 @@ def login_server(tmp_path_factory):
              "--allow", ALLOWED, "--allow", "@team.example"],
             cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            deadline = time.monotonic() + STARTUP_TIMEOUT
-            while True:
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
-                        if answer.read().strip() == b"ok":
-                            break
-                except OSError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"explain serve did not start: {(folder / 'server.log').read_text()[-3000:]}")
-                time.sleep(0.5)
+            wait_healthy(f"http://127.0.0.1:{port}", proc, STARTUP_TIMEOUT,
+                         lambda: f"explain serve did not start: {(folder / 'server.log').read_text()[-3000:]}")
             yield base, provider, folder / "server.log"
         finally:
             stop(proc)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import site
-import socket
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import stop
+from tests.support.processes import free_port, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -62,12 +61,6 @@ def _dashboard_sources() -> set[str]:
                   if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")}
     found |= {p.relative_to(ROOT).as_posix() for p in (ROOT / "bundles" / "demo").iterdir() if p.is_file()}
     return found
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _see_running_packages(venv_python: Path, *, cwd, env) -> None:
@@ -117,7 +110,7 @@ def test_installed_check_and_serve(installed, tmp_path):
     check = _run(installed["bin"] / "explain", "check", "--bundle", tmp_path / "bundle", cwd=cwd, env=env)
     assert "is valid: 5 customers, 3 static features, 4 periods x 2 temporal features" in check.stdout
 
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "serve.log").open("w")
     proc = subprocess.Popen([str(installed["bin"] / "explain"), "serve", "--bundle", str(tmp_path / "bundle"),
                              "--port", str(port)], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,

@@ -1,11 +1,38 @@
-"""Processes of the tests: stopping a server started by a test (``start_new_session=True``: its whole
-process group), and one call measured in a fresh interpreter (time and RSS growth, :func:`measured`)."""
+"""Processes of the tests: a free loopback port, waiting for a server's health check, stopping a server
+started by a test (``start_new_session=True``: its whole process group), and one call measured in a fresh
+interpreter (time and RSS growth, :func:`measured`)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
+import time
+import urllib.request
+
+
+def free_port() -> int:
+    """A loopback port free now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float, why) -> None:
+    """Until ``url``'s ``/_stcore/health`` answers ok; ``RuntimeError(why())`` if ``proc`` ends first or
+    ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(why())
+        time.sleep(0.5)
 
 
 def stop(proc: subprocess.Popen, timeout: float = 15) -> None:
