@@ -91,20 +91,13 @@ def _grid(rows: int, cols: int, options: tuple) -> _Grid:
 
 def _grid_of(rows: int, cols: int, options: dict) -> _Grid:
     """The cached :class:`_Grid` of ``make_subplots(rows, cols, **options)`` (lists given as tuples
-    or lists). Subplot titles are cached by their places, not their texts (the annotations' texts are
-    put in here): a history whose charts are other features than the last one's reuses its grid."""
+    or lists). Subplot titles are cached by their places, not their texts (a placeholder per title;
+    :func:`subplots_layout` puts the texts in): a history whose charts are other features than the
+    last one's reuses its grid."""
     titles = options.get("subplot_titles")
     if titles:  # one placeholder per title: an empty title stays empty (make_subplots draws no annotation)
         options = {**options, "subplot_titles": tuple(f"\x00{k}" if t else "" for k, t in enumerate(titles))}
-    grid = _grid(rows, cols, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items())))
-    if not titles:
-        return grid
-    layout = _copy(grid.layout)
-    for note in layout.get("annotations", []):
-        text = note.get("text", "")
-        if text.startswith("\x00"):
-            note["text"] = titles[int(text[1:])]
-    return _Grid(layout, grid.ref, grid.text)
+    return _grid(rows, cols, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items())))
 
 
 def _copy(value):
@@ -119,8 +112,12 @@ def _copy(value):
 def subplots_layout(rows: int, cols: int, **options) -> dict:
     """``make_subplots(rows, cols, **options)``'s layout dict (domains, anchors, shared axes,
     subplot titles as annotations; no template): made by Plotly once per set of arguments
-    (lists given as tuples or lists), a copy each call."""
-    return _copy(_grid_of(rows, cols, options).layout)
+    (lists given as tuples or lists), a copy each call, with these subplot titles."""
+    layout, titles = _copy(_grid_of(rows, cols, options).layout), options.get("subplot_titles")
+    for note in layout.get("annotations", []) if titles else ():
+        if note.get("text", "").startswith("\x00"):
+            note["text"] = titles[int(note["text"][1:])]
+    return layout
 
 
 def subplots_figure(spec: dict, rows: int, cols: int, **options) -> go.Figure:
@@ -469,12 +466,13 @@ def _history(periods, labels, values, baseline, units, title, columns, plan=None
     for note in layout.get("annotations", []):
         merge(note, dict(font=dict(size=12)))
     lines = plan.history_note.split("; ") if binned and plan.history_note else []
-    layout = _styled(layout, title, height=170 * rows + 80 + (16 * len(lines) + 10 if lines else 0), showlegend=False)
+    note_px = 16 * len(lines) + 10 if lines else 0  # the note's height above the charts
+    layout = _styled(layout, title, height=170 * rows + 80 + note_px, showlegend=False)
     if lines:  # what was binned, zoomed and left out: small grey lines between the title and the charts
         layout.setdefault("annotations", []).append(dict(
             text="<br>".join(esc(line) for line in lines), xref="paper", yref="paper", x=0, y=1, xanchor="left",
             yanchor="bottom", yshift=24, align="left", showarrow=False, font=dict(size=11, color="#555")))
-        layout["margin"]["t"] += 16 * len(lines) + 10
+        layout["margin"]["t"] += note_px
         layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))  # the title above them
     return _spec(data, layout), grid
 
