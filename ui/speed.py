@@ -50,7 +50,7 @@ SPEED_ENV = "EXPLAIN_SPEED"
 # A pause this long after the heatmap lets the browser draw it first (customer switch, p50 of 14
 # in one interleaved run: 0.53 -> 0.31-0.40 s with 0.04-0.12 s; 0.08 s gave the lowest maximum).
 HEATMAP_FIRST_S = 0.08
-XLA_ENV = "EXPLAIN_XLA"
+XLA_ENV = xla.ENV
 TTL = 3600  # seconds
 UNUSED_SUBPLOTS = ("polar", "ternary", "scene", "geo", "mapbox", "map", "smith")
 UNTYPED = ("geojson", "layer", "layers", "range")  # keys whose arrays to_dict() leaves as they are

@@ -20,6 +20,7 @@ read a chunk at a time (memory-mapped from its array cache when it is big).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -47,7 +48,8 @@ from explain.batch.format import (
     write_success,
 )
 from explain.batch.job import DEFAULT_CHUNK_SIZE, BatchResult, check_chunk_size, follow, result
-from explain.core.engine import cut_notes
+from explain.core import xla
+from explain.core.engine import compiled_calls, cut_notes
 from explain.core.errors import ExplainError
 from explain.core.ig import DEFAULT_BATCH_SIZE
 from explain.core.settings import Settings
@@ -80,7 +82,9 @@ def compute_chunk(bundle, ids: list[str], request: Settings, engine_batch_size: 
     """
     if engine_batch_size is None:
         engine_batch_size = points_per_call(bundle)
-    attribution = explain_customers(bundle, ids, request, batch_size=engine_batch_size, baseline=baseline)
+    compiled = compiled_calls(bundle.model) if os.environ.get(xla.ENV) != "0" else contextlib.nullcontext()
+    with compiled:  # many calls of few shapes: compiled (XLA) where the cut is on (EXPLAIN_XLA=0: not)
+        attribution = explain_customers(bundle, ids, request, batch_size=engine_batch_size, baseline=baseline)
     if hasattr(bundle, "release"):  # a memory-mapped history: its pages read for this chunk given back
         bundle.release(ids)
     return chunk_arrays(attribution, bundle, len(ids)), summary_frame(attribution, ids)

@@ -127,6 +127,9 @@ class Compiler:
     def for_chunks(self, space, fn, rows, alphas):
         return fn  # every call is compiled already
 
+    def fixed(self, space, rows):
+        return self.engine.function("path", space)  # jax.jit compiles each shape already
+
     def state(self) -> list:
         """The model's variables now (weights may change between calls)."""
         return [v.value for v in self.engine.model_ref().variables]

@@ -71,6 +71,9 @@ class Compiler:
     def for_chunks(self, space, fn, rows, alphas):
         return xla.for_chunks(self.engine, space, fn, rows, alphas)  # small chunks: XLA when enabled
 
+    def fixed(self, space, rows):
+        return xla.Fixed(self.engine, space, rows)  # a batch job's calls of ``rows`` rows, XLA-compiled
+
     def _call(self, points, raw, space):
         """The model (or its logit head) at ``points`` (one tensor per key, interpolation space);
         categorical inputs are fed their ids ``raw`` while their embeddings return the points."""

@@ -9,6 +9,8 @@ rank the planted driver first and give the ignored feature exactly zero; the mea
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -82,10 +84,13 @@ def test_a_batch_store_reads_back_padding_as_no_data_and_aggregates_the_same(cas
     pad = cohort.padding_of(stored)
     np.testing.assert_array_equal(pad, cohort.padding_of(a))
     assert np.isnan(stored.temporal[pad]).all() and np.isfinite(stored.temporal[~pad]).all()
-    np.testing.assert_allclose(stored.temporal[~pad], a.temporal[~pad], rtol=1e-12)
-    np.testing.assert_allclose(stored.total(), a.total(), rtol=1e-9)
+    # the batch's calls are compiled (XLA): the graph calls' numbers within float rounding
+    scale = np.abs(a.temporal[~pad]).max()
+    np.testing.assert_allclose(stored.temporal[~pad], a.temporal[~pad], rtol=1e-5, atol=1e-6 * scale)
+    np.testing.assert_allclose(stored.total(), a.total(), rtol=1e-5, atol=1e-5 * np.abs(a.total()).max())
+    np.testing.assert_allclose(stored.total(), a.prediction - a.baseline_prediction, atol=1e-5)  # completeness
     agg = cohort.aggregate(stored.static, stored.temporal, bundle.static_labels, bundle.temporal_labels, pad)
-    check(agg, reference(a.static, a.temporal, pad), bundle)
+    check(agg, reference(stored.static, stored.temporal, pad), bundle)
     # the padding is found from the NaN cells alone too (what a store holds)
     again = cohort.aggregate(stored.static, stored.temporal, bundle.static_labels, bundle.temporal_labels)
     np.testing.assert_allclose(again.feature_abs, agg.feature_abs)
@@ -102,7 +107,7 @@ def test_a_cohorts_mean_counts_each_week_over_the_customers_with_data_there(case
     assert (mean["values"] > 0.05 - 1e-6).all()  # no padded zero pulled a week's mean down
 
 
-def test_the_batch_job_says_whether_its_calls_were_cut(case, tmp_path, capsys):
+def test_the_batch_job_says_whether_its_calls_were_cut(case, tmp_path, capsys, monkeypatch):
     """The batch's last line says how the engine called the model: on this Masking bundle with customers
     padded at the start, cut calls (the engine's own note); on a bundle without a Masking layer, full calls
     and why."""
@@ -114,7 +119,14 @@ def test_the_batch_job_says_whether_its_calls_were_cut(case, tmp_path, capsys):
     run_batch_job(bundle, tmp_path / "store", SETTINGS, chunk_size=16, progress=True)
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("engine: ")]
     assert said == [f"engine: {cut_notes(bundle.model)}"]
-    assert said[0] == "engine: calls cut to the periods after the padding at the start of the histories"
+    assert re.fullmatch(r"engine: calls cut to the periods after the padding at the start of the histories, "
+                        r"XLA-compiled \(\d+ call shapes\)", said[0])
+
+    monkeypatch.setenv("EXPLAIN_XLA", "0")  # the batch's calls not compiled: the same line without XLA
+    cut_model = load_bundle(folder)  # a new model: new engines
+    run_batch_job(cut_model, tmp_path / "graph", SETTINGS, chunk_size=16, progress=True)
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("engine: ")]
+    assert said == ["engine: calls cut to the periods after the padding at the start of the histories"]
 
     model, _, _ = models.linear_model(seed=1)
     x = models.data(12, seed=2)
@@ -123,3 +135,26 @@ def test_the_batch_job_says_whether_its_calls_were_cut(case, tmp_path, capsys):
                   chunk_size=6, progress=True)
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("engine: ")]
     assert said == ["engine: full calls (no history padded by a Masking layer)"]
+
+
+def test_compiled_batch_chunks_are_the_same_in_another_process(case, tmp_path):
+    """A resumed job computes its remaining chunks in a new process (new compiles): on this padded bundle,
+    whose calls are cut and compiled (XLA), a chunk computed in another process is bit for bit this one's,
+    so a resumed store equals an uninterrupted one."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    folder, bundle, ids, _ = case
+    root = Path(__file__).resolve().parents[3]
+    args = ["--steps", str(SETTINGS.steps), "--baseline", "mean", "--batch-size", "16"]
+    here = run_batch_job(bundle, tmp_path / "here", SETTINGS, chunk_size=16, progress=False)
+    assert here.complete
+    other = tmp_path / "other"
+    done = subprocess.run([sys.executable, "-m", "explain", "batch", "--bundle", str(folder), "--out", str(other),
+                           *args], cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "XLA-compiled" in done.stderr  # its calls were compiled too
+    mine, theirs = open_store(tmp_path / "here").arrays(bundle, ids), open_store(other).arrays(bundle, ids)
+    np.testing.assert_array_equal(mine.temporal, theirs.temporal)
+    np.testing.assert_array_equal(mine.static, theirs.static)

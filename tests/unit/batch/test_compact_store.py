@@ -152,8 +152,12 @@ def test_padded_periods_are_nulls_in_the_file_and_nan_in_the_arrays(tmp_path):
     assert cells.null_count == int(pad.sum()) * bundle.n_temporal  # no data: null, never a 0 effect
     arrays, _ = read_store(tmp_path / "store", long=False)
     assert np.isnan(arrays["temporal"][pad]).all()
-    np.testing.assert_array_equal(arrays["temporal"][~pad], api.temporal[~pad])
+    # the batch's calls on this padded Masking bundle are cut and compiled (XLA): equal within float rounding
+    scale = np.abs(api.temporal[~pad]).max()
+    np.testing.assert_allclose(arrays["temporal"][~pad], api.temporal[~pad], rtol=1e-5, atol=1e-6 * scale)
     old = write_old_store(bundle, tmp_path / "old", REQUEST, ids, 10)
-    np.testing.assert_array_equal(open_store(old).arrays(bundle, ids).temporal,
-                                  open_store(tmp_path / "store").arrays(bundle, ids).temporal)
-    pd.testing.assert_frame_equal(read_store(tmp_path / "store")[0], read_store(old)[0], check_exact=True)
+    # the old store was written from the graph calls: the same NaN cells, the same numbers within float rounding
+    np.testing.assert_allclose(open_store(old).arrays(bundle, ids).temporal,
+                               open_store(tmp_path / "store").arrays(bundle, ids).temporal,
+                               rtol=1e-5, atol=1e-6 * scale, equal_nan=True)
+    pd.testing.assert_frame_equal(read_store(tmp_path / "store")[0], read_store(old)[0], rtol=1e-5, atol=1e-6 * scale)

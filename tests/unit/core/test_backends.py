@@ -43,6 +43,8 @@ PROPERTY_TESTS = [
     "tests/unit/core/test_ig_adaptive.py::test_auto_is_exact_on_a_linear_model_after_the_first_try",
     "tests/unit/core/test_ig_adaptive.py::test_auto_does_not_depend_on_batch_size_or_row_groups",
     "tests/unit/core/test_backend_jax.py",
+    "tests/unit/core/test_cut.py::test_cut_path_sums_equal_the_full_ones_and_a_reference_on_real_periods",
+    "tests/unit/core/test_cut.py::test_compiled_cut_calls_equal_the_graph_calls_and_the_reference",
 ]
 # What is built on the engine: faithfulness checks, the what-if search, the local batch. Not the batch
 # test that chunk boundaries change no number by more than 1e-7: under JAX, XLA's CPU kernels round a

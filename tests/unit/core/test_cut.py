@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from explain.core.engine import CUT_STEP, Engine
+from explain.core.engine import COMPILED_CUT_STEP, CUT_STEP, Engine, compiled_calls
 from explain.core.ig import integrated_gradients
 from explain.core.quadrature import alphas_and_weights
 
@@ -163,3 +163,83 @@ def test_a_model_saved_after_its_calls_were_cut_loads_as_it_was(tmp_path):
     np.testing.assert_array_equal(again.predict(inputs, verbose=0), model.predict(inputs, verbose=0))
     assert_near(integrated_gradients(again, x, b, steps=16, batch_size=16 * 3).inputs["temporal"],
                 first.inputs["temporal"])
+
+
+# ---- compiled cut calls (``compiled_calls``: a batch job's calls, XLA under TensorFlow) ----------------------
+
+
+def compiled_sums(model, x, b, batch_size=16 * 3):
+    engine = Engine(model)
+    with compiled_calls(model):
+        got = sums(engine, x, b, batch_size=batch_size)
+    return engine, got
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_compiled_cut_calls_equal_the_graph_calls_and_the_reference(kind):
+    model = build(kind)
+    x, b, lead = data()
+    engine, fast = compiled_sums(model, x, b)
+    assert engine.cut.state is True and engine.cut.compiled is True
+    graph = sums(Engine(model), x, b)
+    expected = reference(model, x, b, lead) if keras.config.backend() == "tensorflow" else graph
+    for key in ("static", "temporal"):
+        assert_near(fast[key], graph[key])
+        assert_near(fast[key], expected[key])
+    padded = np.arange(T)[None, :] < lead[:, None]
+    assert not fast["temporal"][padded].any()  # exact zeros on padded periods, compiled too
+    if keras.config.backend() == "tensorflow":
+        (fixed,) = [c.fn for c in engine.cut.fixed.values()]
+        assert fixed.rows == 3 and 1 <= fixed.shapes <= len({c // COMPILED_CUT_STEP for c in range(T)})
+        assert fixed.calls >= 2  # every call of the rows ran compiled (the first one checked against the graph)
+        assert engine.cut.describe().endswith(f", XLA-compiled ({fixed.shapes} call shapes)")
+    assert not engine.cut.compiling()  # outside the block: graph calls again
+    again = sums(engine, x, b)
+    for key in again:
+        assert_near(again[key], graph[key])
+
+
+@pytest.mark.parametrize("batch_size", [16, 16 * 5, 16 * 23])
+def test_compiled_calls_pad_the_last_rows_without_changing_a_number(batch_size):
+    model = build("lstm")
+    x, b, _ = data()
+    graph = sums(Engine(model), x, b, batch_size=batch_size)
+    _, fast = compiled_sums(model, x, b, batch_size=batch_size)  # 23 rows: the last call of fewer rows is padded
+    for key in graph:
+        assert_near(fast[key], graph[key])
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="XLA's compiled calls are TensorFlow's")
+@pytest.mark.parametrize("fault", ["other numbers", "no compile", "a later shape fails"])
+def test_refused_compiled_calls_fall_back_to_the_graph_calls(fault, monkeypatch):
+    from explain.core import xla
+
+    model = build("lstm", seed=7)
+    x, b, _ = data(seed=8)
+    graph = sums(Engine(model), x, b)
+    real = xla.Fixed.__call__
+    seen = []
+
+    def faulty(self, *args):
+        seen.append(1)
+        if fault == "other numbers":
+            sums_, finite = real(self, *args)
+            return [s * 1.001 for s in sums_], finite
+        if fault == "no compile" or len(seen) > 1:
+            raise RuntimeError("XLA cannot compile this")
+        return real(self, *args)
+
+    monkeypatch.setattr(xla.Fixed, "__call__", faulty)
+    engine, got = compiled_sums(model, x, b)
+    assert seen  # the compiled function was tried
+    for key in graph:
+        if fault == "a later shape fails":
+            assert_near(got[key], graph[key])
+        else:  # refused on the first call: every number the graph calls'
+            assert np.array_equal(got[key], graph[key])
+    if fault == "a later shape fails":
+        assert engine.cut.compiled is True and len(seen) > 1
+    else:
+        assert engine.cut.compiled is False and len(seen) == 1
+        reason = "differ from the graph's" if fault == "other numbers" else "RuntimeError"
+        assert reason in engine.cut.describe() and engine.cut.describe().endswith("graph calls")
