@@ -230,7 +230,14 @@ class Engine:
         compiled = lead is not None and self.cut.compiling()
         step = COMPILED_CUT_STEP if compiled else CUT_STEP
         order = np.arange(n) if lead is None else np.argsort(-lead, kind="stable")  # similar padding share a call
-        for start in range(0, n, per_call):
+        starts = range(0, n, per_call)
+        if compiled:  # the longest calls first: their freed buffers take the shorter calls' (ascending sizes
+            starts = starts[::-1]  # fragment the heap: 2.2 against 1.4 GB over 12 cut lengths of 1,088 points)
+            first = order[:per_call]  # ... and the cut checked first, on the most padded rows, in every process
+            if self.cut.state is None and lead[first].min() >= step:
+                self.cut.enabled(self, fn, self._path_args(x, b, raw, first if index is None else index[first]),
+                                 alphas[first], weights[first], target, space)
+        for start in starts:
             rows = order[start:start + per_call] if lead is not None else slice(start, min(n, start + per_call))
             source = rows if index is None else index[rows]
             xs, bs, raws = self._path_args(x, b, raw, source)
