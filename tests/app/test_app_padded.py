@@ -62,7 +62,8 @@ def test_cohort_page_computed_and_from_a_store_no_nan_planted_driver_first(folde
     assert any("precomputed batch store nightly" in plain(m.value) for m in at.success)
     stored = check_cohort(at)
     assert [name for name, _ in stored] == [name for name, _ in computed]
-    np.testing.assert_allclose([v for _, v in stored], [v for _, v in computed], rtol=1e-6)
+    # the batch's calls are compiled (XLA), the page's are not: equal within float rounding
+    np.testing.assert_allclose([v for _, v in stored], [v for _, v in computed], rtol=1e-5)
 
 
 def test_compare_two_customers_and_a_cohort_with_padded_months_grey(folder, monkeypatch):
