@@ -467,11 +467,8 @@ class _Checked:
             got = self.fn(*args)
         except Exception as error:  # noqa: BLE001 - the backend cannot compile this model
             return self._refuse(f"compiled calls refused ({type(error).__name__}): graph calls", expected)
-        pairs = [(fx.numpy(e), fx.numpy(g)) for e, g in zip(expected[0], got[0])]
-        scale = max(max(np.abs(e).max(initial=0.0), np.abs(g).max(initial=0.0)) for e, g in pairs)
-        worst = max(np.abs(e - g).max(initial=0.0) for e, g in pairs)
-        if not np.isfinite(worst) or worst > COMPILED_TOLERANCE * scale \
-                or not np.array_equal(fx.numpy(expected[1]), fx.numpy(got[1])):
+        same = all(_close(fx.numpy(e), fx.numpy(g), COMPILED_TOLERANCE) for e, g in zip(expected[0], got[0]))
+        if not same or not np.array_equal(fx.numpy(expected[1]), fx.numpy(got[1])):
             return self._refuse("compiled calls refused (their gradients differ from the graph's): graph calls",
                                 expected)
         self.cut.compiled = True
@@ -494,12 +491,12 @@ def _free_time_engine(engine, clone, mask):
     return free
 
 
-def _close(a: np.ndarray, b: np.ndarray) -> bool:
+def _close(a: np.ndarray, b: np.ndarray, tolerance: float = CUT_TOLERANCE) -> bool:
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     if a.shape != b.shape or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         return False
     scale = max(np.max(np.abs(a), initial=0.0), np.max(np.abs(b), initial=0.0))
-    return bool(np.max(np.abs(a - b), initial=0.0) <= CUT_TOLERANCE * scale)
+    return bool(np.max(np.abs(a - b), initial=0.0) <= tolerance * scale)
 
 
 @contextlib.contextmanager
