@@ -10,10 +10,11 @@ starts, Masking(0) + LSTM(64), untrained). In one run, each step in its own proc
 * batch, 64 Gauss-Legendre steps, mean baseline, chunks of 200, with the code of ``--old-ref`` (default
   a4100d9, the last commit before the compact store: long-format part files, 4096 points per call; run from
   ``git archive REF explain``) and with this tree (compact part files, points per call bounded by the
-  history length). Customers/s counts the job's own time (the bundle opened, settings checked, every
-  chunk computed and written); the time is split into the engine (``explain_customers``), the conversion
-  of a chunk's attributions into tables and the writing (Parquet + verify), by timers around those
-  functions of ``explain.batch.local`` in the same process;
+  history length), each after that code's own ``explain check`` (its array cache: the two codes write caches
+  of different formats, and a job finding the other's would rebuild it inside). Customers/s counts the job's
+  own time (the bundle opened, settings checked, every chunk computed and written); the time is split into
+  the engine (``explain_customers``), the conversion of a chunk's attributions into tables and the writing
+  (Parquet + verify), by timers around those functions of ``explain.batch.local`` in the same process;
 * the model's own limit: its forward + backward pass (a ``tf.function`` over the same number of points
   per call, ``GradientTape`` of the summed output) over 64 points per customer of 200 customers, as
   bench/benchmark.py's ``limit``, at 4096 and at the batch job's points per call; and the same with the
@@ -223,12 +224,14 @@ def main() -> None:
         if not (folder / "temporal.parquet").is_file():
             big_bundle.generate(folder, args.customers, 365, 24, 40, 0)
         old_env = dict(env, PYTHONPATH=str(big_bundle.old_tree(args.old_ref, work / "old")))
-        run_measured([sys.executable, "-m", "explain", "check", "--bundle", str(folder), *LIMITS], env, work)  # cache
         print(f"bundle: {args.customers:,} customers x 365 days x 24 + 40 static, Masking(0)+LSTM(64); "
               f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start")
         rows = {}
         for name, code_env in (("old", old_env), ("new", env)):
             out = work / f"store-{name}"
+            # each code's own check first: its array cache (the old code's is of another format, and a job that
+            # finds the other one rebuilds it: its peak would be the first open's, not the job's)
+            run_measured([sys.executable, "-m", "explain", "check", "--bundle", str(folder), *LIMITS], code_env, work)
             seconds, peak, text = run_measured([sys.executable, "-c", BATCH, str(folder), str(out)], code_env, work)
             rows[name] = {**last_json(text), "wall_s": seconds, "peak_gb": peak, "disk_gb": disk(out) / 1e9}
             for what in ("cohort", "drivers"):

@@ -38,6 +38,17 @@ def tables_not_read(monkeypatch):
     monkeypatch.setattr(B, "read_table", refuse)
 
 
+def tables_counted(monkeypatch) -> list:
+    """The tables read from now on (their names), as the loader reads them."""
+    read, original = [], B.read_table
+
+    def counting(folder, name, *args, **kwargs):
+        read.append(name)
+        return original(folder, name, *args, **kwargs)
+    monkeypatch.setattr(B, "read_table", counting)
+    return read
+
+
 def manifest(place):
     return json.loads((place / cache.MANIFEST).read_text())
 
@@ -48,9 +59,12 @@ def test_first_open_writes_the_cache_and_the_next_maps_it_without_the_tables(bun
     first_report = validate_bundle(folder)
     monkeypatch.delenv(cache.ENVIRONMENT)
     assert not (folder / cache.CACHE_DIR).exists()
+    read = tables_counted(monkeypatch)
     first = load_bundle(folder)
-    assert (folder / cache.CACHE_DIR / cache.MANIFEST).is_file()
-    assert not isinstance(first.temporal, np.memmap)
+    assert (folder / cache.CACHE_DIR / cache.MANIFEST).is_file() and read == ["static", "temporal"]
+    # the first open's bundle maps the arrays it has just written: the process holds the rows it reads only
+    assert isinstance(first.temporal, np.memmap) and not first.temporal.flags.writeable
+    np.testing.assert_array_equal(first.temporal, reference)
     tables_not_read(monkeypatch)
     second = load_bundle(folder)
     assert isinstance(second.temporal, np.memmap) and not second.temporal.flags.writeable
@@ -138,9 +152,10 @@ def test_a_damaged_cache_is_rebuilt_never_trusted(bundle, monkeypatch, damage):
     folder, reference = bundle
     load_bundle(folder)
     damage(folder / cache.CACHE_DIR)
+    read = tables_counted(monkeypatch)
     rebuilt = load_bundle(folder)
     np.testing.assert_array_equal(rebuilt.temporal, reference)
-    assert not isinstance(rebuilt.temporal, np.memmap)           # checked from the tables again
+    assert read == ["static", "temporal"]                       # checked from the tables again
     tables_not_read(monkeypatch)
     np.testing.assert_array_equal(load_bundle(folder).temporal, reference)   # and cached again
 
@@ -188,7 +203,7 @@ def test_a_cache_built_under_looser_table_limits_does_not_bypass_stricter_ones(b
     np.testing.assert_array_equal(load_bundle(folder, limits=loose.but(max_table_cells=None)).temporal, reference)
 
 
-def test_a_cache_of_another_format_is_rebuilt(bundle):
+def test_a_cache_of_another_format_is_rebuilt(bundle, monkeypatch):
     folder, reference = bundle
     load_bundle(folder)
     place = folder / cache.CACHE_DIR
@@ -196,7 +211,8 @@ def test_a_cache_of_another_format_is_rebuilt(bundle):
     data.pop("checksum")
     del data["limits"]                          # as an older loader wrote it, checksum and all
     (place / cache.MANIFEST).write_text(json.dumps({**data, "checksum": cache._checksum(data)}))
+    read = tables_counted(monkeypatch)
     again = load_bundle(folder)
-    assert not isinstance(again.temporal, np.memmap)
+    assert read == ["static", "temporal"]
     np.testing.assert_array_equal(again.temporal, reference)
     assert "limits" in manifest(place)
