@@ -20,10 +20,12 @@ also raise): ``Stopped`` is raised between two chunks, never in the middle of on
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import threading
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -63,6 +65,8 @@ CUT_ROWS = 4  # rows of the first cut call on which the cut is checked against t
 CUT_TOLERANCE = 1e-6  # ... within this fraction of the largest |output| and |gradient sum|
 COMPILED_CUT_STEP = 32  # the cut's multiple while calls are compiled (``compiled_calls``): 365 days, 12 shapes
 COMPILED_TOLERANCE = 1e-5  # the first compiled call equals the graph call within this fraction of the largest
+COMPILED_IN_FLIGHT = 2  # compiled calls run at once, each of 1/2 the rows: 2 cores, 17 rows one by one 1.12 us per
+# point and period, 9 rows two at a time 0.89 (one call's loop of small matrix products keeps 2 cores half busy)
 
 backend.module()  # imported with the engine: without TensorFlow (the default backend) this says what to install
 
@@ -229,6 +233,11 @@ class Engine:
             lead = None  # nothing to cut: the calls (and every number) as without the cut
         compiled = lead is not None and self.cut.compiling()
         step = COMPILED_CUT_STEP if compiled else CUT_STEP
+        # compiled (TensorFlow's XLA: ``xla.Fixed`` traces each shape once, under the lock): COMPILED_IN_FLIGHT calls at
+        # a time, as many points in flight as one call's. JAX traces in the calling thread: one at a time there.
+        width = COMPILED_IN_FLIGHT if compiled and getattr(self, "backend", "tensorflow") == "tensorflow" else 1
+        per_call = -(-per_call // width)
+        calls = _InFlight(width, self.lock)
         order = np.arange(n) if lead is None else np.argsort(-lead, kind="stable")  # similar padding share a call
         starts = range(0, n, per_call)
         if compiled:  # the longest calls first: their freed buffers take the shorter calls' (ascending sizes
@@ -253,16 +262,24 @@ class Engine:
             for a0 in range(0, k, alpha_block):
                 block = (rows, slice(a0, a0 + alpha_block))
                 check_stop(should_stop)
-                with self.lock:
-                    s, ok = call(xs, bs, raws, self.fx.constant(alphas[block], self.float64),
-                                 self.fx.constant(weights[block], self.float64), target)
-                for key, part in zip(self.keys, s):
-                    self.cut.add(sums[key], rows, self.fx.numpy(part), cut if key in self.cut.keys else 0)
-                finite[rows] &= self.fx.numpy(ok)
+                calls.submit(call, (xs, bs, raws, self.fx.constant(alphas[block], self.float64),
+                                    self.fx.constant(weights[block], self.float64), target), (rows, cut),
+                             alone=not (isinstance(call, _Checked) and self.cut.compiled))  # checked: in threads
+                for done in calls.finished():
+                    self._add(sums, finite, *done)
+        for done in calls.finished(everything=True):
+            self._add(sums, finite, *done)
         problems = self.disconnected_problems(space, int(target))
         if problems:
             raise AttributionError(problems[0])
         return sums, finite
+
+    def _add(self, sums: dict, finite: np.ndarray, where: tuple, result) -> None:
+        """One call's gradient sums and finite flags into the totals of its rows."""
+        (rows, cut), (s, ok) = where, result
+        for key, part in zip(self.keys, s):
+            self.cut.add(sums[key], rows, self.fx.numpy(part), cut if key in self.cut.keys else 0)
+        finite[rows] &= self.fx.numpy(ok)
 
     def sweep(self, x, b, raw, rows, alphas, target, space, batch_size, should_stop: StopCheck = None,
               width: int = 32) -> np.ndarray:
@@ -458,7 +475,8 @@ class _Checked:
         try:
             return self.fn(*args)
         except Exception:  # noqa: BLE001 - a shape XLA cannot compile: this call on the graph
-            return self.graph(*args)
+            with self.cut.engine.lock:  # (in a thread of ``_InFlight``: the graph traced by one thread at a time)
+                return self.graph(*args)
 
     def _first(self, *args):
         fx = self.cut.engine.fx
@@ -477,6 +495,51 @@ class _Checked:
     def _refuse(self, note, result):
         self.cut.compiled, self.cut.compiled_note = False, note
         return result
+
+
+class _InFlight:
+    """Runs a chunk's calls in order, ``width`` at a time, and hands their results back in the order they were
+    submitted (the totals add up as one by one: the same numbers). ``width`` 1, or a call ``alone``: at once,
+    holding the engine's lock. Else in ``width`` threads, without the lock: compiled calls that passed their check
+    (``_Checked``; each shape traced once under the lock by ``explain.core.xla.Fixed``)."""
+
+    _POOL: "ThreadPoolExecutor | None" = None
+    _POOL_LOCK = threading.Lock()
+
+    def __init__(self, width: int, lock):
+        self.width, self.lock = max(1, int(width)), lock
+        self.pending: collections.deque = collections.deque()
+
+    @classmethod
+    def pool(cls):
+        with cls._POOL_LOCK:
+            if cls._POOL is None:  # shared by every engine: at most COMPILED_IN_FLIGHT calls of a job at a time
+                cls._POOL = ThreadPoolExecutor(COMPILED_IN_FLIGHT, thread_name_prefix="explain-calls")
+            return cls._POOL
+
+    def submit(self, call, args: tuple, where, alone: bool = False) -> None:
+        if self.width == 1 or alone:
+            with self.lock:
+                result = call(*args)
+            self.pending.append((where, _Done(result)))
+        else:
+            self.pending.append((where, self.pool().submit(call, *args)))
+
+    def finished(self, everything: bool = False):
+        """(where, result) of the oldest calls: all of them, or while ``width`` or more are pending."""
+        while self.pending and (everything or len(self.pending) >= self.width):
+            where, future = self.pending.popleft()
+            yield where, future.result()
+
+
+class _Done:
+    """A result at hand, read as a future's."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
 
 
 def _free_time_engine(engine, clone, mask):

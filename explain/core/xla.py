@@ -193,9 +193,11 @@ class Fixed:
             raw = [tf.TensorSpec((self.rows, *t.shape[1:]), t.dtype) for t in raws]
             a = tf.TensorSpec((self.rows, alphas.shape[1]), alphas.dtype)
             specs = (padded, padded, raw, a, a, tf.TensorSpec((), tf.int32))
-            with self.lock:  # tracing calls the model's Python code
-                fn = self.functions[key] = tf.function(self.body, jit_compile=True, autograph=False) \
-                    .get_concrete_function(*specs)
+            with self.lock:  # tracing calls the model's Python code (and calls run in threads: traced once)
+                fn = self.functions.get(key)
+                if fn is None:
+                    fn = self.functions[key] = tf.function(self.body, jit_compile=True, autograph=False) \
+                        .get_concrete_function(*specs)
         return _Padded(self, fn, self.rows)(xs, bs, raws, alphas, weights, target)
 
     @property

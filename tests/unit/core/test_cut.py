@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from explain.core.engine import COMPILED_CUT_STEP, CUT_STEP, Engine, compiled_calls
+from explain.core.engine import COMPILED_CUT_STEP, COMPILED_IN_FLIGHT, CUT_STEP, Engine, compiled_calls
 from explain.core.ig import integrated_gradients
 from explain.core.quadrature import alphas_and_weights
 
@@ -190,7 +190,8 @@ def test_compiled_cut_calls_equal_the_graph_calls_and_the_reference(kind):
     assert not fast["temporal"][padded].any()  # exact zeros on padded periods, compiled too
     if keras.config.backend() == "tensorflow":
         (fixed,) = [c.fn for c in engine.cut.fixed.values()]
-        assert fixed.rows == 3 and 1 <= fixed.shapes <= len({c // COMPILED_CUT_STEP for c in range(T)})
+        assert fixed.rows == -(-3 // COMPILED_IN_FLIGHT)  # 3 rows per call, COMPILED_IN_FLIGHT calls at a time
+        assert 1 <= fixed.shapes <= len({c // COMPILED_CUT_STEP for c in range(T)})
         assert fixed.calls >= 2  # every call of the rows ran compiled (the first one checked against the graph)
         assert engine.cut.describe().endswith(f", XLA-compiled ({fixed.shapes} call shapes)")
     assert not engine.cut.compiling()  # outside the block: graph calls again
@@ -249,22 +250,61 @@ def test_refused_compiled_calls_fall_back_to_the_graph_calls(fault, monkeypatch)
 def test_compiled_calls_run_the_longest_first_after_the_check(monkeypatch):
     """Compiled calls go from the longest cut length to the shortest (ascending sizes fragment the heap: a job
     over 365 days peaked 0.8 GB higher), and the cut is checked before the first of them."""
-    from explain.core import xla
+    from explain.core import engine as engine_module
 
     model = build("lstm", seed=9)
     x, b, _ = data(n=40, seed=10)
-    lengths, real = [], xla.Fixed.__call__
+    lengths, real = [], engine_module._InFlight.submit
 
-    def recording(self, xs, *args):
+    def recording(self, call, args, *rest, **kwargs):  # the calls in the order they are handed to the threads
         assert engine.cut.state is True  # checked before the first compiled call
-        lengths.append(max(int(t.shape[1]) for t in xs if len(t.shape) == 3))
-        return real(self, xs, *args)
+        if isinstance(call, engine_module._Checked):
+            lengths.append(max(int(t.shape[1]) for t in args[0] if len(t.shape) == 3))
+        return real(self, call, args, *rest, **kwargs)
+
+    monkeypatch.setattr(engine_module._InFlight, "submit", recording)
+    engine = Engine(model)
+    with compiled_calls(model):
+        fast = sums(engine, x, b, batch_size=16 * 4)  # 4 rows per call, 2 in flight: 20 calls of 2 rows
+    assert len(lengths) == 40 // -(-4 // COMPILED_IN_FLIGHT)
+    assert lengths == sorted(lengths, reverse=True) and lengths[0] > lengths[-1]
+    graph = sums(Engine(model), x, b, batch_size=16 * 4)
+    for key in graph:
+        assert_near(fast[key], graph[key])
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="JAX's calls run one at a time")
+def test_compiled_calls_in_threads_give_the_numbers_of_the_same_calls_one_at_a_time(monkeypatch):
+    """A batch job's compiled calls run COMPILED_IN_FLIGHT at a time in threads (``_InFlight``); the totals are
+    added in the order the calls were made, so the numbers are bit for bit those of the same calls made one
+    after the other (what resume and the Ray engine rely on)."""
+    import threading
+
+    from explain.core import engine as engine_module
+    from explain.core import xla
+
+    model = build("lstm", seed=11)
+    x, b, _ = data(n=40, seed=12)
+    threads, real = set(), xla.Fixed.__call__
+
+    def recording(self, *args):
+        threads.add(threading.current_thread().name)
+        return real(self, *args)
 
     monkeypatch.setattr(xla.Fixed, "__call__", recording)
     engine = Engine(model)
     with compiled_calls(model):
-        fast = sums(engine, x, b, batch_size=16 * 4)
-    assert len(lengths) == 10 and lengths == sorted(lengths, reverse=True) and lengths[0] > lengths[-1]
+        in_threads = sums(engine, x, b, batch_size=16 * 4)
+    assert COMPILED_IN_FLIGHT > 1 and any(name.startswith("explain-calls") for name in threads), threads
+    submit = engine_module._InFlight.submit
+    monkeypatch.setattr(engine_module._InFlight, "submit",
+                        lambda self, call, args, where, alone=False: submit(self, call, args, where, alone=True))
+    threads.clear()
+    with compiled_calls(model):  # the same engine: the same compiled functions, rows and calls
+        one_by_one = sums(engine, x, b, batch_size=16 * 4)
+    assert threads == {threading.current_thread().name}
+    for key in in_threads:
+        np.testing.assert_array_equal(in_threads[key], one_by_one[key])
     graph = sums(Engine(model), x, b, batch_size=16 * 4)
     for key in graph:
-        assert_near(fast[key], graph[key])
+        assert_near(in_threads[key], graph[key])
