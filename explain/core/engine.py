@@ -14,8 +14,10 @@ The chunking, the alphas and weights of each row, the checks and the cancellatio
 here once, on NumPy; the compiled functions come from Keras' backend (``explain.core.backend``:
 TensorFlow's ``tf.function`` by default, ``jax.jit`` with ``KERAS_BACKEND=jax``), one trace per
 model and output space. Every call holds the engine's lock (one model is shared by the
-dashboard's sessions) and first asks ``should_stop`` (a callable returning True to stop; it may
-also raise): ``Stopped`` is raised between two chunks, never in the middle of one.
+dashboard's sessions), except a batch job's compiled calls (``compiled_calls``), traced under it and then
+run two at a time in threads (``_InFlight``: the totals added in call order, the same numbers); each call
+first asks ``should_stop`` (a callable returning True to stop; it may also raise): ``Stopped`` is raised
+between two chunks, never in the middle of one.
 """
 
 from __future__ import annotations
@@ -685,9 +687,10 @@ _COMPILED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 @contextlib.contextmanager
 def compiled_calls(model):
-    """While inside: the cut calls of ``model``'s engines (``Cut``) are compiled for their fixed shape (rows
-    per call padded to ``batch_size // alphas``, the cut in steps of ``COMPILED_CUT_STEP``): XLA under
-    TensorFlow, about 0.7x the time of a graph call on a Masking + LSTM over 365 days, one compile (about 2 s)
+    """While inside: the cut calls of ``model``'s engines (``Cut``) are compiled for their fixed shape (the
+    ``batch_size // alphas`` rows of a call split over ``COMPILED_IN_FLIGHT`` calls run at once in threads, each
+    padded to its share; the cut in steps of ``COMPILED_CUT_STEP``): XLA under TensorFlow, about 0.7x the time of
+    a graph call on a Masking + LSTM over 365 days (two at a time: about 0.8x of that), one compile (about 2 s)
     per cut length. For jobs of many calls (``explain batch``); single requests keep the graph calls. The
     numbers equal the graph calls' within float rounding (the first compiled call is checked: ``_Checked``)."""
     with _ENGINES_LOCK:
