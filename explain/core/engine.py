@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import copy
+import os
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -505,7 +506,7 @@ class _InFlight:
     holding the engine's lock. Else in ``width`` threads, without the lock: compiled calls that passed their check
     (``_Checked``; each shape traced once under the lock by ``explain.core.xla.Fixed``)."""
 
-    _POOL: "ThreadPoolExecutor | None" = None
+    _POOL: "tuple[int, ThreadPoolExecutor] | None" = None  # (the process it was made in, the pool)
     _POOL_LOCK = threading.Lock()
 
     def __init__(self, width: int, lock):
@@ -514,10 +515,10 @@ class _InFlight:
 
     @classmethod
     def pool(cls):
-        with cls._POOL_LOCK:
-            if cls._POOL is None:  # shared by every engine: at most COMPILED_IN_FLIGHT calls of a job at a time
-                cls._POOL = ThreadPoolExecutor(COMPILED_IN_FLIGHT, thread_name_prefix="explain-calls")
-            return cls._POOL
+        with cls._POOL_LOCK:  # shared by every engine; a forked child (its threads not copied) makes its own
+            if cls._POOL is None or cls._POOL[0] != os.getpid():
+                cls._POOL = (os.getpid(), ThreadPoolExecutor(COMPILED_IN_FLIGHT, thread_name_prefix="explain-calls"))
+            return cls._POOL[1]
 
     def submit(self, call, args: tuple, where, alone: bool = False) -> None:
         if self.width == 1 or alone:

@@ -308,3 +308,15 @@ def test_compiled_calls_in_threads_give_the_numbers_of_the_same_calls_one_at_a_t
     graph = sums(Engine(model), x, b, batch_size=16 * 4)
     for key in graph:
         assert_near(in_threads[key], graph[key])
+
+
+def test_a_forked_process_makes_its_own_pool_of_call_threads(monkeypatch):
+    """The threads of ``_InFlight`` are not copied into a forked child: there a pool of the parent's would never
+    run a call, so a process other than the pool's makes its own."""
+    from explain.core import engine as engine_module
+
+    pool = engine_module._InFlight.pool()
+    assert engine_module._InFlight.pool() is pool
+    monkeypatch.setattr(engine_module.os, "getpid", lambda: -1)
+    child = engine_module._InFlight.pool()
+    assert child is not pool and child.submit(lambda: 3).result(timeout=30) == 3
