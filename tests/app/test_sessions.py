@@ -138,6 +138,18 @@ def one_runtime(monkeypatch):
                 Runtime._instance = value
 
     monkeypatch.setattr(app_test, "Runtime", Pin("PinnedRuntime", (Runtime,), {}))
+    # Each AppTest has its own script cache, so eight sessions compile the pages at once, which Python 3.11's
+    # parser does not survive ("SystemError: AST constructor recursion depth mismatch", seen once in 1,300
+    # tests); a server's sessions share one cache that compiles under its lock: here one lock for all.
+    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+
+    compiling, get_bytecode = threading.Lock(), ScriptCache.get_bytecode
+
+    def one_at_a_time(self, script_path):
+        with compiling:
+            return get_bytecode(self, script_path)
+
+    monkeypatch.setattr(ScriptCache, "get_bytecode", one_at_a_time)
     yield
     Runtime._instance = None
 
