@@ -237,8 +237,10 @@ class Engine:
         compiled = lead is not None and self.cut.compiling()
         step = COMPILED_CUT_STEP if compiled else CUT_STEP
         # compiled (TensorFlow's XLA: ``xla.Fixed`` traces each shape once, under the lock): COMPILED_IN_FLIGHT calls at
-        # a time, as many points in flight as one call's. JAX traces in the calling thread: one at a time there.
-        width = COMPILED_IN_FLIGHT if compiled and getattr(self, "backend", "tensorflow") == "tensorflow" else 1
+        # a time, as many points in flight as one call's. JAX traces in the calling thread: one at a time there;
+        # so do the graph calls of a model whose cut was refused.
+        threads = compiled and self.cut.state is not False and getattr(self, "backend", "tensorflow") == "tensorflow"
+        width = COMPILED_IN_FLIGHT if threads else 1
         per_call = -(-per_call // width)
         calls = _InFlight(width, self.lock)
         order = np.arange(n) if lead is None else np.argsort(-lead, kind="stable")  # similar padding share a call
