@@ -77,10 +77,9 @@ bundle = load_bundle(sys.argv[1], limits=Limits(max_table_cells=2_000_000_000, m
 opened = time.perf_counter() - start
 result = local.run_batch_job(bundle, sys.argv[2], Settings(steps=64), chunk_size=200, progress=False)
 from explain.core import engine as engine_module
-engines = [e for es in engine_module._ENGINES.values() for e in es.values() if hasattr(e, "cut")]
-notes = [e.cut.describe() if hasattr(e.cut, "describe") else e.cut.note for e in engines]
+notes = engine_module.cut_notes(bundle.model) if hasattr(engine_module, "cut_notes") else ""  # old code: no cut
 print(json.dumps({"open_s": opened, "job_s": result.seconds, "customers": result.n_customers, **timers,
-                  "cut": "; ".join(notes) or "no cut (this code has none)"}))
+                  "cut": notes or "no cut (this code has none)"}))
 """
 
 LIMIT = r"""

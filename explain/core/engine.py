@@ -28,7 +28,7 @@ import copy
 import os
 import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -239,7 +239,7 @@ class Engine:
         # compiled (TensorFlow's XLA: ``xla.Fixed`` traces each shape once, under the lock): COMPILED_IN_FLIGHT calls at
         # a time, as many points in flight as one call's. JAX traces in the calling thread: one at a time there;
         # so do the graph calls of a model whose cut was refused.
-        threads = compiled and self.cut.state is not False and getattr(self, "backend", "tensorflow") == "tensorflow"
+        threads = compiled and self.cut.state is not False and self.backend == "tensorflow"
         width = COMPILED_IN_FLIGHT if threads else 1
         per_call = -(-per_call // width)
         calls = _InFlight(width, self.lock)
@@ -524,9 +524,10 @@ class _InFlight:
 
     def submit(self, call, args: tuple, where, alone: bool = False) -> None:
         if self.width == 1 or alone:
+            done = Future()
             with self.lock:
-                result = call(*args)
-            self.pending.append((where, _Done(result)))
+                done.set_result(call(*args))
+            self.pending.append((where, done))
         else:
             self.pending.append((where, self.pool().submit(call, *args)))
 
@@ -535,16 +536,6 @@ class _InFlight:
         while self.pending and (everything or len(self.pending) >= self.width):
             where, future = self.pending.popleft()
             yield where, future.result()
-
-
-class _Done:
-    """A result at hand, read as a future's."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def result(self):
-        return self.value
 
 
 def _free_time_engine(engine, clone, mask):
