@@ -21,6 +21,7 @@ def drivers_page():
     d = parts.result(bundle, store, window, against)
     with words:
         parts.words(d)
+        parts.source_ui(bundle, choice.settings, store)  # which store, in words
 
     top = views.top_ui(len(d.ranking), "drivers_ranking")
     show.plot(parts.chart(d, "ranking", plots.ranking, top), key="drivers_ranking")

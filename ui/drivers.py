@@ -13,7 +13,10 @@ from pathlib import Path
 import streamlit as st
 
 from explain.analysis.drivers import profile_sentence
+from explain.batch.format import store_settings
+from explain.batch.store import open_store, settings_words, store_dirs
 from explain.core.errors import ExplainError
+from explain.core.text import examples
 from ui import show, speed, state, stores, url
 
 COMPUTING = ("Computing the attributions of all {total:,} customers once, in the background ({settings}); this "
@@ -28,21 +31,26 @@ NOT_WRITABLE = ("This bundle has no finished store of every customer's attributi
 NO_FOLDER = ("This bundle was uploaded or made in Python without a folder, so no store of every customer can be "
              "found for it. Open it from a folder (streamlit run app.py -- --bundle DIR) after computing one with "
              "python -m explain batch.")
-FROM_STORE = "Read from the store {name} (finished {finished} UTC): {n:,} customers, no model call."
+FROM_STORE = ("Read from the store {name} (finished {finished} UTC): {n:,} customers, {settings}{checked}; "
+              "no model call.")
+MOST_EXACT = "The most exact of {count} finished stores with this baseline, target and path (also: {stores})."
+NOT_USED = "Not used: {count} store(s) of this bundle made with another baseline, target or path ({stores})."
 NO_EARLIER = "none (no drift)"
 
 
 def store_ui(bundle, settings):
-    """The folder of a finished store of every customer made with ``settings``; else None after
-    showing the background job's progress (it reruns the page when the store is there), its
+    """The folder of the bundle's most exact finished store of every customer with the baseline,
+    target, space and path of ``settings`` (any steps: ``ui.stores.best``); else None after showing
+    the background job's progress (adaptive steps; it reruns the page when the store is there), its
     error, or the command that computes the store."""
-    if bundle.path is None or not bundle.content_hash:
+    if not bundle.content_hash or not store_dirs(bundle):
         st.info(show.md(NO_FOLDER), icon=":material/database:")
         return None
-    found = stores.find(bundle, settings)
+    found = stores.best(bundle, settings)
     if found is not None:
         return found
-    described = f"baseline {settings.baseline}, {settings.steps} steps, {settings.method}"
+    settings = stores.background(settings)  # computed here: adaptive steps, every customer within the tolerance
+    described = settings_words(store_settings(settings, bundle), bundle.output_names)
     job = stores.start(bundle, settings)
     if job is None:
         text = (TOO_LARGE.format(settings=described, rows=stores.rows(bundle), limit=stores.AUTO_LIMIT)
@@ -61,6 +69,7 @@ def store_ui(bundle, settings):
 
 @st.fragment(run_every=1.0)
 def _progress(bundle, settings) -> None:
+    """The background job's progress (``settings``: the job's, adaptive steps); the page reruns when it ends."""
     job = stores.job(bundle, settings)
     if job is None:
         return
@@ -68,6 +77,35 @@ def _progress(bundle, settings) -> None:
         st.rerun()  # the whole page: it reads the store, or says why there is none
     text = QUEUED if job.state == "queued" else f"{job.done:,} of {job.total:,} customers explained"
     st.progress(job.fraction, text=text)
+
+
+def source_ui(bundle, settings, store: Path) -> None:
+    """Which store the page reads, in words: its name, when it was finished, its customers and settings
+    and how many add up within the tolerance; the other stores of the bundle and why they are not used."""
+    st.caption(show.md(source_words(bundle, settings, store)))
+
+
+def source_words(bundle, settings, store: Path) -> str:
+    """:func:`source_ui`'s text."""
+    chosen, names = open_store(store), bundle.output_names
+    outside = chosen.outside_tolerance
+    if outside is None:
+        checked = ""
+    elif outside == 0:
+        checked = "; every customer's effects add up to their score within the tolerance"
+    else:
+        checked = f"; {outside:,} of {chosen.n_customers:,} customers' effects do not add up within the tolerance"
+    text = FROM_STORE.format(name=chosen.path.name, finished=chosen.completed.replace("T", " ")[:16],
+                             n=chosen.n_customers, settings=settings_words(chosen.settings, names),
+                             checked=checked)
+    less, other = stores.others(bundle, settings, chosen.path)
+    if less:
+        text += " " + MOST_EXACT.format(count=len(less) + 1, stores=examples(
+            [f"{s.path.name}: {settings_words(s.settings, names)}" for s in less], quote=False))
+    if other:
+        text += " " + NOT_USED.format(count=len(other), stores=examples(
+            [f"{s.path.name}: {settings_words(s.settings, names)}" for s in other], quote=False))
+    return text
 
 
 def window_ui(bundle) -> int | None:
@@ -107,15 +145,13 @@ def against_ui(bundle, store: Path) -> Path | None:
 
 
 def words(d) -> None:
-    """The result in words, first: the ranking, the time profile, the drift, where it came from."""
+    """The result in words, first: the ranking, the time profile, the drift (where it came from:
+    :func:`source_ui`)."""
     st.info(show.md(d.sentence), icon=":material/summarize:")
     for profile in d.time_profiles:
         st.markdown(show.md(profile_sentence(profile)))
     if d.drift is not None:
         st.markdown(show.md(d.drift.sentence))
-    store = Path(d.source.get("store", ""))
-    st.caption(show.md(FROM_STORE.format(name=store.name, finished=d.source.get("completed", "").replace("T", " ")[:16],
-                                         n=d.n_customers)))
 
 
 def segment_cards(d, per_row: int = 3) -> None:

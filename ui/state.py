@@ -7,9 +7,10 @@
   derived arrays, keyed by the bundle's content hash and the settings; the bundle itself is
   passed as an unhashed ``_bundle`` argument. The computations are in ``explain/``
   (``explainer``, ``diagnostics``, ``cohort``); this module only caches and times them.
-* ``st.cache_data`` also holds attributions read from a finished batch store
-  (``<bundle>/attributions/*/``, see ``explain.batch.store``), keyed by the same and a fingerprint
-  of that folder, so a store that appears or changes is seen at the next rerun.
+* ``st.cache_data`` also holds attributions read from a finished batch store (where
+  ``explain.batch.store.store_dirs`` says a bundle's stores live: ``<bundle>/attributions/*/``,
+  ``$EXPLAIN_STORES/<content hash>/*/``), keyed by the same and a fingerprint of those folders, so
+  a store that appears or changes is seen at the next rerun.
 * Session state: ``timings`` (the last computations, for the Diagnostics page).
 
 A computation ends at its next chunk when the user changes a setting
@@ -34,7 +35,7 @@ from explain.analysis import cohort, counterfactual, diagnostics, faithfulness, 
 from explain.analysis.explainer import explain_customers
 from explain.batch import drivers as batch_drivers
 from explain.batch.format import SUMMARY_DIR
-from explain.batch.store import STORES_DIR, find_store, open_store
+from explain.batch.store import find_store, open_store, store_dirs
 from explain.bundle import cache as array_cache
 from explain.bundle import load as bundle_io
 from explain.core.baselines import release_pages
@@ -157,16 +158,16 @@ def warm_up(bundle) -> None:
     """Outside any session (``ui/launch.py``, while the first visitor's browser loads): every
     customer's score and the default view's attribution (:func:`default_customer`, default
     settings) into the caches the sessions share; this also traces the model's forward and
-    gradient functions. Then the What drives churn page's summary of the bundle's store of every
-    customer (default settings) into its cache, or, for a small bundle without one, that store
-    starts in the background (``ui.stores``)."""
+    gradient functions. Then the What drives churn page's summary of the bundle's most exact store
+    of every customer (the default baseline, any steps) into its cache, or, for a small bundle
+    without one, that store starts in the background with adaptive steps (``ui.stores``)."""
     customer = default_customer(bundle)
     settings = Settings().for_bundle(bundle)
     if bundle.plain:  # the default view of other layouts is computed by its first visitor
         _attributions(bundle, bundle.content_hash, (customer,), settings.key())
-    store = stores.find(bundle, settings)
+    store = stores.best(bundle, settings)  # the page's store: the most exact of the default baseline's
     if store is None:
-        stores.start(bundle, settings)
+        stores.start(bundle, stores.background(settings))  # adaptive steps, as the page would start it
     else:
         drivers(bundle, store, None, stores.default_against(bundle, store))
 
@@ -188,19 +189,19 @@ def _stores_fingerprint(folder: Path) -> tuple:
 
 @st.cache_data(max_entries=64, ttl=TTL, show_spinner="Reading precomputed attributions...")
 def _stored(_bundle, content_hash: str, ids: tuple, key: tuple, fingerprint: tuple):
-    path = find_store(_bundle, Settings.from_key(key), ids=list(ids))
+    path = find_store(_bundle, Settings.from_key(key), ids=list(ids))  # where store_dirs says (the fingerprint's)
     return None if path is None else open_store(path).arrays(_bundle, list(ids))
 
 
 def stored_attributions(bundle, ids, settings: Settings):
-    """The attributions of ``ids`` from a finished batch store of this bundle (same content
-    hash) made with these settings, under ``<bundle>/attributions/``; None if there is none.
-    ``ExplainError`` if a matching store cannot be read."""
-    if not bundle.content_hash or bundle.path is None:
+    """The attributions of ``ids`` from the newest finished batch store of this bundle (same
+    content hash) made with exactly these settings, where ``explain.batch.store.store_dirs`` says
+    the bundle's stores live (``find_store``); None if there is none. ``ExplainError`` if a
+    matching store cannot be read."""
+    if not bundle.content_hash:
         return None
-    folder = Path(bundle.path) / STORES_DIR
-    fingerprint = _stores_fingerprint(folder)
-    if not fingerprint:
+    fingerprint = tuple((str(folder), _stores_fingerprint(folder)) for folder in store_dirs(bundle))
+    if not any(marks for _, marks in fingerprint):
         return None
     return _stored(bundle, bundle.content_hash, tuple(str(i) for i in ids), settings.key(), fingerprint)
 

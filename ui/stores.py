@@ -1,17 +1,20 @@
-"""The batch stores the dashboard reads, and the one it computes itself for a small bundle.
+"""The batch stores the What drives churn page reads, and the one it computes itself for a small bundle.
 
-Where stores are looked for: ``<bundle>/attributions/`` (where ``python -m explain batch --out
-BUNDLE/attributions/NAME`` writes and ``python -m explain drivers`` looks) and, when the
-environment variable ``EXPLAIN_STORES`` names a folder, ``$EXPLAIN_STORES/<content hash>/``
-(for a read-only bundle folder; the tests point it to a temporary folder).
+Where stores live is decided by ``explain.batch.store.store_dirs`` alone (``<bundle>/attributions/``,
+where ``python -m explain batch --out BUNDLE/attributions/NAME`` writes, and ``$EXPLAIN_STORES/<content
+hash>/`` when the environment variable ``EXPLAIN_STORES`` names a folder: a read-only bundle folder's
+stores; the tests point it to a temporary folder); the page reads the bundle's most exact finished
+store of its baseline, target, space and path (``best``: ``explain.batch.store.best_store``, what
+``python -m explain drivers`` reads too), whatever its steps.
 
 A bundle of at most ``AUTO_LIMIT`` store rows (customers x (S + T x F); the demo has 243,000)
-gets its store computed in a background thread when the launcher starts (the default settings)
-or a page asks for one that does not exist (that page's settings): ``python -m explain batch``'s
-own job (``run_batch_job``), into ``dashboard-<settings digest>`` under the first of those
-folders that can be written. The job is shared by every session (one per bundle content and
-settings, one running at a time; its progress is read by every page that waits for it). Larger
-bundles get the command that computes their store.
+without such a store gets one computed in a background thread when the launcher starts (the
+default settings) or the page asks for one (its settings), always with adaptive steps
+(``background``: each customer's attributions add up within the tolerance): ``python -m explain
+batch``'s own job (``run_batch_job``), into ``dashboard-<settings digest>`` under the first of
+``store_dirs`` that can be written, ``$EXPLAIN_STORES`` first. The job is shared by every session
+(one per bundle content and settings, one running at a time; its progress is read by every page
+that waits for it). Larger bundles get the command that computes their store.
 """
 
 from __future__ import annotations
@@ -25,13 +28,23 @@ from dataclasses import dataclass, field
 from hashlib import sha256
 from pathlib import Path
 
+from explain.batch.format import store_settings
 from explain.batch.local import run_batch_job
-from explain.batch.store import STORES_DIR, find_store, open_store
+from explain.batch.store import (
+    STORES_ENV,
+    Store,
+    best_store,
+    bundle_stores,
+    meaning,
+    open_store,
+    store_dirs,
+    stores_in,
+)
 from explain.core.errors import ExplainError
-from explain.core.settings import Settings
+from explain.core.settings import AUTO, Settings
 
 LOG = logging.getLogger("explain.app")
-ENV = "EXPLAIN_STORES"
+ENV = STORES_ENV  # the environment variable (explain.batch.store decides what it means)
 AUTO_LIMIT = 5_000_000   # store rows a background job computes (the demo: 243,000, about 5 s on 2 cores)
 CHUNK = 200              # customers per chunk of the dashboard's jobs (the CLI's default)
 
@@ -60,38 +73,39 @@ _JOBS_LOCK = threading.Lock()
 _ONE_AT_A_TIME = threading.Lock()
 
 
-def search_dirs(bundle) -> list[Path]:
-    """Where this bundle's stores are looked for (see the module docstring)."""
-    dirs = []
-    if getattr(bundle, "path", None) is not None:
-        dirs.append(Path(bundle.path) / STORES_DIR)
-    if os.environ.get(ENV) and bundle.content_hash:
-        dirs.append(Path(os.environ[ENV]).expanduser() / bundle.content_hash[:16])
-    return dirs
+def best(bundle, settings: Settings) -> Path | None:
+    """The folder of this bundle's most exact finished store of every customer with the baseline,
+    target, space and path of ``settings`` (any steps: ``explain.batch.store.best_store``), or None."""
+    found = best_store(bundle, settings)
+    return None if found is None else found.path
 
 
-def find(bundle, settings: Settings) -> Path | None:
-    """The latest finished store of every customer of this bundle made with ``settings``, or None."""
-    dirs = [d for d in search_dirs(bundle) if d.is_dir()]
-    return find_store(bundle, settings, dirs) if dirs else None
+def background(settings: Settings) -> Settings:
+    """The settings of a store the dashboard computes itself: ``settings`` with adaptive steps."""
+    return settings.replace(steps=AUTO)
+
+
+def others(bundle, settings: Settings, chosen: Path) -> tuple[list[Store], list[Store]]:
+    """The bundle's other finished stores of every customer besides ``chosen``: (the less exact ones of
+    the same baseline, target, space and path as ``settings``, those of other such settings)."""
+    wanted = meaning(store_settings(settings, bundle))
+    rest = [s for s in bundle_stores(bundle) if s.path.resolve() != Path(chosen).resolve()]
+    return [s for s in rest if meaning(s.settings) == wanted], [s for s in rest if meaning(s.settings) != wanted]
 
 
 def earlier(bundle, current: Path) -> list[tuple[str, Path]]:
-    """(label, folder) of the other finished stores under the search folders made with the same
-    settings and layout as ``current`` (an earlier month's run of the same kind), newest first."""
+    """(label, folder) of the other finished stores under the bundle's store folders made with the
+    same settings and layout as ``current`` (an earlier month's run of the same kind), newest first."""
     this = open_store(current)
     found = []
-    for base in (d for d in search_dirs(bundle) if d.is_dir()):
-        for folder in sorted(p for p in base.iterdir() if p.is_dir() and p.resolve() != Path(current).resolve()):
-            try:
-                store = open_store(folder)
-            except ExplainError:
-                continue
-            if (store.complete and store.settings == this.settings
-                    and store.manifest.get("rows_per_customer") == this.manifest.get("rows_per_customer")):
-                done = str(store.manifest.get("completed", ""))
-                found.append((done, f"{folder.name} (finished {done.replace('T', ' ')[:16]} UTC, "
-                                    f"{store.n_customers:,} customers)", folder))
+    for store in stores_in(store_dirs(bundle)):
+        if store.path.resolve() == Path(current).resolve():
+            continue
+        if (store.complete and store.settings == this.settings
+                and store.manifest.get("rows_per_customer") == this.manifest.get("rows_per_customer")):
+            done = store.completed
+            found.append((done, f"{store.path.name} (finished {done.replace('T', ' ')[:16]} UTC, "
+                                f"{store.n_customers:,} customers)", store.path))
     return [(label, folder) for _, label, folder in sorted(found, key=lambda x: x[0], reverse=True)]
 
 
@@ -119,7 +133,7 @@ def target_folder(bundle, settings: Settings) -> Path | None:
     """Where the dashboard writes this bundle's store for ``settings``: the first search folder
     that can be written (made if needed), or None."""
     name = f"dashboard-{_digest(settings, bundle)}"
-    for base in reversed(search_dirs(bundle)):  # $EXPLAIN_STORES first when set
+    for base in reversed(store_dirs(bundle)):  # $EXPLAIN_STORES first when set
         try:
             base.mkdir(parents=True, exist_ok=True)
         except OSError:
@@ -148,7 +162,7 @@ def job(bundle, settings: Settings) -> Job | None:
 
 
 def _key(bundle, settings: Settings) -> tuple:
-    return bundle.content_hash, settings.resolved(bundle.output_names).key(), tuple(map(str, search_dirs(bundle)))
+    return bundle.content_hash, settings.resolved(bundle.output_names).key(), tuple(map(str, store_dirs(bundle)))
 
 
 def start(bundle, settings: Settings) -> Job | None:

@@ -1,6 +1,6 @@
 """``explain.drivers``: what drives the prediction across every customer of a batch store.
 
-    d = explain.drivers(bundle)                                   # the store found under <bundle>/attributions/
+    d = explain.drivers(bundle)                                   # the bundle's most exact store (best_store)
     d = explain.drivers(bundle, "runs/june")                      # a given store
     d = explain.drivers(bundle, "runs/june", against="runs/may")  # and which drivers changed since May
     d.sentence, d.ranking, d.segments, d.time_profiles, d.drift
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from explain.analysis.drivers import PARTS_VERSION, SEED, Drivers, compute, from_parts, to_parts
-from explain.batch.store import STORES_DIR, Store, find_store, open_store
+from explain.batch.store import STORES_DIR, Store, best_store, open_store, store_dirs
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings
 
@@ -51,11 +51,14 @@ def drivers(bundle, store=None, *, against=None, window: int | None = None, sett
     """What drives the prediction across the customers of a finished batch store.
 
     ``bundle``: a ``Bundle`` or its folder (its features, periods and labels give the store its
-    meaning). ``store``: the store's folder or a ``Store``; default: the most recently finished
-    store of every customer of this bundle under ``<bundle>/attributions/`` (made with
-    ``settings`` when given, else with any). ``against``: an earlier store of the same layout
-    (periods compared by position, so last month's store works): adds ``drift``. ``window``:
-    temporal features summarised over their last ``window`` periods (default: the whole history).
+    meaning). ``store``: the store's folder or a ``Store``; default: the most exact finished store
+    of every customer of this bundle where ``explain.batch.store.store_dirs`` says stores live
+    (``<bundle>/attributions/``, ``$EXPLAIN_STORES``): adaptive steps over fixed, more steps over
+    fewer, fewer customers outside the tolerance, then the newest (``best_store``), among the stores
+    of ``settings``' baseline, target, space and path (default: the default settings').
+    ``against``: an earlier store of the same layout (periods compared by position, so last month's
+    store works): adds ``drift``. ``window``: temporal features summarised over their last
+    ``window`` periods (default: the whole history).
     Raises ``ExplainError`` saying which command computes a store when there is none. ``cache``:
     read and write the summary file next to the store (see the module text).
     """
@@ -152,13 +155,15 @@ def _open(store) -> Store:
 
 
 def _store(bundle, store, settings: Settings | None) -> Store:
+    """``store`` opened, or the bundle's best finished store (``explain.batch.store.best_store``:
+    the same baseline, target, space and path as ``settings``, the most exact) where
+    ``store_dirs`` says stores live."""
     if store is not None:
         return _open(store)
-    if getattr(bundle, "path", None) is None:
+    dirs = store_dirs(bundle)
+    if not dirs:
         raise ExplainError(NO_FOLDER.format(stores=STORES_DIR))
-    folder = Path(bundle.path) / STORES_DIR
-    found = find_store(bundle, settings, [folder]) if folder.is_dir() else None
+    found = best_store(bundle, settings, dirs)
     if found is None:
-        raise ExplainError(NO_STORE.format(folder=folder, bundle=bundle.path))
-    return open_store(found)
-
+        raise ExplainError(NO_STORE.format(folder=dirs[0], bundle=getattr(bundle, "path", None) or "BUNDLE"))
+    return found
