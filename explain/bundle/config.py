@@ -1,5 +1,5 @@
-"""``bundle.json``: column roles, display names, units, output names, label, and the ``inputs``
-of models with more than two inputs; every problem of the file goes to the report."""
+"""``bundle.json``: column roles, display names, units, feature groups, output names, label, and the
+``inputs`` of models with more than two inputs; every problem of the file goes to the report."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from explain.modelfile.limits import DEFAULT_LIMITS, Limits
 DEFAULT_ID_COLUMN = "customer_id"
 DEFAULT_PERIOD_COLUMN = "period"
 CONFIG_KEYS = ("id_column", "period_column", "static_features", "temporal_features",
-               "display_names", "units", "output_names", "label_column", "positive_label",
+               "display_names", "units", "groups", "output_names", "label_column", "positive_label",
                "inputs", "temporal_padding", "categories", "risk_bands", "target", "period_unit", "layout", "arrays")
 PERIOD_UNITS = ("day", "week", "month", "quarter", "year")
 PADDING_SIDES = ("start", "end")
@@ -36,6 +36,15 @@ JSON_UNKNOWN_KEY_NOTE = "{file}: unknown key(s) {keys} were ignored (known keys:
 JSON_UNKNOWN_COLUMN = ("'{key}' names column(s) that are in neither table: {columns}. "
                        "Columns found: {found}. Fix the names (they are case-sensitive).")
 JSON_DUPLICATE_FEATURE = "'{key}' lists column(s) more than once: {columns}."
+GROUPS_EXPECTED = 'an object {"group name": ["feature column", ...]} (each group a non-empty list of column names)'
+GROUP_UNKNOWN_COLUMN = ("'groups': group {group!r} lists {columns}, which {verb} not a feature column of the model's "
+                        "inputs. Feature columns: {found}. Fix the names (they are case-sensitive) or remove them "
+                        "from the group.")
+GROUP_FEATURE_TWICE = ("'groups': the feature {column!r} is in {count} groups ({groups}); a feature belongs to one "
+                       "group at most. Keep it in one of them.")
+GROUP_REPEATS = "'groups': group {group!r} lists {columns} more than once; list each feature once."
+GROUP_NOT_LIST = "'groups': group {group!r} must be a non-empty list of feature column names; it is {found}."
+GROUP_EMPTY_NAME = "'groups': a group has an empty name; give every group a name (it is shown to readers)."
 UNKNOWN_TARGET = ("'target' is {value!r}, which is not an output of the model: its outputs are {names} "
                   "(give an index from 0 to {last}, or one of these names).")
 
@@ -49,6 +58,7 @@ class Config:
     temporal_features: list[str] | None = None
     display_names: dict[str, str] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
+    groups: dict[str, list[str]] = field(default_factory=dict)  # group name -> feature columns, declared order
     output_names: list[str] | None = None
     label_column: str | None = None
     positive_label: Any = None
@@ -225,6 +235,12 @@ def _read_columns(config: Config, take: _Taker, report: ValidationReport) -> Non
             setattr(config, key, list(value))
     config.display_names = dict(take("display_names", "an object {column: text}", _is_str_map) or {})
     config.units = dict(take("units", "an object {column: text}", _is_str_map) or {})
+    groups = take("groups", GROUPS_EXPECTED, lambda v: isinstance(v, dict)) or {}
+    for name, members in groups.items():
+        if _is_str_list(members):
+            config.groups[str(name)] = list(members)
+        else:
+            report.add(CONFIG_FILE, GROUP_NOT_LIST.format(group=name, found=json_kind(members)), column="groups")
     config.output_names = take("output_names", "a non-empty list of names", _is_str_list)
     config.label_column = take("label_column", "a column name (text) or null", _is_str)
 
@@ -260,6 +276,40 @@ def _read_outputs(config: Config, take: _Taker, data: dict, report: ValidationRe
         config.risk_bands, problem = verdict.parse_bands(data["risk_bands"])
         if problem:
             report.add(CONFIG_FILE, problem, column="risk_bands")
+
+
+def group_problems(groups: dict, features) -> list[str]:
+    """Every problem of the feature ``groups`` ({name: [columns]}) against the model's feature columns
+    ``features``: an empty name, a column listed twice in a group, a column that is not a feature, a feature in
+    two groups. The same words for ``bundle.json`` and ``save_bundle(groups=...)``."""
+    known = list(dict.fromkeys(str(c) for c in features))
+    problems, owners = [], {}
+    if any(not str(name).strip() for name in groups):
+        problems.append(GROUP_EMPTY_NAME)
+    for name, members in groups.items():
+        members = [str(c) for c in members]
+        repeated = sorted(c for c, k in Counter(members).items() if k > 1)
+        if repeated:
+            problems.append(GROUP_REPEATS.format(group=name, columns=_examples(repeated)))
+        unknown = [c for c in dict.fromkeys(members) if c not in set(known)]
+        if unknown:
+            problems.append(GROUP_UNKNOWN_COLUMN.format(
+                group=name, columns=_examples(unknown), verb="is" if len(unknown) == 1 else "are",
+                found=_examples(known, limit=20)))
+        for column in dict.fromkeys(members):
+            owners.setdefault(column, []).append(str(name))
+    for column, names in owners.items():
+        if len(names) > 1:
+            problems.append(GROUP_FEATURE_TWICE.format(column=column, count=len(names),
+                                                       groups=_examples(names, limit=len(names))))
+    return problems
+
+
+def check_groups(config: Config, features, report: ValidationReport) -> None:
+    """``bundle.json``'s ``groups`` against the bundle's feature columns ``features`` (every input's, in order):
+    each problem into ``report``, naming the file, the group and the column."""
+    for problem in group_problems(config.groups, features):
+        report.add(CONFIG_FILE, problem, column="groups")
 
 
 def default_target(output_names: list[str], target=None, positive_label=None) -> tuple[int, str | None]:

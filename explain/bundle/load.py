@@ -85,6 +85,7 @@ from explain.bundle.config import (  # noqa: F401 (re-exported)
     PADDING_SIDES,
     UNKNOWN_TARGET,
     Config,
+    check_groups,
     default_target,
     input_plan,
     read_config,
@@ -167,6 +168,7 @@ class Bundle:
     static_labels: list[str] = field(default_factory=list)
     temporal_labels: list[str] = field(default_factory=list)
     units: dict[str, str] = field(default_factory=dict)
+    groups: dict[str, list[str]] = field(default_factory=dict)  # bundle.json 'groups': name -> feature columns
     periods: list[str] = field(default_factory=list)
     output_names: list[str] = field(default_factory=list)
     labels: np.ndarray | None = None     # (n,) true outcome, never fed to the model
@@ -250,7 +252,8 @@ class Bundle:
                     temporal_features: Sequence[str] | None = None,
                     periods: Sequence[str] | None = None,
                     output_names: Sequence[str] | None = None) -> "Bundle":
-        """An in-memory bundle (no files): names default to ``static_0``, ``temporal_0``, ..."""
+        """An in-memory bundle (no files): names default to ``static_0``, ``temporal_0``, ...; the model's padding
+        (Masking, mask_zero) is read as ``load_bundle`` reads it, so the baselines follow the same rules."""
         static = np.asarray(static, dtype=np.float32)
         temporal = np.asarray(temporal, dtype=np.float32)
         roles, shapes, problem = input_roles(model)
@@ -261,15 +264,17 @@ class Bundle:
                 f"The arrays do not fit the model: static {static.shape}, temporal "
                 f"{temporal.shape}; the model expects {shapes['static']} and {shapes['temporal']}.")
         n = static.shape[0]
+        static_features = list(static_features or [f"static_{j}" for j in range(static.shape[1])])
+        temporal_features = list(temporal_features or [f"temporal_{j}" for j in range(temporal.shape[2])])
+        periods = list(periods or [f"t{i + 1}" for i in range(temporal.shape[1])])
+        layout = {"input_roles": roles, **objects.layout_fields(model, static, temporal, static_features,
+                                                                temporal_features, periods, {})}
         return cls(
             path=None, model=model,
             ids=np.array([str(i) for i in (ids if ids is not None else range(n))], dtype=object),
-            static=static, temporal=temporal,
-            static_features=list(static_features or [f"static_{j}" for j in range(static.shape[1])]),
-            temporal_features=list(temporal_features
-                                   or [f"temporal_{j}" for j in range(temporal.shape[2])]),
-            periods=list(periods or []), output_names=list(output_names or []),
-            input_roles=roles)
+            static=static, temporal=temporal, static_features=static_features,
+            temporal_features=temporal_features, periods=periods, output_names=list(output_names or []),
+            **layout)
 
     @classmethod
     def from_objects(cls, model: "keras.Model", static, temporal=None, *, trust_code=None, **names) -> "Bundle":
@@ -493,6 +498,9 @@ def _open_cached(folder: Path, cached: array_cache.Checked, loader: ModelLoader 
     if not report.ok or layout is None or set(cached.arrays) != set(layout.engine_keys):
         return None
     plan["features"] = dict(cached.features)
+    _check_groups(config, layout, plan, report)
+    if not report.ok:
+        return None
     report.notes[:] = cached.notes
     return report, _assemble(folder, config, model_info, layout, plan, cached, target, report)
 
@@ -542,6 +550,7 @@ def _check(folder: Path, loader: ModelLoader | None, limits: Limits) -> tuple[Va
     first_temporal = next(iter(temporal_tables.values()), None)
     check_config_columns(config, static_table, first_temporal, report,
                           [t for t in temporal_tables.values() if t is not None])
+    _check_groups(config, layout, plan, report)
     for key, checked in temporal.items():
         if static and checked:
             check_same_customers(static, checked, static_table, temporal_tables[key],
@@ -581,6 +590,7 @@ def _check_arrays(folder: Path, config: Config, static_table, model_info, layout
     if found is not None:
         plan["features"].update(found["features"])
         check_config_columns(config, static_table, _Columns(found["features"]), report)
+        _check_groups(config, layout, plan, report)
     target = _outputs(config, model_info, report)
     if not report.ok or not (static and static["values"] is not None and found and model_info and layout):
         if report.ok:
@@ -593,6 +603,13 @@ def _check_arrays(folder: Path, config: Config, static_table, model_info, layout
     return _finish(folder, config, model_info, layout, plan, static, static_table,
                    (found["arrays"], found["periods"], found["files"], absent, digest.hexdigest(), found["statistics"]),
                    target, report, limits)
+
+
+def _check_groups(config: Config, layout, plan: dict, report: ValidationReport) -> None:
+    """bundle.json 'groups' against every input's feature columns, once the checks have found them all."""
+    keys = layout.engine_keys if layout is not None else ("static", "temporal")
+    if config.groups and all(plan["features"].get(key) for key in keys):
+        check_groups(config, [c for key in keys for c in plan["features"][key]], report)
 
 
 class _Columns:
@@ -662,6 +679,7 @@ def _assemble(folder: Path, config: Config, model_info: _ModelInfo, layout, plan
         static_labels=[names.get(c, c) for key in static_keys for c in features[key]],
         temporal_labels=[names.get(c, c) for c in features[first]],
         units={c: u for c, u in config.units.items() if c in all_columns},
+        groups={name: list(members) for name, members in config.groups.items()},
         periods=list(checked.periods[first]),
         output_names=list(config.output_names or default_output_names(model_info.outputs)),
         labels=labels,

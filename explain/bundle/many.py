@@ -26,13 +26,13 @@ import pandas as pd
 
 from explain.bundle import checks as bundle_checks
 from explain.bundle.config import DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN, PADDING_SIDES
-from explain.bundle.objects import LABEL_COLUMN, UNORDERED_PERIODS, _examples, _kind, _labels, _Problems
+from explain.bundle.objects import LABEL_COLUMN, UNORDERED_PERIODS, _examples, _groups, _kind, _labels, _Problems
 from explain.core.errors import BundleError
 from explain.core.inputs import input_layout
 
 ID_COLUMN, PERIOD_COLUMN = DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN
-NAMES = ("ids", "periods", "features", "labels", "display_names", "units", "output_names", "categories", "target",
-         "period_unit", "temporal_padding")
+NAMES = ("ids", "periods", "features", "labels", "display_names", "units", "groups", "output_names", "categories",
+         "target", "period_unit", "temporal_padding")
 
 # ---- message templates (tests import these) ---------------------------------------------
 INPUTS_TYPE = ("inputs must be a dict {{input name: array or DataFrame}} or a list in the model's input order; "
@@ -191,7 +191,7 @@ def _periods_for(spec, periods, t: int, problems: _Problems, several: bool) -> l
 
 
 def write_folder(folder: Path, model, inputs, tables: str, **names) -> None:
-    """Check ``inputs`` (and ``names``: ids, periods, features, labels, display_names, units,
+    """Check ``inputs`` (and ``names``: ids, periods, features, labels, display_names, units, groups,
     output_names, categories, target, period_unit, temporal_padding) against ``model`` and write
     the bundle's files into ``folder``; ``BundleError`` listing every problem naming its argument."""
     unknown = sorted(set(names) - set(NAMES))
@@ -218,7 +218,9 @@ def write_folder(folder: Path, model, inputs, tables: str, **names) -> None:
     _history_tables(layout, arrays, columns, long_frames, ids, names.get("periods"), side, problems)
     problems.raise_if_any()
     static, label_name = _static_table(layout, arrays, columns, ids, names.get("labels"), problems)
+    groups = _groups(names.get("groups"), [c for key in columns for c in columns[key]], problems)
     problems.raise_if_any()
+    names = {**names, "groups": groups or None}
     _write(folder, model, layout, static, long_frames, columns, label_name, side, tables, names)
 
 
@@ -352,7 +354,7 @@ def _write(folder: Path, model, layout, static, long_frames, columns, label_name
         config_inputs[spec.name] = entry
     config = {"id_column": ID_COLUMN, "period_column": PERIOD_COLUMN, "inputs": config_inputs,
               "temporal_padding": side}
-    for key in ("display_names", "units", "output_names", "categories", "target", "period_unit"):
+    for key in ("display_names", "units", "groups", "output_names", "categories", "target", "period_unit"):
         if names.get(key) is not None:
             config[key] = names[key]
     if label_name is not None:

@@ -30,10 +30,11 @@ import numpy as np
 import pandas as pd
 
 from explain.bundle import checks as bundle_checks
-from explain.bundle.config import DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN
+from explain.bundle.config import DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN, group_problems
 from explain.bundle.problems import MISSING_TOKENS, ValidationReport
 from explain.bundle.roles import MODEL_OUTPUT, OUTPUT_NAMES_COUNT, default_output_names, input_roles
 from explain.core.errors import BundleError
+from explain.core.inputs import input_layout
 
 ID_COLUMN = DEFAULT_ID_COLUMN
 PERIOD_COLUMN = DEFAULT_PERIOD_COLUMN
@@ -328,6 +329,50 @@ def _text_map(argument: str, value, features: list[str], problems: _Problems) ->
     return {k: v for k, v in mapping.items() if k in features}
 
 
+def _groups(value, features: list[str], problems: _Problems) -> dict[str, list[str]]:
+    """``groups`` ({group name: [feature names]}) checked against the bundle's features, as bundle.json's are."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+            isinstance(m, (Sequence, np.ndarray, pd.Index)) and not isinstance(m, str) and len(m) > 0
+            for m in value.values()):
+        problems.add("groups", WRONG_TYPE.format(argument="groups", expected="a dict {group name: [feature names]} "
+                                                 "(each group a non-empty list)", found=_kind(value)))
+        return {}
+    groups = {str(name): [str(c) for c in members] for name, members in value.items()}
+    for problem in group_problems(groups, features):
+        problems.add("groups", problem)
+    return groups
+
+
+def layout_fields(model, static: np.ndarray, temporal: np.ndarray, static_features: list[str],
+                  temporal_features: list[str], periods: list[str], feature_labels: dict[str, str]) -> dict:
+    """The fields of an in-memory two-input bundle that ``load_bundle`` fills from the model's input layout
+    (``explain.core.inputs``): the layout itself (its padding: Masking, mask_zero), every input's columns, display
+    names and periods, the arrays by key for a padded model, and the side its histories are padded at. So the
+    notebook's bundle gets the same baselines (padding rules included) as the folder ``save_bundle`` writes.
+    Empty when the model's layout has a problem (the engine then says what it is)."""
+    layout = input_layout(model)
+    if layout.problem is not None or layout.roles is None or set(layout.engine_keys) != {"static", "temporal"}:
+        return {}
+    spec = layout.spec("temporal")
+    plain = all(s.embedding is None and s.padded_by is None for s in layout.specs)
+    side = "start"
+    padding = spec.padding(temporal)
+    if padding is not None and padding.shape[1] > 1:
+        at_end = int((padding[:, -1] & ~padding[:, 0]).sum())
+        at_start = int((padding[:, 0] & ~padding[:, -1]).sum())
+        side = "end" if at_end > at_start else "start"
+    return dict(
+        layout=layout, input_roles=tuple(s.role for s in layout.specs),
+        input_arrays={} if plain else {"static": static, "temporal": temporal},
+        input_features={"static": list(static_features), "temporal": list(temporal_features)},
+        input_labels={"static": "static", "temporal": "temporal"},
+        feature_labels={c: feature_labels.get(c, c) for c in [*static_features, *temporal_features]},
+        input_periods={"temporal": list(periods)}, temporal_padding=side,
+    )
+
+
 def _model_shapes(model, problems: _Problems) -> tuple[tuple | None, dict | None, int | None]:
     roles, shapes, problem = input_roles(model)
     if problem:
@@ -344,7 +389,7 @@ def _model_shapes(model, problems: _Problems) -> tuple[tuple | None, dict | None
 
 
 def gather(model, static, temporal, *, ids=None, periods=None, static_features=None, temporal_features=None,
-           labels=None, display_names=None, units=None, output_names=None) -> dict:
+           labels=None, display_names=None, units=None, groups=None, output_names=None) -> dict:
     """Check every argument; the bundle's fields, or ``BundleError`` listing every problem."""
     problems = _Problems()
     roles, shapes, k = _model_shapes(model, problems)
@@ -365,6 +410,7 @@ def gather(model, static, temporal, *, ids=None, periods=None, static_features=N
     label_values, label_name = _label_values(s, static, labels, n, features, problems)
     names_map = _text_map("display_names", display_names, features, problems)
     units_map = _text_map("units", units, features, problems)
+    groups_map = _groups(groups, features, problems)
     outputs = _output_names(output_names, k, problems)
     problems.raise_if_any()
     return dict(
@@ -372,7 +418,7 @@ def gather(model, static, temporal, *, ids=None, periods=None, static_features=N
         temporal=xt.astype(np.float32), static_features=list(s_features), temporal_features=list(t_features),
         static_labels=[names_map.get(c, c) for c in s_features],
         temporal_labels=[names_map.get(c, c) for c in t_features],
-        units=units_map, periods=list(t_periods), output_names=outputs or default_output_names(k),
+        units=units_map, groups=groups_map, periods=list(t_periods), output_names=outputs or default_output_names(k),
         labels=label_values, label_name=label_name if label_values is not None else None,
         display_names=names_map, input_roles=roles,
     )
@@ -517,9 +563,11 @@ def fields(model, static, temporal, **names) -> dict:
     ``static``: a DataFrame or an ``(n, S)`` array; ``temporal``: an ``(n, T, F)`` array or a
     long DataFrame (``customer_id``, ``period``, features). Keyword arguments: ``ids``,
     ``periods``, ``static_features``, ``temporal_features``, ``labels``, ``display_names``,
-    ``units``, ``output_names`` (see the module docstring). Every problem is reported at once
-    (``BundleError``), each naming its argument.
+    ``units``, ``groups``, ``output_names`` (see the module docstring). Every problem is reported at once
+    (``BundleError``), each naming its argument. The model's input layout (padded histories behind a Masking
+    layer) is read as ``load_bundle`` reads it (:func:`layout_fields`).
     """
     gathered = gather(model, static, temporal, **names)
-    gathered.pop("display_names")
-    return gathered
+    names_map = gathered.pop("display_names")
+    return {**gathered, **layout_fields(model, gathered["static"], gathered["temporal"], gathered["static_features"],
+                                        gathered["temporal_features"], gathered["periods"], names_map)}

@@ -42,7 +42,9 @@ def save_bundle(path: str | os.PathLike, model, static, temporal=None, *, tables
     Two forms: ``(model, static, temporal)`` for a model with one static and one temporal input,
     or ``(model, inputs)`` for any model: ``inputs`` a dict {input name: array or DataFrame} or a
     list in the model's input order (several inputs, categories as ids or texts, padded
-    histories; see :mod:`explain.bundle.many`). ``target`` and ``period_unit`` go to bundle.json.
+    histories; see :mod:`explain.bundle.many`). ``target`` and ``period_unit`` go to bundle.json, as do
+    ``display_names`` ({column: text}), ``units`` ({column: text}) and ``groups`` ({group name: [columns]}: features
+    that measure one thing, such as orders, items and spend; a feature in one group at most).
 
     ``layout``: ``"long"`` (temporal tables), ``"arrays"`` (each history a memory-mapped ``.npy`` file, one row per
     customer: :mod:`explain.bundle.arrays`) or None (default): arrays when the histories hold more than
@@ -148,6 +150,8 @@ def _write(folder: Path, fields: dict, tables: str, extra: dict, layout: str = "
               "static_features": fields["static_features"], "temporal_features": fields["temporal_features"],
               "display_names": fields["display_names"], "units": fields["units"],
               "output_names": fields["output_names"], **extra}
+    if fields["groups"]:
+        config["groups"] = fields["groups"]
     if fields["labels"] is not None:
         config["label_column"] = fields["label_name"]
     (folder / bundle_io.CONFIG_FILE).write_text(json.dumps(config, indent=1, ensure_ascii=False) + "\n",
