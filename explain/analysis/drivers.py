@@ -16,13 +16,25 @@ sum and no customer count (a customer whose window is all padding has no value f
 feature, and is left out of that feature's means).
 
 Ranking: mean |attribution| over customers (size, either direction) and mean attribution
-(direction). Churn-reason segments: k-means on every customer's reasons, the positive part of
-its attribution vector (what raises its prediction) scaled to unit length (the mix of reasons,
-not their size; customers whom nothing pushes up share the zero vector and their own segment),
-k chosen by the silhouette score within 2-8, fitted on a seeded sample of at most
-``FIT_SAMPLE`` customers and applied to all. A segment is named by its main reasons (the
-features whose mean attribution in it is positive and at least ``NAME_SHARE`` of the largest),
-or, when nothing raises its prediction, by what lowers it most. Drift: the
+(direction), both relative to the baseline of the store (:func:`reference_words`: "the average
+customer" for the mean baseline), and how a feature's value goes with its attribution (Spearman's
+rho over a seeded sample: "more than the average customer raises it").
+
+Feature groups: declared in ``bundle.json`` (``"groups"``), or else found from the data: features
+whose customer-level values (static value; a history's mean over its real periods) correlate with
+|Spearman| >= ``GROUP_RHO`` on a seeded sample of ``GROUP_SAMPLE`` customers, clustered by
+complete linkage on 1 - |rho| cut at 1 - ``GROUP_RHO`` (as SHAP's partition masker clusters
+features; complete linkage: every pair of a group correlates that much). A group's attribution is
+the sum of its members' (exact: IG is additive); its share is the sum of its members' shares.
+
+Churn-reason segments: k-means on every customer's reasons, the positive part of its attribution
+vector (what raises its prediction; with groups, the groups' summed attributions) scaled to unit
+length (the mix of reasons, not their size; customers whom nothing pushes up share the zero vector
+and their own segment), k chosen by the silhouette score within 2-8, fitted on a seeded sample of
+at most ``FIT_SAMPLE`` customers and applied to all. A segment is named by the features with the
+largest mean effect in it, either way (those whose |mean attribution| is at least ``NAME_SHARE`` of
+the largest; a small raising effect never names a segment whose main effects lower its risk), in
+words that compare the segment's mean value with everyone's mean (like with like). Drift: the
 change of each feature's mean |attribution| between two stores, with a bootstrap interval
 (``RESAMPLES`` resamples of the customers of each store, in random groups; normal interval from
 the bootstrap standard error, Bonferroni-corrected over the features so that the family of intervals holds
@@ -53,9 +65,14 @@ RESAMPLES = 200         # bootstrap resamples of the drift intervals
 BOOTSTRAP_GROUPS = 2_000  # random groups of customers the bootstrap resamples
 DRIFT_LEVEL = 0.95      # family-wise level of the drift intervals (all features together)
 NAME_DRIVERS = 2        # reasons in a segment's name, at most
-NAME_SHARE = 0.25       # a reason named has a mean attribution of at least this share of the largest
+NAME_SHARE = 0.25       # a feature named has a |mean attribution| of at least this share of the largest
 TOP_DRIVERS = 3         # drivers listed per segment
 SENTENCE_TOP = 3        # drivers named in the ranking sentence
+RELATION_SAMPLE = 20_000  # customers the value-attribution relation (Spearman) is measured on
+RELATION_RHO = 0.3      # |rho| from which "more than ... raises it" is said
+GROUP_SAMPLE = 5_000    # customers the feature groups are found on
+GROUP_RHO = 0.7         # |Spearman| of the customer-level values from which features form a group
+GROUP_NAMED = 3         # members named in a found group's name (more: "<first> and related")
 
 EMPTY = "There is nothing to summarise: {what} holds no customer."
 BAD_WINDOW = "window must be a whole number of periods from 1 to {t} (or None for the whole history); got {value!r}."
@@ -84,8 +101,9 @@ class Feature:
 
     name: str    # the table column
     label: str   # its display name
-    input: str   # the input's key ("static", "temporal", or the model's input name)
-    role: str    # "static" | "temporal"
+    input: str   # the input's key ("static", "temporal", or the model's input name); "group" for a group
+    role: str    # "static" | "temporal" | "group"
+    unit: str = ""  # bundle.json "units" ("" when none)
 
 
 @dataclass(frozen=True)
@@ -93,6 +111,8 @@ class Layout:
     """The inputs a store holds, in model order: (key, role, columns, labels, periods or None)."""
 
     inputs: tuple
+    units: tuple = ()    # ((column, unit), ...) from bundle.json "units"
+    groups: tuple = ()   # ((name, (column, ...)), ...) declared in bundle.json "groups"
 
     @classmethod
     def of(cls, bundle) -> "Layout":
@@ -105,11 +125,15 @@ class Layout:
             columns = tuple(str(c) for c in view.features)
             out.append((view.key, view.role, columns, tuple(str(names.get(c, c)) for c in columns),
                         None if view.periods is None else tuple(str(p) for p in view.periods)))
-        return cls(tuple(out))
+        units = tuple((str(c), str(u)) for c, u in (getattr(bundle, "units", None) or {}).items())
+        groups = tuple((str(name), tuple(str(c) for c in members))
+                       for name, members in (getattr(bundle, "groups", None) or {}).items())
+        return cls(tuple(out), units, groups)
 
     @property
     def features(self) -> tuple[Feature, ...]:
-        return tuple(Feature(c, lab, key, role) for key, role, columns, names, _ in self.inputs
+        units = dict(self.units)
+        return tuple(Feature(c, lab, key, role, units.get(c, "")) for key, role, columns, names, _ in self.inputs
                      for c, lab in zip(columns, names))
 
 
@@ -125,6 +149,7 @@ class Ranked:
     mean_signed: float   # mean attribution (direction: > 0 raises the prediction)
     share: float         # mean_abs / sum of every feature's mean_abs
     customers: int       # customers with data for it
+    value_effect: float = 0.0  # Spearman's rho of value and attribution (> 0: higher values raise the prediction)
 
     @property
     def direction(self) -> str:
@@ -156,14 +181,36 @@ class TimeProfile:
         """(T,) the total |attribution| of each period over every customer (what the shares count)."""
         return np.nan_to_num(self.mean_abs) * self.customers
 
+    @property
+    def shares(self) -> np.ndarray:
+        """(T,) each period's share of the history's total |attribution| over every customer: the
+        quantity ``recent_periods`` and ``last_share`` count (the time profile's bars)."""
+        mass = self.mass
+        total = float(mass.sum())
+        return mass / total if total > 0 else np.zeros_like(mass)
+
+    @property
+    def recent(self) -> np.ndarray:
+        """(T,) bool: the period is one of the last ``recent_periods``."""
+        t = len(self.periods)
+        return np.arange(t) >= t - self.recent_periods
+
 
 @dataclass(frozen=True)
 class Driver:
     """One of a segment's drivers."""
 
     feature: Feature
-    mean_attribution: float   # mean over the segment
-    words: str                # "rising support calls", "short tenure (months)", "month-to-month contract"
+    mean_attribution: float   # mean over the segment (> 0: raises its prediction)
+    words: str                # "rising support calls", "low tenure (months)", "month-to-month contract"
+    segment_value: float = float("nan")   # the segment's mean of ``measure``
+    everyone_value: float = float("nan")  # every customer's mean of ``measure``
+    measure: str = "mean"     # "mean" (value; a history's mean over the window), "share" (a 0/1 feature's
+                              # share of 1), "change" (a history's recent change: last quarter minus before)
+
+    @property
+    def raises(self) -> bool:
+        return self.mean_attribution > 0
 
 
 @dataclass(frozen=True)
@@ -175,7 +222,8 @@ class Segment:
     share: float                   # of every customer
     mean_prediction: float
     churn_rate: float | None       # share with the positive label (None without labels)
-    drivers: tuple                 # (Driver, ...) largest |mean attribution| first
+    drivers: tuple                 # (Driver, ...) its main effects: largest |mean attribution| first, at
+                                   # most TOP_DRIVERS, each at least NAME_SHARE of the largest
     mean_attributions: np.ndarray = field(repr=False)  # (p,) mean attribution of every feature (no data: 0)
     rows: np.ndarray = field(repr=False)   # rows of Drivers.customers, highest prediction first
     customers: tuple = field(repr=False)   # their ids, in the same order
@@ -183,6 +231,41 @@ class Segment:
     @property
     def highest_risk(self) -> str:
         return self.customers[0]
+
+
+@dataclass(frozen=True)
+class Group:
+    """Features that carry one signal: declared in ``bundle.json`` ("groups"), or found from the
+    data (their customer-level values move together). Its numbers add up its members' (IG is
+    additive: the group's attribution of a customer is the sum of its members')."""
+
+    name: str
+    columns: tuple           # (int, ...) columns of Drivers.features, largest mean |attribution| first
+    members: tuple           # (Feature, ...) the same, as features
+    found: bool              # True: found from the data; False: declared in bundle.json
+    mean_abs: float          # sum of the members' mean |attribution|
+    mean_signed: float       # sum of the members' mean attribution (= the mean of the summed attribution)
+    share: float             # sum of the members' shares
+    together: float          # mean over customers of |the members' summed attribution| (less where they cancel)
+    customers: int           # customers with data for any member
+    value_effect: float      # the first (largest) member's Spearman's rho of value and attribution
+
+    @property
+    def feature(self) -> Feature:
+        """The group as one row of a ranking or a heatmap."""
+        return Feature(self.name, self.name, "group", "group")
+
+    @property
+    def ranked(self) -> Ranked:
+        return Ranked(self.feature, self.mean_abs, self.mean_signed, self.share, self.customers, self.value_effect)
+
+    @property
+    def how(self) -> str:
+        return FOUND_WORDS if self.found else DECLARED_WORDS
+
+
+FOUND_WORDS = "found from the data: these move together"
+DECLARED_WORDS = "declared in bundle.json"
 
 
 @dataclass(frozen=True)
@@ -240,6 +323,48 @@ class Drivers:
     silhouette: dict                   # {k: silhouette score} of the k tried
     drift: Drift | None = None
     source: dict = field(default_factory=dict)   # where it came from (store path, settings, finished)
+    groups: tuple = ()                 # (Group, ...) largest share first; () when no feature has a partner
+    baseline: str | None = None        # the store's baseline spec ("mean", "cohort:0", ...): what effects are against
+
+    @property
+    def reference(self) -> str:
+        """What every effect is measured against, in words ("the average customer")."""
+        return reference_words(self.baseline)
+
+    @property
+    def grouped_ranking(self) -> tuple:
+        """The ranking with each group as one row (its members' sums) in place of its members."""
+        return group_ranking(self.ranking, self.groups)
+
+    @property
+    def group_sentence(self) -> str | None:
+        """The ranking sentence at group level (None without groups)."""
+        if not self.groups:
+            return None
+        return ranking_sentence(self.grouped_ranking, self.n_customers, self.window_text, self.baseline,
+                                groups=self.groups)
+
+    def words(self, grouped: bool = False) -> str:
+        """The ranking in words, at group level when ``grouped`` and there are groups."""
+        return (self.group_sentence if grouped else None) or self.sentence
+
+    def group_of(self, feature) -> Group | None:
+        """The group that ``feature`` (a Feature or its column name) belongs to, or None."""
+        for g in self.groups:
+            if any(feature in (f, f.name) for f in g.members):
+                return g
+        return None
+
+    def segment_effects(self, grouped: bool = False, top: int | None = None) -> tuple[tuple, np.ndarray]:
+        """(rows: Feature per row, z: (segments, rows) mean attribution) of the segments over the
+        ranking's rows (the top ``top``); with ``grouped``, a group's row is the sum of its
+        members' means (exact: a mean is additive)."""
+        rows = (self.grouped_ranking if grouped else self.ranking)[:top]
+        by_name = {g.name: g for g in self.groups}
+        columns = [by_name[r.feature.name].columns if r.feature.role == "group" else (self.column(r.feature),)
+                   for r in rows]
+        z = np.array([[float(np.sum(s.mean_attributions[list(c)])) for c in columns] for s in self.segments])
+        return tuple(r.feature for r in rows), z.reshape(len(self.segments), len(rows))
 
     @property
     def n_customers(self) -> int:
@@ -271,25 +396,41 @@ class Drivers:
             "window": self.window_text,
             "sentence": self.sentence,
             "source": self.source,
+            "reference": self.reference,
             "ranking": [{"rank": k + 1, "feature": r.feature.name, "label": r.feature.label, "input": r.feature.input,
                          "role": r.feature.role, "mean_abs": r.mean_abs, "mean_signed": r.mean_signed,
-                         "share": r.share, "direction": r.direction, "customers_with_data": r.customers}
+                         "share": r.share, "direction": r.direction,
+                         "direction_words": direction_words(r, self.baseline), "value_effect": r.value_effect,
+                         "customers_with_data": r.customers, **({"unit": r.feature.unit} if r.feature.unit else {}),
+                         **({"group": g.name} if (g := self.group_of(r.feature)) is not None else {})}
                         for k, r in enumerate(self.ranking)],
+            "groups": [{"name": g.name, "features": [f.name for f in g.members], "labels": [f.label for f in g.members],
+                        "found": g.found, "how": g.how, "share": g.share, "mean_abs": g.mean_abs,
+                        "mean_signed": g.mean_signed, "mean_abs_together": g.together,
+                        "direction_words": direction_words(g.ranked, self.baseline)} for g in self.groups],
+            "group_sentence": self.group_sentence,
             "time_profile": [{"input": p.input, "periods": list(p.periods),
                               "periods_before_last": p.before_last.tolist(), "mean_abs": _floats(p.mean_abs),
                               "mean_signed": _floats(p.mean_signed), "customers": p.customers.tolist(),
-                              "recent_periods_90": p.recent_periods, "last_period_share": p.last_share}
+                              "shares": _floats(p.shares), "recent_periods_90": p.recent_periods,
+                              "last_period_share": p.last_share}
                              for p in self.time_profiles],
             "segments": [{"name": s.name, "size": s.size, "share": s.share, "mean_prediction": s.mean_prediction,
                           "churn_rate": s.churn_rate, "highest_risk": s.highest_risk,
                           "top_drivers": [{"feature": d.feature.name, "label": d.feature.label,
                                            "input": d.feature.input, "mean_attribution": d.mean_attribution,
-                                           "words": d.words} for d in s.drivers],
+                                           "effect": "raises" if d.raises else "lowers", "words": d.words,
+                                           "measure": d.measure, "segment_value": _float(d.segment_value),
+                                           "everyone_value": _float(d.everyone_value),
+                                           "reason": reason_text(d)} for d in s.drivers],
                           **({"customers": list(s.customers)} if customers else {})}
                          for s in self.segments],
             "segmentation": {"k": len(self.segments), "silhouette": {str(k): v for k, v in self.silhouette.items()},
                              "seed": SEED, "method": "k-means on the unit-length positive parts of the attribution "
-                                                       "vectors (the reasons that raise the prediction)"},
+                                                       "vectors (the reasons that raise the prediction)"
+                                                       + ("; each group's members summed" if self.groups else ""),
+                             "named_by": f"the largest mean effects, either way, each at least {NAME_SHARE:.0%} of "
+                                         "the largest; words compare the segment's mean with everyone's mean"},
             "drift": None if self.drift is None else {
                 "sentence": self.drift.sentence, "level": self.drift.level, "resamples": self.drift.resamples,
                 "customers_before": self.drift.customers_before, "customers_after": self.drift.customers_after,
@@ -301,6 +442,10 @@ class Drivers:
 
 def _floats(values) -> list:
     return [None if not np.isfinite(v) else float(v) for v in np.asarray(values, np.float64)]
+
+
+def _float(value) -> float | None:
+    return float(value) if np.isfinite(value) else None
 
 
 # ----------------------------------------------------------------------------- one pass over the rows
@@ -315,6 +460,7 @@ class _Pass:
     values: list = field(default_factory=list)
     attributions: list = field(default_factory=list)
     trend: list = field(default_factory=list)
+    whole: list = field(default_factory=list)        # with a window: the values over the whole history (float32)
     abs_sum: dict = field(default_factory=dict)      # key -> (T,)
     signed_sum: dict = field(default_factory=dict)
     count: dict = field(default_factory=dict)
@@ -346,7 +492,7 @@ def _read(rows_iter: Iterable[Rows], layout: Layout, window, recent: int | None)
         k = len(rows.ids)
         if k == 0:
             continue
-        values, attrs, trends = [], [], []
+        values, attrs, trends, whole = [], [], [], []
         for key, role, columns, _, periods in layout.inputs:
             v = np.asarray(rows.values[key], np.float64).reshape(k, *(() if role == "static" else (len(periods),)),
                                                                  len(columns))
@@ -355,10 +501,12 @@ def _read(rows_iter: Iterable[Rows], layout: Layout, window, recent: int | None)
                 values.append(v)
                 attrs.append(a)
                 trends.append(np.full(v.shape, np.nan))
+                whole.append(v)
                 continue
             t = v.shape[1]
             w = _window_of(window, t)
             values.append(_nanmean(v[:, t - w:], 1))          # (k, F)
+            whole.append(values[-1] if w == t else _nanmean(v, 1))
             attrs.append(_nansum(a[:, t - w:], 1))            # (k, F)
             r = min(recent or max(1, t // 4), t - 1) if t > 1 else 0
             trends.append(_nanmean(v[:, t - r:], 1) - _nanmean(v[:, :t - r], 1) if r else np.full((k, v.shape[2]),
@@ -372,6 +520,8 @@ def _read(rows_iter: Iterable[Rows], layout: Layout, window, recent: int | None)
         acc.values.append(np.concatenate(values, axis=1))
         acc.attributions.append(np.concatenate(attrs, axis=1))
         acc.trend.append(np.concatenate(trends, axis=1))
+        if window is not None:
+            acc.whole.append(np.concatenate(whole, axis=1).astype(np.float32))
     return acc
 
 
@@ -382,8 +532,10 @@ def _stack(parts, width: int) -> np.ndarray:
 # ----------------------------------------------------------------------------- ranking and words
 
 
-def rank(features, attributions: np.ndarray) -> tuple:
-    """(Ranked, ...) by mean |attribution| over the customers with data (largest first)."""
+def rank(features, attributions: np.ndarray, values: np.ndarray | None = None, seed: int = SEED) -> tuple:
+    """(Ranked, ...) by mean |attribution| over the customers with data (largest first); with
+    ``values``, each with its value-attribution relation (:func:`relation`)."""
+    effect = np.zeros(attributions.shape[1]) if values is None else relation(values, attributions, seed)
     mean_abs = _nanmean(np.abs(attributions), 0)
     mean_signed = _nanmean(attributions, 0)
     counts = (~np.isnan(attributions)).sum(axis=0)
@@ -391,23 +543,102 @@ def rank(features, attributions: np.ndarray) -> tuple:
     total = float(mean_abs.sum())
     order = np.argsort(-mean_abs, kind="stable")
     return tuple(Ranked(features[j], float(mean_abs[j]), float(mean_signed[j]),
-                        float(mean_abs[j] / total) if total > 0 else 0.0, int(counts[j])) for j in order)
+                        float(mean_abs[j] / total) if total > 0 else 0.0, int(counts[j]), float(effect[j]))
+                 for j in order)
+
+
+def _sample_rows(n: int, size: int, seed: int) -> np.ndarray:
+    if n <= size:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
+
+
+def _spearman(frame: pd.DataFrame) -> np.ndarray:
+    """(p, p) Spearman's rho of the columns over the rows where both have data (NaN: too few rows,
+    or a constant column)."""
+    return frame.rank().corr(method="pearson", min_periods=10).to_numpy(np.float64)
+
+
+def relation(values: np.ndarray, attributions: np.ndarray, seed: int = SEED, size: int = RELATION_SAMPLE) -> np.ndarray:
+    """(p,) Spearman's rho between each feature's value and its attribution over a seeded sample of
+    at most ``size`` customers with data (0 where it cannot be measured): > 0, a higher value goes
+    with a higher prediction."""
+    rows = _sample_rows(values.shape[0], size, seed)
+    out = np.zeros(values.shape[1])
+    for j in range(values.shape[1]):
+        pair = pd.DataFrame({"v": values[rows, j], "a": attributions[rows, j]}).dropna()
+        if len(pair) >= 10 and pair["v"].nunique() > 1 and pair["a"].nunique() > 1:
+            rho = float(pair["v"].rank().corr(pair["a"].rank()))
+            out[j] = rho if np.isfinite(rho) else 0.0
+    return out
+
+
+# ----------------------------------------------------------------------------- what effects are against
+
+
+def reference_words(baseline) -> str:
+    """The baseline of a store in words: what every attribution is measured against."""
+    kind, _, argument = str(baseline or "").partition(":")
+    words = {"mean": "the average customer", "median": "the typical (median) customer",
+             "zero": "a customer with every feature at 0",
+             "customer": f"customer {argument}", "cohort": f"the average customer whose outcome is {argument}",
+             "sample": f"{argument or 'several'} customers drawn at random (their average effect)",
+             "flat": "each customer's own history held flat at its average",
+             "blur": "each customer's own history smoothed over time",
+             "previous": f"each customer {argument or 1} period(s) earlier"}
+    return words.get(kind, "the baseline")
+
+
+def _compared_with(baseline) -> str | None:
+    """What "higher than ..." compares a value with, or None where a level comparison means nothing."""
+    kind, _, argument = str(baseline or "").partition(":")
+    return {"mean": "the average customer", "median": "the typical customer", "customer": f"customer {argument}",
+            "cohort": "that average customer", "sample": "the sampled customers"}.get(kind)
+
+
+def direction_words(r: Ranked, baseline=None, member: str | None = None) -> str:
+    """How a ranked feature (or group) moves the prediction, relative to the baseline: "mostly
+    raising it; lower than the average customer raises it". ``member``: for a group, the member
+    whose values the comparison speaks of."""
+    text = _DIRECTION_WORDS[r.direction]
+    if abs(r.value_effect) >= RELATION_RHO:
+        way = "higher" if r.value_effect > 0 else "lower"
+        what = f"{way} {_lower(member)}" if member else way
+        than = _compared_with(baseline)
+        text += f"; {what} than {than} raises it" if than else f"; {'a ' if not member else ''}{what} " \
+                                                              f"{'value ' if not member else ''}raises it"
+    return text
 
 
 def _percent(share: float) -> str:
     return f"{100 * share:.0f} %"
 
 
-def ranking_sentence(ranking, n_customers: int, window_text: str, top: int = SENTENCE_TOP) -> str:
-    """The ranking in words: the top drivers, their shares and directions, and the rest."""
+def ranking_sentence(ranking, n_customers: int, window_text: str, baseline=None, top: int = SENTENCE_TOP,
+                     groups: Sequence[Group] = ()) -> str:
+    """The ranking in words: the top drivers, their shares and directions relative to the baseline
+    (:func:`direction_words`), and the rest; with ``groups`` (a grouped ranking), the groups' members."""
     named = [r for r in ranking[:top] if r.mean_abs > 0]
+    reference = reference_words(baseline)
     if not named:
         return f"Across {n_customers:,} customers, no feature moves the prediction (every attribution is zero)."
-    parts = [f"{r.feature.label} ({_percent(r.share)}, {_DIRECTION_WORDS[r.direction]})" for r in named]
-    text = f"Across {n_customers:,} customers, the prediction is driven most by {_and(parts)}."
+    by_name = {g.name: g for g in groups}
+    parts = []
+    for r in named:
+        group = by_name.get(r.feature.name) if r.feature.role == "group" else None
+        member = group.members[0].label if group is not None else None
+        kind = "" if group is None else f"group of {len(group.members)}, "
+        parts.append(f"{r.feature.label} ({kind}{_percent(r.share)}, {direction_words(r, baseline, member)})")
+    text = (f"Across {n_customers:,} customers, relative to {reference} (the baseline), the prediction is driven "
+            f"most by {_and(parts)}.")
     rest = len(ranking) - len(named)
     if rest > 0:
-        text += f" The other {rest} features carry {_percent(sum(r.share for r in ranking[len(named):]))}."
+        what = "rows" if groups else "features"
+        text += f" The other {rest} {what} carry {_percent(sum(r.share for r in ranking[len(named):]))}."
+    if groups:
+        text += " Groups of related features: " + "; ".join(
+            (f"{g.name} ({g.how})" if g.found and g.name == _group_name(g.members)
+             else f"{g.name} ({_and([f.label for f in g.members])}; {g.how})") for g in groups) + "."
     return text + (f" Shares of all attribution (mean |attribution| per customer); temporal features summed over "
                    f"{window_text}.")
 
@@ -433,23 +664,24 @@ def _binary(values: np.ndarray) -> bool:
 
 
 def _z(segment: np.ndarray, base: np.ndarray) -> float:
-    """How far the segment's mean lies from the typical customer (the median of ``base``), in
-    units of ``base``'s spread (robust to a small extreme group: the interquartile range, or the
-    standard deviation when that is 0)."""
+    """How far the segment's mean lies from every customer's mean (like with like: a mean against a
+    mean, so that "high" always means above everyone's mean, even on a skewed feature), in units of
+    ``base``'s spread (the interquartile range, or the standard deviation when that is 0)."""
     finite = base[np.isfinite(base)]
     if finite.size == 0 or not np.isfinite(segment).any():
         return 0.0
-    low, middle, high = np.percentile(finite, (25, 50, 75))
+    low, high = np.percentile(finite, (25, 75))
     spread = (high - low) or float(np.std(finite))
-    return 0.0 if spread == 0 else (float(np.nanmean(segment)) - middle) / spread
+    return 0.0 if spread == 0 else (float(np.nanmean(segment)) - float(np.mean(finite))) / spread
 
 
 def driver_words(feature: Feature, members: np.ndarray, values: np.ndarray, trend: np.ndarray, j: int) -> str:
-    """How the segment ``members`` (bool (n,)) stands on feature ``j``, in words, against the typical
-    customer (:func:`_z`):
+    """How the segment ``members`` (bool (n,)) stands on feature ``j``, in words, against every
+    customer (:func:`_z`: the segment's mean against everyone's mean):
 
     * a 0/1 static feature: "month-to-month contract" or "no month-to-month contract" (most
-      members have it, or not);
+      members have it, or not; "more often ..." / "less often ..." when the majority says
+      otherwise than the comparison with everyone's share);
     * a temporal feature whose recent change sets the segment apart more than its level:
       "rising support calls" / "falling data usage" when the members' own history moves that
       way, "no rise in ..." / "no fall in ..." when they only move less than the others;
@@ -459,15 +691,145 @@ def driver_words(feature: Feature, members: np.ndarray, values: np.ndarray, tren
     column = values[:, j]
     if feature.role == "static" and _binary(column):
         share = np.nanmean(column[members]) if np.isfinite(column[members]).any() else 0.0
-        return label if share >= 0.5 else f"no {label}"
+        everyone = np.nanmean(column) if np.isfinite(column).any() else 0.0
+        if share >= everyone:
+            return label if share >= 0.5 else f"more often {label}"
+        return f"no {label}" if share < 0.5 else f"less often {label}"
     level = _z(column[members], column)
     change = _z(trend[members, j], trend[:, j]) if feature.role == "temporal" else 0.0
     if abs(change) > abs(level):
-        own = float(np.nanmean(trend[members, j]))
+        own = float(_nanmean(trend[members, j], 0))
         if change > 0:
             return f"rising {label}" if own > 0 else f"no fall in {label}"
         return f"falling {label}" if own < 0 else f"no rise in {label}"
     return f"{'high' if level >= 0 else 'low'} {label}"
+
+
+def _measure(feature: Feature, words: str, members: np.ndarray, values: np.ndarray, trend: np.ndarray,
+             j: int) -> tuple[str, float, float]:
+    """(measure, the segment's mean, everyone's mean) behind ``words`` (see :class:`Driver`)."""
+    column = values[:, j]
+    if feature.role == "static" and _binary(column):
+        measure = "share"
+    elif feature.role == "temporal" and words.split(" ", 1)[0] in ("rising", "falling", "no"):
+        measure, column = "change", trend[:, j]
+    else:
+        measure = "mean"
+    return measure, float(_nanmean(column[members], 0)), float(_nanmean(column, 0))
+
+
+def _number(value: float, unit: str = "", measure: str = "mean") -> str:
+    if not np.isfinite(value):
+        return "no data"
+    if measure == "share":
+        return f"{100 * value:.0f} %"
+    text = f"{value:+.3g}" if measure == "change" else f"{value:.3g}"
+    return f"{text} {unit}".strip() if unit and unit not in ("0/1", "share") else text
+
+
+def reason_text(driver: Driver) -> str:
+    """One of a segment's effects in the user's units: its value against everyone's, and the effect.
+    "Tenure (months): 4.1 months on average here against 12.3 for everyone; lowers the risk by 0.083"."""
+    f, m = driver.feature, driver.measure
+    here = _number(driver.segment_value, f.unit, m)
+    everyone = _number(driver.everyone_value, f.unit, m)
+    if m == "share":
+        value = f"{here} of this segment have it against {everyone} of everyone"
+    elif m == "change":
+        value = f"recent change {here} on average here against {everyone} for everyone"
+    else:
+        value = f"{here} on average here against {everyone} for everyone"
+    way = "raises" if driver.raises else "lowers"
+    return f"{driver.words[:1].upper() + driver.words[1:]} ({value}): {way} the risk by " \
+           f"{abs(driver.mean_attribution):.3g} on average"
+
+
+# ----------------------------------------------------------------------------- feature groups
+
+
+def find_groups(values: np.ndarray, seed: int = SEED, *, size: int = GROUP_SAMPLE, rho: float = GROUP_RHO) -> list:
+    """Columns of ``values`` (n, p: customer-level values, NaN: no data) that move together:
+    [[column, ...], ...] of 2+ columns, each group's every pair with |Spearman's rho| >= ``rho``
+    on a seeded sample of at most ``size`` customers (complete linkage on 1 - |rho|, cut at
+    1 - ``rho``, as SHAP's partition masker clusters features)."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    p = values.shape[1]
+    if p < 2 or values.shape[0] < 10:
+        return []
+    rows = _sample_rows(values.shape[0], size, seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=RuntimeWarning)  # a constant column: NaN, no partner
+        r = _spearman(pd.DataFrame(np.asarray(values[rows], np.float64)))
+    distance = 1.0 - np.abs(np.nan_to_num(r, nan=0.0))
+    distance = np.clip((distance + distance.T) / 2, 0.0, 1.0)
+    np.fill_diagonal(distance, 0.0)
+    tree = linkage(squareform(distance, checks=False), method="complete")
+    cluster_of = fcluster(tree, t=1.0 - rho + 1e-9, criterion="distance")
+    groups = [np.flatnonzero(cluster_of == c).tolist() for c in np.unique(cluster_of)]
+    return sorted((g for g in groups if len(g) >= 2), key=lambda g: g[0])
+
+
+def _group_name(members: Sequence[Feature]) -> str:
+    """A found group's name: its members' display names ("Orders, items and spend"), or the first
+    one's and "and related" past ``GROUP_NAMED`` members."""
+    labels = [members[0].label] + [_lower(f.label) for f in members[1:]]
+    return _and(labels) if len(labels) <= GROUP_NAMED else f"{labels[0]} and related"
+
+
+def make_groups(features, ranking, attributions: np.ndarray, declared: Sequence = (), values: np.ndarray | None = None,
+                seed: int = SEED) -> tuple:
+    """(Group, ...) largest share first: the ``declared`` groups ((name, (column, ...)), ...) of 2+
+    features, or, when none are declared, those found in the customer-level ``values`` (:func:`find_groups`)."""
+    by_name = {}
+    for j, f in enumerate(features):
+        by_name.setdefault(f.name, []).append(j)
+    if declared:
+        wanted = [(str(name), [j for c in columns for j in by_name.get(str(c), [])]) for name, columns in declared]
+        found = False
+    elif values is not None:
+        wanted = [(None, g) for g in find_groups(values, seed)]
+        found = True
+    else:
+        wanted, found = [], False
+    stats = {r.feature: r for r in ranking}
+    index = {f: j for j, f in enumerate(features)}
+    out, used = [], set()
+    for name, columns in wanted:
+        columns = sorted(dict.fromkeys(columns), key=lambda j: (-stats[features[j]].mean_abs, j))
+        if len(columns) < 2:
+            continue
+        members = tuple(features[j] for j in columns)
+        name = name or _group_name(members)
+        while name in used or name in {f.label for f in features if index[f] not in columns}:
+            name += " (group)"
+        used.add(name)
+        summed = _nansum(attributions[:, columns], 1)          # (n,) the group's attribution per customer
+        ranked = [stats[f] for f in members]
+        out.append(Group(name, tuple(columns), members, found, float(sum(r.mean_abs for r in ranked)),
+                         float(sum(r.mean_signed for r in ranked)), float(sum(r.share for r in ranked)),
+                         float(np.nan_to_num(_nanmean(np.abs(summed), 0))), int(np.isfinite(summed).sum()),
+                         ranked[0].value_effect))
+    return tuple(sorted(out, key=lambda g: -g.share))
+
+
+def group_ranking(ranking, groups: Sequence[Group]) -> tuple:
+    """(Ranked, ...) with each group in place of its members (:attr:`Group.ranked`), largest first."""
+    grouped = {f for g in groups for f in g.members}
+    rows = [g.ranked for g in groups] + [r for r in ranking if r.feature not in grouped]
+    return tuple(sorted(rows, key=lambda r: -r.mean_abs))
+
+
+def grouped_attributions(attributions: np.ndarray, groups: Sequence[Group]) -> np.ndarray:
+    """(n, p') the attributions with each group's members summed into one column (the members'
+    columns dropped): what the segments are found on."""
+    if not groups:
+        return attributions
+    grouped = {j for g in groups for j in g.columns}
+    alone = [j for j in range(attributions.shape[1]) if j not in grouped]
+    return np.concatenate([attributions[:, alone]] + [_nansum(attributions[:, list(g.columns)], 1)[:, None]
+                                                      for g in groups], axis=1)
 
 
 # ----------------------------------------------------------------------------- time profile
@@ -559,29 +921,44 @@ def describe_segments(assigned: np.ndarray, features, customers, prediction, out
     for g in order:
         members = assigned == g
         mean = np.nan_to_num(_nanmean(attributions[members], 0))
-        reasons = [j for j in np.argsort(-mean, kind="stable") if mean[j] > 0 and mean[j] >= NAME_SHARE * mean.max()]
-        others = [j for j in np.argsort(-np.abs(mean), kind="stable") if j not in reasons and mean[j] != 0]
-        drivers = [Driver(features[j], float(mean[j]), driver_words(features[j], members, values, trend, j))
-                   for j in reasons + others]
-        name = _name(drivers, max(1, min(NAME_DRIVERS, len(reasons))), used)
+        drivers = [_driver(features[j], float(mean[j]), members, values, trend, j) for j in main_effects(mean)]
+        name = _name(drivers, min(NAME_DRIVERS, len(drivers)), used)
         rows = np.flatnonzero(members)
         rows = rows[np.argsort(-prediction[rows], kind="stable")]
         known = outcome[rows][np.isfinite(outcome[rows])] if outcome is not None else np.zeros(0)
         segments.append(Segment(
             name=name, size=int(rows.size), share=float(rows.size / n), mean_prediction=float(prediction[rows].mean()),
-            churn_rate=float(known.mean()) if known.size else None, drivers=tuple(drivers[:TOP_DRIVERS]),
+            churn_rate=float(known.mean()) if known.size else None, drivers=tuple(drivers),
             mean_attributions=mean, rows=rows,
             customers=tuple(str(customers[i]) for i in rows)))
     return tuple(segments), np.array([renumber[g] for g in assigned], np.int64)
 
 
+def main_effects(mean: np.ndarray, top: int = TOP_DRIVERS, share: float = NAME_SHARE) -> list:
+    """The columns of a segment's main effects: largest |mean attribution| first, either way, at most
+    ``top``, each at least ``share`` of the largest |mean| (smaller effects never name a segment:
+    a segment whose effects lower its risk is not named after a small raising one)."""
+    size = np.abs(np.nan_to_num(mean))
+    if size.size == 0 or size.max() <= 0:
+        return []
+    order = np.argsort(-size, kind="stable")
+    return [int(j) for j in order[:top] if size[j] >= share * size.max()]
+
+
+def _driver(feature: Feature, mean: float, members, values, trend, j: int) -> Driver:
+    words = driver_words(feature, members, values, trend, j)
+    measure, here, everyone = _measure(feature, words, members, values, trend, j)
+    return Driver(feature, mean, words, here, everyone, measure)
+
+
 def _name(drivers, count: int, used: set) -> str:
-    """The first ``count`` drivers' words, more when another segment has that name already."""
+    """The first ``count`` drivers' words (the segment's main effects), more of them when another
+    segment has that name already, else a number."""
     if not drivers:
         name = "No effect (every attribution is zero)"
     else:
         name = None
-        for count in range(count, len(drivers) + 1):
+        for count in range(max(1, count), len(drivers) + 1):
             words = ", ".join(d.words for d in drivers[:count])
             candidate = words[:1].upper() + words[1:]
             if candidate not in used:
@@ -669,10 +1046,12 @@ def outcomes(bundle, ids) -> np.ndarray | None:
 
 def compute(bundle, rows: Iterable[Rows], *, window: int | None = None, against: Iterable[Rows] | None = None,
             seed: int = SEED, source: dict | None = None, layout: Layout | None = None,
-            labels: bool = True) -> Drivers:
+            labels: bool = True, baseline: str | None = None) -> Drivers:
     """:class:`Drivers` of the customers in ``rows`` (chunks of a store, or one :class:`Rows`);
     ``against``: the rows of an earlier store of the same layout (drift). ``labels``: take each
-    customer's outcome from ``bundle`` (False when the rows come from another bundle's data)."""
+    customer's outcome from ``bundle`` (False when the rows come from another bundle's data).
+    ``baseline``: the attributions' baseline spec (default: ``source["settings"]["baseline"]``),
+    what the words compare with."""
     layout = layout or Layout.of(bundle)
     features = layout.features
     if isinstance(rows, Rows):
@@ -686,11 +1065,17 @@ def compute(bundle, rows: Iterable[Rows], *, window: int | None = None, against:
     values, attributions, trend = _stack(acc.values, p), _stack(acc.attributions, p), _stack(acc.trend, p)
     outcome = outcomes(bundle, customers) if labels else None
     window_text = "the whole history" if window is None else f"the last {window} period(s)"
-    ranking = rank(features, attributions)
-    sentence = ranking_sentence(ranking, len(customers), window_text)
+    if baseline is None:
+        baseline = (source or {}).get("settings", {}).get("baseline") if isinstance((source or {}).get("settings"),
+                                                                                    dict) else None
+    ranking = rank(features, attributions, values, seed)
+    sentence = ranking_sentence(ranking, len(customers), window_text, baseline)
+    whole = values if window is None else _stack(acc.whole, p)
+    groups = make_groups(features, ranking, attributions, layout.groups, whole, seed)
+    del whole
     profiles = tuple(_profile(key, periods, acc.abs_sum[key], acc.signed_sum[key], acc.count[key])
                      for key, role, _, _, periods in layout.inputs if role == "temporal")
-    assigned, scores = cluster(attributions, seed)
+    assigned, scores = cluster(grouped_attributions(attributions, groups), seed)
     segments, segment_of = describe_segments(assigned, features, customers, prediction, outcome, values,
                                              attributions, trend)
     change = None
@@ -704,7 +1089,8 @@ def compute(bundle, rows: Iterable[Rows], *, window: int | None = None, against:
     return Drivers(features=features, customers=customers, prediction=prediction, outcome=outcome, values=values,
                    attributions=attributions, window=window, ranking=ranking, sentence=sentence,
                    time_profiles=profiles, segments=segments, segment_of=segment_of, silhouette=scores,
-                   drift=change, source=dict(source or {}))
+                   drift=change, source=dict(source or {}), groups=groups,
+                   baseline=None if baseline is None else str(baseline))
 
 
 def rows_of(attribution, bundle, ids: Sequence[str] | None = None) -> Rows:
@@ -729,12 +1115,15 @@ def rows_of(attribution, bundle, ids: Sequence[str] | None = None) -> Rows:
 
 def drivers_of(attribution, bundle, ids: Sequence[str] | None = None, **options) -> Drivers:
     """:func:`compute` on attributions held in memory (``explain_customers``' result) instead of a store."""
+    settings = getattr(attribution, "settings", None)
+    if settings is not None and getattr(settings, "baseline", None) is not None:
+        options.setdefault("baseline", str(settings.baseline))
     return compute(bundle, rows_of(attribution, bundle, ids), **options)
 
 
 # ----------------------------------------------------------------------------- as arrays and JSON (a summary file)
 
-PARTS_VERSION = 1
+PARTS_VERSION = 2
 
 
 def to_parts(d: Drivers) -> tuple[dict, dict]:
@@ -752,13 +1141,17 @@ def to_parts(d: Drivers) -> tuple[dict, dict]:
     for k, s in enumerate(d.segments):
         arrays[f"segment{k}_mean"] = s.mean_attributions
     described = {
-        "version": PARTS_VERSION, "features": [[f.name, f.label, f.input, f.role] for f in d.features],
-        "window": d.window, "sentence": d.sentence, "source": d.source,
+        "version": PARTS_VERSION, "features": [[f.name, f.label, f.input, f.role, f.unit] for f in d.features],
+        "window": d.window, "sentence": d.sentence, "source": d.source, "baseline": d.baseline,
+        "groups": [[g.name, list(g.columns), g.found, g.mean_abs, g.mean_signed, g.share, g.together, g.customers,
+                    g.value_effect] for g in d.groups],
         "silhouette": [[k, v] for k, v in d.silhouette.items()],
-        "ranking": [[index[r.feature], r.mean_abs, r.mean_signed, r.share, r.customers] for r in d.ranking],
+        "ranking": [[index[r.feature], r.mean_abs, r.mean_signed, r.share, r.customers, r.value_effect]
+                    for r in d.ranking],
         "profiles": [[p.input, list(p.periods), p.recent_periods, p.last_share] for p in d.time_profiles],
         "segments": [[s.name, s.size, s.share, s.mean_prediction, s.churn_rate,
-                      [[index[v.feature], v.mean_attribution, v.words] for v in s.drivers]] for s in d.segments],
+                      [[index[v.feature], v.mean_attribution, v.words, _float(v.segment_value),
+                        _float(v.everyone_value), v.measure] for v in s.drivers]] for s in d.segments],
         "drift": None if d.drift is None else {
             "rows": [[index[r.feature], r.before, r.after, r.low, r.high] for r in d.drift.rows],
             "customers": [d.drift.customers_before, d.drift.customers_after], "level": d.drift.level,
@@ -779,7 +1172,8 @@ def from_parts(arrays: dict, described: dict) -> Drivers:
         rows = np.flatnonzero(segment_of == k)
         rows = rows[np.argsort(-prediction[rows], kind="stable")]
         segments.append(Segment(name, size, share, mean_prediction, churn,
-                                tuple(Driver(features[j], m, w) for j, m, w in drivers),
+                                tuple(Driver(features[j], m, w, _nan(here), _nan(everyone), measure)
+                                      for j, m, w, here, everyone, measure in drivers),
                                 np.asarray(arrays[f"segment{k}_mean"]), rows, tuple(str(customers[i]) for i in rows)))
     profiles = tuple(TimeProfile(key, tuple(periods), np.asarray(arrays[f"profile{k}_mean_abs"]),
                                  np.asarray(arrays[f"profile{k}_mean_signed"]),
@@ -795,4 +1189,10 @@ def from_parts(arrays: dict, described: dict) -> Drivers:
                    ranking=tuple(Ranked(features[j], *numbers) for j, *numbers in described["ranking"]),
                    sentence=described["sentence"], time_profiles=profiles, segments=tuple(segments),
                    segment_of=segment_of, silhouette={int(k): v for k, v in described["silhouette"]}, drift=change,
-                   source=dict(described["source"]))
+                   source=dict(described["source"]), baseline=described["baseline"],
+                   groups=tuple(Group(name, tuple(columns), tuple(features[j] for j in columns), found, *numbers)
+                                for name, columns, found, *numbers in described["groups"]))
+
+
+def _nan(value) -> float:
+    return float("nan") if value is None else float(value)

@@ -35,19 +35,28 @@ SWARM_BINS = 60         # bins along x in which the beeswarm stacks its dots
 SWARM_HEIGHT = 0.4      # half the height of a beeswarm row, in row units
 
 
-def ranking(d, top: int | None = TOP_RANKING, *, title: str | None = None) -> go.Figure:
-    """The global ranking: mean |attribution| (size) and mean attribution (direction) per feature,
-    the largest at the top; more than ``top`` features are cut to the ``top - 1`` largest and one
-    pair of bars, "the other K features" (their sums); the title says so. ``top`` None: every feature."""
-    cut = top is not None and len(d.ranking) > top
-    title = title or ("What drives the prediction: size (mean |attribution|) and direction (mean) per feature"
-                      + (f", top {top - 1} of {len(d.ranking)} (the others together)" if cut else ""))
-    return feature_ranking([_label(r.feature) for r in d.ranking], [r.mean_abs for r in d.ranking],
-                           [r.mean_signed for r in d.ranking], title=title, top=top)
+def ranking(d, top: int | None = TOP_RANKING, *, grouped: bool = False, title: str | None = None) -> go.Figure:
+    """The global ranking: mean |attribution| (size) and mean attribution (direction, relative to
+    the baseline: ``d.reference``) per feature, the largest at the top; more than ``top`` features
+    are cut to the ``top - 1`` largest and one pair of bars, "the other K features" (their sums);
+    the title says so. ``top`` None: every feature. ``grouped``: each group of related features as
+    one row (``d.grouped_ranking``: its members' sums)."""
+    rows = d.grouped_ranking if grouped and getattr(d, "groups", ()) else d.ranking
+    cut = top is not None and len(rows) > top
+    reference = getattr(d, "reference", "the baseline")
+    title = title or (f"What drives the prediction, relative to {reference}: size (mean |attribution|) and "
+                      f"direction (mean) per {'feature or group' if rows is not d.ranking else 'feature'}"
+                      + (f", top {top - 1} of {len(rows)} (the others together)" if cut else ""))
+    return feature_ranking([_label(r.feature, d) for r in rows], [r.mean_abs for r in rows],
+                           [r.mean_signed for r in rows], title=title, top=top)
 
 
-def _label(feature) -> str:
-    """A feature's name in a figure: temporal ones say that they are a history."""
+def _label(feature, d=None) -> str:
+    """A feature's name in a figure: temporal ones say that they are a history, groups how many
+    features they hold."""
+    if feature.role == "group":
+        group = next((g for g in getattr(d, "groups", ()) if g.name == feature.name), None)
+        return feature.label if group is None else f"{feature.label} (group of {len(group.members)})"
     return feature.label if feature.role == "static" else f"{feature.label} (history)"
 
 
@@ -152,34 +161,39 @@ def _template_text(text) -> str:
 
 
 def time_profile(profile, *, title: str | None = None) -> go.Figure:
-    """Mean |attribution| per period over the whole base (padding: no data), oldest first; the
-    last ``recent_periods`` periods, which hold 90 % of it, in the darker colour."""
+    """Each period's share of the history's total |attribution| over every customer
+    (``profile.shares``, padding: no data), oldest first; the last ``recent_periods`` periods,
+    which hold 90 % of it, in the darker colour. The bars are the quantity the words count, so the
+    colours agree with them: the dark bars add up to 90 % (a period where few customers have data
+    is short, however large their effects; its mean per customer is in the hover)."""
     t = len(profile.periods)
-    recent = np.arange(t) >= t - profile.recent_periods
+    recent = profile.recent
     x = esc_all(profile.periods)
     before = profile.before_last
-    hover = [f"{p} ({b} before the last)<br>mean |attribution|: {m:.4g}<br>mean attribution: {s:+.4g}"
+    shares = profile.shares
+    hover = [f"{p} ({b} before the last)<br>share of the history's effect: {100 * h:.2f} %"
+             f"<br>{'one of the recent periods holding 90 %' if r else 'before the recent periods holding 90 %'}"
+             f"<br>mean |attribution| per customer with data: {m:.4g}<br>mean attribution: {s:+.4g}"
              f"<br>customers with data: {c:,}"
-             for p, b, m, s, c in zip(x, before, np.nan_to_num(profile.mean_abs), np.nan_to_num(profile.mean_signed),
-                                      profile.customers)]
-    fig = go.Figure(go.Bar(x=x, y=profile.mean_abs, marker_color=np.where(recent, "#54278f", "#cbc9e2").tolist(),
+             for p, b, h, r, m, s, c in zip(x, before, shares, recent, np.nan_to_num(profile.mean_abs),
+                                            np.nan_to_num(profile.mean_signed), profile.customers)]
+    fig = go.Figure(go.Bar(x=x, y=100 * shares, marker_color=np.where(recent, "#54278f", "#cbc9e2").tolist(),
                            customdata=hover, hovertemplate="%{customdata}<extra></extra>", marker_line_width=0))
-    fig.update_xaxes(type="category", title="period (dark: the recent periods holding 90 % of the attribution)",
+    fig.update_xaxes(type="category", title="period (dark: the recent periods holding 90 % of the effect)",
                      tickangle=-90 if t > 12 else 0, nticks=min(t, 24))
-    fig.update_yaxes(title="mean |attribution| (all features)", gridcolor="#eee")
+    fig.update_yaxes(title="% of the history's effect (all customers)", gridcolor="#eee", ticksuffix=" %")
     fig.update_layout(bargap=0 if t > 60 else 0.15)
-    title = title or f"The last {profile.recent_periods} of {t} periods hold 90 % of the attribution"
+    title = title or f"The last {profile.recent_periods} of {t} periods hold 90 % of the history's effect"
     return layout(fig, title, height=340)
 
 
-def segments(d, top: int = TOP_RANKING, *, title: str | None = None) -> go.Figure:
+def segments(d, top: int = TOP_RANKING, *, grouped: bool = False, title: str | None = None) -> go.Figure:
     """One column per segment (highest risk on the left), one row per feature (the ``top`` of the
-    ranking, the largest at the top): the segment's mean attribution, on one symmetric diverging scale."""
-    shown = d.ranking[:top]
-    columns = [d.column(r.feature) for r in shown]
-    z = np.array([[s.mean_attributions[j] for j in columns] for s in d.segments])  # (segments, features)
+    ranking, the largest at the top; ``grouped``: groups of related features as one row, their
+    members' sums): the segment's mean attribution, on one symmetric diverging scale."""
+    shown, z = d.segment_effects(grouped and bool(d.groups), top)  # z: (segments, rows)
     names = [f"{_wrap(s.name)}<br>{s.size:,} ({100 * s.share:.0f} %)" for s in d.segments]
-    trace = heatmap_trace(names, [_label(r.feature) for r in shown], z, zmax=symmetric_limit(z),
+    trace = heatmap_trace(names, [_label(f, d) for f in shown], z, zmax=symmetric_limit(z),
                           colorbar_title="Mean effect<br>in the segment<br>red: raises<br>blue: lowers")
     trace.update(hovertemplate="%{y}<br>segment: %{x}<br>mean attribution: %{z:+.4g}<extra></extra>", text=None)
     trace.update(x=names)  # already escaped, with line breaks
@@ -250,8 +264,9 @@ class DriversFigures(NamedTuple):
     drift: go.Figure | None
 
 
-def figures(d, *, max_points: int = MAX_POINTS, seed: int = 0) -> DriversFigures:
-    """Every figure of a ``Drivers`` (what the page and the HTML report draw)."""
-    return DriversFigures(ranking(d), beeswarm(d, max_points=min(max_points, SWARM_POINTS), seed=seed),
-                          tuple(time_profile(p) for p in d.time_profiles), segments(d), segment_sizes(d),
-                          None if d.drift is None else drift(d.drift))
+def figures(d, *, max_points: int = MAX_POINTS, seed: int = 0, grouped: bool = True) -> DriversFigures:
+    """Every figure of a ``Drivers`` (what the page and the HTML report draw); ``grouped``: the
+    ranking and the segments with groups of related features as one row (when there are groups)."""
+    return DriversFigures(ranking(d, grouped=grouped), beeswarm(d, max_points=min(max_points, SWARM_POINTS), seed=seed),
+                          tuple(time_profile(p) for p in d.time_profiles), segments(d, grouped=grouped),
+                          segment_sizes(d), None if d.drift is None else drift(d.drift))

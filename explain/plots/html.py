@@ -6,7 +6,7 @@ from html import escape
 
 import plotly.io as pio
 
-from explain.analysis.drivers import profile_sentence
+from explain.analysis.drivers import profile_sentence, reason_text
 from explain.analysis.report import HOW_TO_READ, delta_status, settings_dict, summary_text
 from explain.core import baselines, verdict
 from explain.core.errors import ExplainError
@@ -29,11 +29,14 @@ table{border-collapse:collapse;font-size:.92em} td,th{border:1px solid #ddd;padd
 """
 
 
-def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), *, title: str | None = None) -> str:
+def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), *, title: str | None = None,
+                story=None) -> str:
     """A standalone HTML page about customer ``ids[i]`` (row ``i`` of ``attribution``) that opens offline.
 
     ``figures``: (heading, plotly Figure or figure dict) pairs; plotly.js is embedded inline once (with the
-    first figure), so the file needs no network. Every name and id is HTML-escaped.
+    first figure), so the file needs no network. ``story``: the Customer page's words
+    (``explain.figures.customer_story``), written under "In words" as the page says them; without one, a summary
+    of the largest effects. Every name and id is HTML-escaped.
     """
     cid = str(list(ids)[i])
     settings = settings_dict(attribution, request)
@@ -63,7 +66,7 @@ def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), 
           if attribution.space_used == "output" else []),
         f"<p><span class='badge {escape(status.replace(' ', '-'))}'>{escape(status)} · adds up to "
         f"{escape(verdict.quality(delta, fx, fb))}</span> {escape(advice)}</p>",
-        f"<h2>In words</h2><p>{escape(summary_text(attribution, bundle, i))}</p>",
+        "<h2>In words</h2>", *_in_words(attribution, bundle, i, story),
         f"<h2>How to read this</h2><p>{escape(HOW_TO_READ)}</p>",
         f"<p><b>Baseline</b> ({escape(str(settings.get('baseline', '')))}): {escape(baseline_text)}</p>",
     ]
@@ -88,6 +91,19 @@ def html_report(attribution, bundle, ids, i: int = 0, request=None, figures=(), 
     return "\n".join(parts)
 
 
+def _in_words(attribution, bundle, i: int, story) -> list[str]:
+    """The Customer page's words as HTML paragraphs (the story's), else the summary of the largest effects."""
+    if story is None:
+        return [f"<p>{escape(summary_text(attribution, bundle, i))}</p>"]
+    parts = [f"<p>{escape(text)}</p>" for text in (story.headline, story.outcome, story.history) if text]
+    if story.reasons:
+        parts.append(f"<p>The largest effects (compared with {escape(story.reference)}):</p><ul>"
+                     + "".join(f"<li>{escape(r)}</li>" for r in story.reasons) + "</ul>")
+    if story.keep:
+        parts.append(f"<p class='muted'>{escape(story.keep)}</p>")
+    return parts
+
+
 # ----------------------------------------------------------------------------- drivers
 
 
@@ -100,6 +116,7 @@ def drivers_report(d, *, title: str = "What drives the prediction across custome
              f"<p class='muted'>{d.n_customers:,} customers from the store {escape(str(d.source.get('store', '')))} "
              f"(finished {escape(str(d.source.get('completed', '')))}).</p>",
              f"<h2>In words</h2><p>{escape(d.sentence)}</p>",
+             *([f"<p>{escape(d.group_sentence)}</p>"] if d.groups else []),
              *(f"<p>{escape(profile_sentence(p))}</p>" for p in d.time_profiles),
              *([f"<p>{escape(d.drift.sentence)}</p>"] if d.drift is not None else [])]
     shown = [("Ranking", figs.ranking), ("Every customer", figs.beeswarm),
@@ -110,10 +127,16 @@ def drivers_report(d, *, title: str = "What drives the prediction across custome
         parts.append(f"<h2>{escape(heading)}</h2>")
         parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=(k == 0),
                                  config={"displaylogo": False, "responsive": True}))
+    if d.groups:
+        parts.append("<h2>Groups of related features</h2><table><tr><th>group</th><th>how</th><th>share</th>"
+                     "<th>members</th></tr>")
+        parts.extend(f"<tr><td>{escape(g.name)}</td><td>{escape(g.how)}</td><td class='num'>{g.share:.0%}</td>"
+                     f"<td>{escape(', '.join(f.label for f in g.members))}</td></tr>" for g in d.groups)
+        parts.append("</table>")
     parts.append("<h2>Segments</h2><table><tr><th>segment</th><th>customers</th><th>share</th>"
-                 "<th>mean prediction</th><th>churn rate</th><th>top drivers</th><th>highest risk</th></tr>")
+                 "<th>mean prediction</th><th>churn rate</th><th>main effects</th><th>highest risk</th></tr>")
     for s in d.segments:
-        drivers = "; ".join(f"{x.words} ({x.mean_attribution:+.3f})" for x in s.drivers)
+        drivers = "; ".join(reason_text(x) for x in s.drivers)
         churn = "" if s.churn_rate is None else f"{s.churn_rate:.0%}"
         parts.append(f"<tr><td>{escape(s.name)}</td><td class='num'>{s.size:,}</td><td class='num'>{s.share:.0%}</td>"
                      f"<td class='num'>{s.mean_prediction:.3f}</td><td class='num'>{churn}</td>"

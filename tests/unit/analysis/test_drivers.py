@@ -287,3 +287,185 @@ def test_json_document_holds_the_design_keys():
     assert set(doc["segments"][0]) >= {"name", "size", "share", "mean_prediction", "top_drivers", "customers"}
     assert doc["time_profile"][0]["input"] == "history" and len(doc["time_profile"][0]["mean_abs"]) == 6
     json.dumps(doc)  # plain JSON types only
+
+
+# ----------------------------------------------------------------------------- issue 38: truthful words
+# Segment names, words against everyone, feature groups and the ranking's reference, on arrays
+# built so that the right answer is known.
+
+STATIC2 = D.Layout((("profile", "static", ("a", "b"), ("Tenure", "First order size"), None),))
+
+
+def static_rows(values, attributions, prediction=None):
+    n = values.shape[0]
+    return D.Rows(np.array([f"S{i:04d}" for i in range(n)], dtype=object),
+                  np.full(n, 0.3) if prediction is None else prediction, {"profile": values}, {"profile": attributions})
+
+
+def test_a_segment_is_named_after_its_main_effect_not_a_small_raising_one():
+    """A segment whose mean effects are -0.1 on A and +0.01 on B is named after A (B is under a
+    quarter of the largest |mean|), and A is said to lower its risk, never listed as a reason to churn."""
+    n = 200
+    rng = np.random.default_rng(0)
+    values = rng.normal(10, 2, (n, 2))
+    attributions = np.zeros((n, 2))
+    assigned = np.repeat([0, 1], n // 2)
+    values[:100, 0] += 5  # the first segment: long tenure...
+    attributions[:100] = rng.normal([-0.1, 0.01], 0.001, (100, 2))  # ...which lowers its risk; B a little up
+    attributions[100:] = rng.normal([0.0, 0.08], 0.001, (100, 2))   # the second: B raises it
+    prediction = np.where(assigned == 0, 0.1, 0.6)
+    features = STATIC2.features
+    segments, _ = D.describe_segments(assigned, features, np.arange(n).astype(str), prediction, None, values,
+                                      attributions, np.full((n, 2), np.nan))
+    low = next(s for s in segments if s.mean_prediction < 0.2)
+    assert low.name == "High tenure", low.name  # not "High first order size": +0.01 < 0.25 * 0.1
+    assert [d.feature.name for d in low.drivers] == ["a"]
+    (main,) = low.drivers
+    assert main.mean_attribution == pytest.approx(attributions[:100, 0].mean()) and not main.raises
+    assert main.segment_value == pytest.approx(values[:100, 0].mean())
+    assert main.everyone_value == pytest.approx(values[:, 0].mean())
+    text = D.reason_text(main)
+    assert f"{main.segment_value:.3g} on average here against {main.everyone_value:.3g} for everyone" in text
+    assert "lowers the risk by 0.1" in text and "raises" not in text
+    high = next(s for s in segments if s.mean_prediction > 0.5)
+    assert high.drivers[0].raises and "raises the risk by 0.08" in D.reason_text(high.drivers[0])
+    # the JSON says the same, per effect
+    d = D.compute(None, static_rows(values, attributions, prediction), layout=STATIC2)
+    for s in d.to_dict()["segments"]:
+        for x in s["top_drivers"]:
+            assert x["effect"] == ("raises" if x["mean_attribution"] > 0 else "lowers")
+            assert x["reason"].endswith(f"{x['effect']} the risk by {abs(x['mean_attribution']):.3g} on average")
+
+
+def test_main_effects_keep_either_way_what_reaches_a_quarter_of_the_largest():
+    mean = np.array([0.01, -0.1, 0.03, -0.024, 0.0])
+    assert D.main_effects(mean) == [1, 2]  # -0.1 and +0.03 (>= 0.025); 0.01 and -0.024 are not
+    assert D.main_effects(np.zeros(3)) == []
+
+
+def test_words_compare_the_segments_mean_with_everyones_mean_on_a_skewed_feature():
+    """First order size, skewed: the segment's mean (2.0) is above everyone's median (about 1) but
+    below everyone's mean (about 3): it is a low first order size, not a high one."""
+    rng = np.random.default_rng(5)
+    n = 2000
+    column = rng.lognormal(0.0, 1.5, n)
+    members = np.zeros(n, bool)
+    members[:100] = True
+    column[:100] = 2.0
+    assert np.median(column) < 2.0 < column.mean()
+    feature = D.Feature("b", "First order size", "profile", "static")
+    words = D.driver_words(feature, members, column[:, None], np.full((n, 1), np.nan), 0)
+    assert words == "low first order size"
+    column[:100] = column.mean() + 0.5  # and above everyone's mean: high
+    assert D.driver_words(feature, members, column[:, None], np.full((n, 1), np.nan), 0) == "high first order size"
+
+
+def correlated(n=1500, seed=2, padded=0.3):
+    """Static: orders, items (monotone in one latent purchase frequency), u1 (independent);
+    history: spend (follows the latent, the first ``padded`` share of customers with half their
+    history padded) and u2 (independent). Attributions: independent noise, larger on the purchases."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n)
+    orders = np.round(np.exp(z) * 3 + rng.normal(0, 0.3, n))
+    items = np.exp(1.2 * z) * 5 + rng.normal(0, 0.5, n)
+    u1 = rng.normal(size=n)
+    spend = (20 + 8 * z)[:, None] + rng.normal(0, 3, (n, 6))
+    u2 = rng.normal(size=(n, 6))
+    hv = np.stack([spend, u2], axis=2)
+    sv = np.c_[orders, items, u1]
+    ha = rng.normal(0, 0.01, (n, 6, 2))
+    ha[:, :, 0] -= 0.02 * z[:, None]  # spending less than average raises the risk
+    sa = np.c_[-0.05 * z, -0.04 * z, rng.normal(0, 0.01, n)] + rng.normal(0, 0.005, (n, 3))
+    pad = np.zeros((n, 6), bool)
+    pad[: int(padded * n), :3] = True
+    hv[pad], ha[pad] = np.nan, np.nan
+    layout = D.Layout((("profile", "static", ("orders", "items", "u1"), ("Orders", "Items", "Unrelated one"), None),
+                       ("history", "temporal", ("spend", "u2"), ("Spend", "Unrelated two"), PERIODS)))
+    rows = D.Rows(np.array([f"G{i:04d}" for i in range(n)], dtype=object), rng.uniform(size=n),
+                  {"profile": sv, "history": hv}, {"profile": sa, "history": ha})
+    return rows, layout
+
+
+def test_groups_are_found_among_features_built_to_correlate_and_not_among_the_others():
+    rows, layout = correlated()
+    d = D.compute(None, rows, layout=layout, baseline="mean")
+    (group,) = d.groups
+    assert {f.name for f in group.members} == {"orders", "items", "spend"} and group.found
+    assert group.how == "found from the data: these move together"
+    # the customer-level values behind it, checked here with scipy: every pair |rho| >= 0.7, the others < 0.7
+    from scipy.stats import spearmanr
+    level = {"orders": rows.values["profile"][:, 0], "items": rows.values["profile"][:, 1],
+             "u1": rows.values["profile"][:, 2], "spend": np.nanmean(rows.values["history"][:, :, 0], 1),
+             "u2": np.nanmean(rows.values["history"][:, :, 1], 1)}
+    for x in ("orders", "items", "spend"):
+        for y in level:
+            if y != x:
+                rho = abs(spearmanr(level[x], level[y]).statistic)
+                assert (rho >= 0.7) == (y in {"orders", "items", "spend"}), (x, y, rho)
+    shares = {r.feature.name: r.share for r in d.ranking}
+    assert group.share == pytest.approx(shares["orders"] + shares["items"] + shares["spend"])
+    assert group.mean_abs == pytest.approx(sum(r.mean_abs for r in d.ranking if r.feature.name != "u1"
+                                               and r.feature.name != "u2"))
+    summed = np.nansum(np.c_[d.attributions[:, d.column("orders")], d.attributions[:, d.column("items")],
+                             d.attributions[:, d.column("spend")]], axis=1)
+    assert group.together == pytest.approx(np.abs(summed).mean())  # the group as one feature: exact sums
+    assert group.name == f"{group.members[0].label}, {group.members[1].label.lower()} and " \
+                         f"{group.members[2].label.lower()}"
+    # the grouped ranking: the group in place of its members, first
+    top = d.grouped_ranking[0]
+    assert top.feature.role == "group" and top.share == pytest.approx(group.share)
+    assert [r.feature.name for r in d.grouped_ranking[1:]] == [r.feature.name for r in d.ranking
+                                                                if r.feature.name in ("u1", "u2")]
+    assert f"{group.name} (group of 3, {100 * group.share:.0f} %" in d.group_sentence
+    assert f"lower {group.members[0].label.lower()} than the average customer raises it" in d.group_sentence
+    assert "found from the data: these move together" in d.group_sentence
+    doc = d.to_dict()
+    (entry,) = doc["groups"]
+    assert set(entry) >= {"name", "features", "share", "found"} and entry["found"] is True
+    assert set(entry["features"]) == {"orders", "items", "spend"} and entry["share"] == pytest.approx(group.share)
+    assert {r["feature"]: r.get("group") for r in doc["ranking"]} == {"orders": group.name, "items": group.name,
+                                                                      "spend": group.name, "u1": None, "u2": None}
+    json.dumps(doc)
+    # the segment heatmap's group row is the sum of its members' rows
+    rows_shown, z = d.segment_effects(grouped=True)
+    k = [f.name for f in rows_shown].index(group.name)
+    for s, line in zip(d.segments, z):
+        assert line[k] == pytest.approx(sum(s.mean_attributions[j] for j in group.columns))
+
+
+def test_declared_groups_replace_discovery_and_single_members_are_dropped():
+    rows, layout = correlated(n=400)
+    declared = D.Layout(layout.inputs, groups=(("Noise", ("u1", "u2")), ("Alone", ("orders",))))
+    d = D.compute(None, rows, layout=declared)
+    (group,) = d.groups
+    assert group.name == "Noise" and not group.found and {f.name for f in group.members} == {"u1", "u2"}
+    assert d.to_dict()["groups"][0]["found"] is False and "declared in bundle.json" in d.group_sentence
+    uncorrelated = D.compute(None, synthetic(n=300), layout=LAYOUT)
+    assert uncorrelated.groups == () and uncorrelated.to_dict()["groups"] == [] and uncorrelated.group_sentence is None
+
+
+def test_the_ranking_says_what_its_directions_are_relative_to():
+    rows, layout = correlated(n=800)
+    d = D.compute(None, rows, layout=layout, source={"settings": {"baseline": "mean"}})
+    spend = next(r for r in d.ranking if r.feature.name == "spend")
+    assert spend.value_effect < -0.7  # less spend, more risk
+    assert spend.mean_signed != 0
+    assert "relative to the average customer (the baseline)" in d.sentence
+    assert "lower than the average customer raises it" in D.direction_words(spend, "mean")
+    doc = d.to_dict()
+    assert doc["reference"] == "the average customer"
+    entry = next(r for r in doc["ranking"] if r["feature"] == "spend")
+    assert entry["direction_words"].endswith("lower than the average customer raises it")
+    assert D.reference_words("cohort:0") == "the average customer whose outcome is 0"
+    assert D.reference_words(None) == "the baseline"
+    assert "a higher value raises it" in D.direction_words(D.Ranked(spend.feature, 1.0, 0.5, 1.0, 9, 0.9), "zero")
+
+
+def test_the_summary_parts_keep_groups_reasons_and_the_reference():
+    rows, layout = correlated(n=500)
+    d = D.compute(None, rows, layout=layout, baseline="median")
+    back = D.from_parts(*D.to_parts(d))
+    assert back.to_dict() == d.to_dict()
+    assert back.groups == d.groups and back.reference == "the typical (median) customer"
+    assert [x.segment_value for s in back.segments for x in s.drivers] == \
+           [x.segment_value for s in d.segments for x in s.drivers]

@@ -90,10 +90,35 @@ def test_time_profile_marks_the_recent_periods(result):
     (profile,) = result.time_profiles
     fig = plots.time_profile(profile)
     (bars,) = fig.data
-    assert np.allclose(bars.y, profile.mean_abs)
+    mass = profile.mean_abs * profile.customers  # each period's total |attribution| over every customer
+    assert np.allclose(bars.y, 100 * mass / mass.sum())  # the bars: each period's share (what the words count)
     dark = [c for c in bars.marker.color if c == "#54278f"]
     assert len(dark) == profile.recent_periods and list(bars.marker.color[-len(dark):]) == dark
+    assert np.sum(np.asarray(bars.y)[-len(dark):]) >= 90 - 1e-9 > np.sum(np.asarray(bars.y)[-len(dark) + 1:])
     assert fig.layout.bargap == 0  # 80 periods: no gaps between bars
+
+
+def test_time_profile_colours_agree_with_the_words_on_a_padded_history():
+    """52 weekly periods, most customers padded before their last 12 weeks: the few customers with
+    early weeks have large effects there (a tall mean per customer), but those weeks hold little of
+    the history's effect. The bars show each week's share, so no light bar (outside the recent
+    90 %) is taller than a dark one, and the dark bars add up to the 90 % the title says."""
+    n, t = 400, 52
+    rng = np.random.default_rng(1)
+    a = np.full((n, t, 1), np.nan)
+    a[:, -12:, 0] = rng.normal(0, 0.02, (n, 12))
+    a[:5, :, 0] = rng.normal(0, 0.03, (5, t))  # 5 long histories with larger effects in every week
+    values = np.where(np.isnan(a), np.nan, 1.0)
+    layout = D.Layout((("weeks", "temporal", ("buys",), ("Purchases",), tuple(f"w{k:02d}" for k in range(t))),))
+    (profile,) = D.compute(None, D.Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.3), {"weeks": values},
+                                        {"weeks": a}), layout=layout).time_profiles
+    early = np.arange(t) < t - 12
+    assert np.nanmax(profile.mean_abs[early]) > np.nanmax(profile.mean_abs[~early])  # the old bars: tallest early
+    (bars,) = plots.time_profile(profile).data
+    y, dark = np.asarray(bars.y), np.asarray(bars.marker.color) == "#54278f"
+    assert dark.sum() == profile.recent_periods and y[~dark].max() <= y[dark].min()
+    assert y[dark].sum() >= 90 and f"The last {profile.recent_periods} of 52 periods hold 90 %" in \
+        plots.time_profile(profile).layout.title.text
 
 
 def test_segments_heatmap_draws_each_segments_mean_attributions(result):
