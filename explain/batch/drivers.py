@@ -24,7 +24,6 @@ import glob
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +31,7 @@ import numpy as np
 from explain.analysis.drivers import PARTS_VERSION, SEED, Drivers, compute, from_parts, to_parts
 from explain.batch.store import STORES_DIR, Store, best_store, open_store, store_dirs
 from explain.core.errors import ExplainError
+from explain.core.files import write_atomic
 from explain.core.settings import Settings
 
 NO_STORE = ("No finished batch store of every customer of this bundle (same model and data) is under {folder}. "
@@ -112,14 +112,12 @@ def write_summary(path: Path, d: Drivers) -> bool:
     """Write ``d`` to ``path`` (atomically: a temporary file renamed); False when the folder cannot be written."""
     arrays, described = to_parts(d)
     text = json.dumps(described, default=_plain)
+    def save(temporary: Path) -> None:
+        with open(temporary, "wb") as out:
+            np.savez(out, **arrays, **{DESCRIPTION: np.array(text)})
+
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-        try:
-            with os.fdopen(handle, "wb") as out:
-                np.savez(out, **arrays, **{DESCRIPTION: np.array(text)})
-            os.replace(temporary, path)
-        finally:
-            Path(temporary).unlink(missing_ok=True)
+        write_atomic(path, save)  # 0666 minus the umask, as any file the project writes
     except OSError:
         return False
     prune_summaries(path)

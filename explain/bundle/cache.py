@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from explain.core.baselines import feature_statistic
+from explain.core.files import make_readable, write_atomic
 
 CACHE_DIR = ".explain-cache"
 FORMAT = 4               # bump when the checks produce other arrays or notes from the same files
@@ -251,7 +252,7 @@ def _write_at(place: Path, arrays: dict, manifest: dict, bundle_files: dict | No
         raise PermissionError(f"{place.parent} is not writable")
     staging = Path(tempfile.mkdtemp(prefix=f"{CACHE_DIR}.writing-", dir=place.parent))
     if place.name == CACHE_DIR:
-        staging.chmod(0o755)  # readable by whoever can read the bundle (the user cache stays private)
+        make_readable(staging)  # 0777 minus the umask, as mkdir would (the user cache stays private)
     old = None
     try:
         entries = {}
@@ -330,11 +331,14 @@ def write_scores(folder: Path | None, content: str, scores: np.ndarray) -> Path 
     scores = np.ascontiguousarray(scores, dtype=np.float64)
     for place in _current(Path(folder), content):
         try:
-            handle, temporary = tempfile.mkstemp(prefix=".scores-", suffix=".npy", dir=place)
-            with os.fdopen(handle, "wb") as out:
-                np.save(out, scores, allow_pickle=False)
-            meta = {"content_hash": content, "size": Path(temporary).stat().st_size, "crc32": _crc32(Path(temporary))}
-            os.replace(temporary, place / SCORES)
+            meta = {"content_hash": content}
+
+            def save(temporary: Path) -> None:
+                with open(temporary, "wb") as out:
+                    np.save(out, scores, allow_pickle=False)
+                meta.update(size=temporary.stat().st_size, crc32=_crc32(temporary))
+
+            write_atomic(place / SCORES, save)  # 0666 minus the umask
             (place / SCORES_META).write_text(json.dumps(meta), encoding="utf-8")
             return place
         except OSError:
