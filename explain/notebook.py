@@ -6,10 +6,15 @@
 
 ``explain`` takes the model and its inputs as the model takes them (a list in the model's input order, or a dict by
 input name or by ``"static"`` / ``"temporal"``), as arrays or DataFrames; names are optional keyword arguments
-(``ids``, ``static_features``, ``temporal_features``, ``periods``, ``output_names``). It builds an in-memory bundle
-(every argument checked, every problem reported at once, as ``Bundle.from_objects`` does) and returns an
-:class:`Explanation`: the :class:`~explain.core.ig.Attribution` together with the customers, features and periods it
-is about, so that its figures and tables need nothing more.
+(``ids``, ``static_features``, ``temporal_features``, ``periods``, ``output_names``, ``display_names``, ``units``,
+``groups``). It builds an in-memory bundle (every argument checked, every problem reported at once, as
+``Bundle.from_objects`` does) and returns an :class:`Explanation`: the :class:`~explain.core.ig.Attribution` together
+with the customers, features and periods it is about, so that its figures and tables need nothing more.
+
+The bundle reads the model's padding as ``load_bundle`` reads a folder's (a ``Masking`` layer, ``mask_zero`` ids), so
+the notebook and ``python -m explain attribute`` on the folder ``save_bundle`` writes from the same data give the
+same baselines and attributions: padded periods stay padding, means leave them out, and no real period of a
+baseline sits on the mask value (docs/method.md, "Padded histories").
 """
 
 from __future__ import annotations
@@ -119,7 +124,9 @@ def explain(model, inputs, baseline="mean", *, ids=None, static_features=None, t
     spec the CLI takes (``"sample:50"``, ``"cohort:0"`` with ``labels=``, ...), or arrays: one baseline customer
     ``[(S,), (T, F)]``, or a background sample ``[(K, S), (K, T, F)]`` (expected gradients: IG averaged over the
     K baselines). ``steps``, ``method``, ``target``, ``space``, ``path``: as in ``integrated_gradients``.
-    Other keyword arguments (``labels``, ``display_names``, ``units``) as ``Bundle.from_objects``.
+    Other keyword arguments (``labels``, ``display_names``, ``units``, ``groups``) as ``Bundle.from_objects``.
+    A baseline given as arrays is used as it is: with a ``Masking`` model none of its real periods may equal the
+    mask value in every feature (the engine refuses it); the named baselines follow the padding rules by themselves.
     """
     static, temporal = _split(model, inputs)
     bundle = Bundle.from_objects(model, static, temporal, ids=ids, static_features=static_features,

@@ -19,6 +19,10 @@ Conventions (the bundle format's defaults):
   features; one row per customer and period, every customer with the same periods. Periods
   are ordered as ``load_bundle`` orders them (numbers, else dates, else text).
 * Without names: ``static_0, ...``, ``temporal_0, ...``; periods ``t1 ... tT``; ids ``0 ... n-1``.
+* ``display_names`` and ``units`` ({feature: text}) and ``groups`` ({group name: [features]}, a feature in one group
+  at most) are checked against the features and written to bundle.json as they are.
+* The model's padding (a ``Masking`` layer) is read from the model as ``load_bundle`` reads it
+  (:func:`layout_fields`): an in-memory bundle gets the same baselines as the folder ``save_bundle`` writes.
 """
 
 from __future__ import annotations
