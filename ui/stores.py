@@ -45,7 +45,7 @@ from explain.core.settings import AUTO, Settings
 
 LOG = logging.getLogger("explain.app")
 ENV = STORES_ENV  # the environment variable (explain.batch.store decides what it means)
-AUTO_LIMIT = 5_000_000   # store rows a background job computes (the demo: 243,000, about 5 s on 2 cores)
+AUTO_LIMIT = 5_000_000   # store rows a background job computes (the demo: 243,000, 4-6 s with auto steps, 2 cores)
 CHUNK = 200              # customers per chunk of the dashboard's jobs (the CLI's default)
 
 COMMAND = ("python -m explain batch --bundle {bundle} --out {bundle}/attributions/{name}{settings}")
