@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from explain.analysis import cohort as cohorts
 from explain.analysis import diagnostics as diag
+from explain.analysis import words
 from explain.analysis.diagnostics import shown_baseline
 from explain.analysis.report import DELTA_FINE
 from explain.core.errors import ExplainError
@@ -29,12 +30,15 @@ from explain.plots.figures import (
     compare_static,
     feature_ranking,
     history_figure,
+    history_spec,
     magnitude_heatmap,
     period_profile,
     risk_histogram,
     static_bars,
+    static_bars_spec,
     temporal_heatmap,
     temporal_panel,
+    temporal_panel_spec,
 )
 
 # ----------------------------------------------------------------------------- from Python
@@ -268,6 +272,97 @@ def cohort(a, bundle, *, bands=None) -> CohortFigures:
     )
 
 
+# ----------------------------------------------------------------------------- the Customer page
+
+
+class Shown(NamedTuple):
+    """One figure of the Customer page: its heading, its kind ("heatmap", "static" or "history") and the figure."""
+
+    heading: str
+    kind: str
+    figure: object  # a go.Figure, or a figure dict (``spec=True``)
+
+
+class CustomerView(NamedTuple):
+    """The Customer page about one customer: its words (``explain.analysis.words.Story``) and its figures."""
+
+    story: words.Story
+    figures: list[Shown]
+
+
+def customer_story(a, bundle, customer=0, *, ids=None, settings=None, reference=None, scores=None) -> words.Story:
+    """The Customer page's words about one customer of ``a`` (the dashboard, the HTML report and a notebook call
+    this): the sentence with the score and the main reasons, each reason with the customer's value, what it is
+    compared with and its effect, the known outcome, the history's length. ``settings``: the request (its baseline
+    names the reference; default the attribution's); ``reference``: the baseline's values by input key
+    (``explain.analysis.words.references``; computed when None); ``scores``: every customer's score."""
+    row, cid = customer_row(a, bundle, customer, ids)
+    return words.story(a, bundle, row, cid, settings=settings, reference=reference, scores=scores)
+
+
+def customer_figures(a, bundle, customer=0, *, ids=None, reference=None, views=None, top=None,
+                     spec: bool = False) -> list[Shown]:
+    """The Customer page's figures of one customer, in order: each history's heatmap (padded periods grey, "no
+    data"), the static bars, and (one history) the customer's history against the baseline in the heatmap's bins.
+    ``reference``: the baseline's values by input key (hover text and the dashed history; default the
+    attribution's baseline); ``views``: {input key: ``explain.core.periods.View``}; ``top``: static bars shown
+    before the rest fold; ``spec``: plain figure dicts where a builder has them (the dashboard's fast path)."""
+    row, cid = customer_row(a, bundle, customer, ids)
+    views = views or {}
+    said = periods_words(bundle)
+    if reference is None and a.settings.baseline is not None:
+        reference = shown_baseline(bundle, cid, a.settings)
+    reference = reference or {}
+    static_title = "Static features (label: the customer's value)"
+    heatmaps = _heatmaps(a, bundle, row, ids, cid, reference, views, spec)
+    shown = [Shown(title.split(":")[0], "heatmap", fig) for title, fig in heatmaps]
+    if getattr(bundle, "plain", True):
+        values = bundle.inputs_for([cid])
+        build = static_bars_spec if spec else static_bars
+        shown.append(Shown("Static features", "static", build(
+            bundle.static_labels, a.static[row], values["static"][0], units=_units(bundle, bundle.static_features),
+            baseline=reference.get("static"), title=static_title, top=top)))
+    else:
+        shown.append(Shown("Static features", "static", static_all(a, bundle, row, ids=ids, title=static_title,
+                                                                   top=top)))
+    histories = [cohorts.first_history(bundle)] if a.temporal is not None else []
+    if histories:  # one history: the customer's against the baseline, in the heatmap's bins and rows
+        gaps = "; gaps: no data" if cohorts.padding_of(a)[row].any() else ""
+        values, baseline = history_values(a, bundle, row, cid, reference.get(histories[0]))
+        build = history_spec if spec else history_figure
+        shown.append(Shown("History", "history", build(
+            bundle.periods, bundle.temporal_labels, values, baseline=baseline,
+            units=_units(bundle, bundle.temporal_features), columns=2,
+            plan=history_plan(a, bundle, row, views.get(histories[0])),
+            title=f"The customer's {said.adjective} history (dashed: the baseline{gaps})")))
+    return shown
+
+
+def _heatmaps(a, bundle, row: int, ids, cid: str, reference: dict, views: dict, spec: bool):
+    """(title, heatmap) of each history: a plain bundle's with the baseline in its hover text (``spec``: a dict)."""
+    if not getattr(bundle, "plain", True) or not spec:
+        return history_heatmaps(a, bundle, row, ids=ids, baseline=reference or None, views=views)
+    title = history_titles(bundle)[0]
+    plan = history_plan(a, bundle, row, views.get("temporal"))
+    return [(title, temporal_panel_spec(bundle.periods, bundle.temporal_labels, a.temporal[row],
+                                        values=bundle.inputs_for([cid])["temporal"][0],
+                                        baseline=reference.get("temporal"),
+                                        units=_units(bundle, bundle.temporal_features), plan=plan, title=title))]
+
+
+def customer(a, bundle, customer=0, *, ids=None, settings=None, reference=None, scores=None, views=None,
+             top=None) -> CustomerView:
+    """The Customer page for one customer of ``a``, words and figures: ``explain.figures.customer(a, bundle,
+    "C00042").story.text()``; ``.figures``: (heading, kind, go.Figure). Arguments as in :func:`customer_story`
+    and :func:`customer_figures`."""
+    row, cid = customer_row(a, bundle, customer, ids)
+    settings = settings if settings is not None else a.settings
+    if reference is None:
+        reference = words.references(bundle, cid, settings) if settings.baseline is not None else {}
+    return CustomerView(words.story(a, bundle, row, cid, settings=settings, reference=reference, scores=scores),
+                        customer_figures(a, bundle, row, ids=ids, reference=reference, views=views, top=top))
+
+
 # ----------------------------------------------------------------------------- what-if
 
 
@@ -325,11 +420,11 @@ def html(attribution, bundle, customer=0, path=None, *, ids=None, baseline=None)
     settings = attribution.settings
     if isinstance(baseline, str):
         settings = settings.replace(baseline=baseline)
-    figs = [(heading, build(attribution, bundle, row, ids=ids, baseline=baseline)) for heading, build in (
-        (f"{periods_words(bundle).adjective.capitalize()} features", heatmap), ("Static features", static),
-        ("History", history))]
+    reference = _baseline_of(bundle, cid, baseline) if isinstance(baseline, dict) else None
+    view = customer(attribution, bundle, row, ids=ids, settings=settings, reference=reference)
     text = html_page.html_report(attribution, bundle, attribution_ids(attribution, bundle, ids), row,
-                       settings if settings.baseline is not None else None, figs)
+                                 settings if settings.baseline is not None else None,
+                                 [(shown.heading, shown.figure) for shown in view.figures], story=view.story)
     if path is not None:
         write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return text

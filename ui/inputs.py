@@ -9,8 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from explain import figures
-from explain.analysis import cohort
+from explain.analysis import report
 from explain.core import baselines, periods
+from explain.plots import html as html_report
 from ui import show, speed, views
 
 INPUTS_HELP = (
@@ -73,50 +74,62 @@ def categorical_ui(bundle) -> None:
                   "python -m explain ... --categorical category:FEATURE=VALUE).")
 
 
-def customer_figures(attribution, bundle, cid, base: dict, settings, after_heatmaps=None) -> list[tuple[str, object]]:
-    """Draw each history's heatmap (a long one with its bin/zoom control), then ``after_heatmaps()``
-    (the page's words), the static bars of customer ``cid`` (a long ranking cut, with "show all") and
-    (one history) the customer's history against the baseline ``base`` ({key: values}), drawn in the
-    heatmap's bins and rows; return them for the downloads. Built once per customer, settings and view
-    (``ui.speed.figures``)."""
-    histories = bundle.layout.keys_of("temporal")
-    chosen = {key: views.view_ui(bundle.input_periods[key], f"customer_{key}") for key in histories}
+def histories(bundle) -> list[str]:
+    """The engine keys of the bundle's histories ("temporal" for a plain bundle)."""
+    return ["temporal"] if bundle.plain else list(bundle.layout.keys_of("temporal"))
+
+
+def customer_figures(attribution, bundle, cid, reference: dict, settings, after_heatmaps=None
+                     ) -> list[tuple[str, object]]:
+    """Draw the Customer page's figures of customer ``cid`` (``explain.figures.customer_figures``, the same for
+    every kind of bundle): each history's heatmap (a long one with its bin/zoom control), then ``after_heatmaps()``
+    (the page's words), the static bars (a long ranking cut, with "show all") and (one history) the customer's
+    history against the baseline ``reference`` ({key: values}), drawn in the heatmap's bins and rows; return
+    (heading, figure) for the downloads. Built once per customer, settings and view (``ui.speed.figures``)."""
+    keys = histories(bundle)
+    chosen = {key: views.view_ui(bundle.input_periods.get(key, bundle.periods), f"customer_{key}") for key in keys}
     top = views.top_of(len(bundle.static_labels), "customer_static")  # its toggle is drawn above the bars
-    one = len(histories) == 1
-    said = periods.words(bundle)
-    gaps = "; gaps: no data" if cohort.padding_of(attribution)[0].any() else ""
 
     def build():
-        made = [fig for _, fig in figures.history_heatmaps(attribution, bundle, 0, ids=[cid], views=chosen)]
-        made.append(figures.static_all(attribution, bundle, 0, ids=[cid], top=top))
-        if one:  # the customer's history against the baseline, in the heatmap's bins and rows
-            values, baseline = figures.history_values(attribution, bundle, 0, cid, base.get(histories[0]))
-            made.append(figures.history_figure(
-                bundle.periods, bundle.temporal_labels, values, baseline=baseline,
-                units=show.units(bundle, bundle.temporal_features), columns=2,
-                plan=figures.history_plan(attribution, bundle, 0, chosen[histories[0]]),
-                title=f"The customer's {said.adjective} history (dashed: the baseline{gaps})"))
-        return made
+        return tuple(shown.figure for shown in figures.customer_figures(
+            attribution, bundle, 0, ids=[cid], reference=reference, views=chosen, top=top, spec=True))
 
-    page = f"customer-inputs|{sorted(chosen.items())}|{top}"
+    page = f"customer|{sorted(chosen.items())}|{top}"
     built, shown = speed.figures(bundle, page, cid, settings, build)
-    headings = [title.split(":")[0] for title in figures.history_titles(bundle)]
-    for i in range(len(headings)):
-        show.plot(shown[i], key=f"temporal_heatmap_{i}")
+    one = attribution.temporal is not None  # one history: drawn beside the static bars
+    headings = [title.split(":")[0] for title in figures.history_titles(bundle)] + ["Static features"]
+    headings += ["History"] if one else []
+    for i in range(len(keys)):
+        show.plot(shown[i], key="temporal_heatmap" if bundle.plain else f"temporal_heatmap_{i}")
     speed.heatmap_first()
     if after_heatmaps is not None:
         after_heatmaps()
     views.top_ui(len(bundle.static_labels), "customer_static")
     if not one:
-        show.plot(shown[-1], key="static_bars")
-        return [*zip(headings, built), ("Static features", built[-1])]
-    left, right = st.columns(2)
-    with left:
-        show.plot(shown[-2], key="static_bars")
-    with right:
-        show.plot(shown[-1], key="history")
-    history_table(bundle, cid, histories[0])
-    return [*zip(headings, built), ("Static features", built[-2]), ("History", built[-1])]
+        show.plot(shown[len(keys)], key="static_bars")
+    else:
+        left, right = st.columns(2)
+        with left:
+            show.plot(shown[len(keys)], key="static_bars")
+        with right:
+            show.plot(shown[len(keys) + 1], key="history")
+        history_table(bundle, cid, keys[0])
+    return list(zip(headings, built))
+
+
+def downloads(attribution, bundle, cid, settings, figs, story) -> None:
+    """The Customer page's downloads: CSV, JSON and the offline HTML report (with the page's words, ``story``)."""
+    stem = show.file_stem(cid)
+    d1, d2, d3 = st.columns(3)
+    # each file is made only when its button is clicked (a customer switch makes none of them)
+    d1.download_button("CSV (long format)", lambda: report.csv_bytes(attribution, bundle, [cid]), f"{stem}.csv",
+                       mime="text/csv", on_click="ignore", icon=":material/table:", key="dl_csv")
+    d2.download_button("JSON", lambda: report.json_bytes(attribution, bundle, [cid], settings), f"{stem}.json",
+                       mime="application/json", on_click="ignore", icon=":material/data_object:", key="dl_json")
+    d3.download_button(  # the HTML embeds plotly.js (a few MB)
+        "HTML report (opens offline)",
+        lambda: html_report.html_report(attribution, bundle, [cid], 0, settings, figs, story=story).encode("utf-8"),
+        f"{stem}.html", mime="text/html", on_click="ignore", icon=":material/description:", key="dl_html")
 
 
 def history_table(bundle, cid, key: str = "temporal") -> None:
@@ -131,11 +144,12 @@ def history_table(bundle, cid, key: str = "temporal") -> None:
             st.dataframe(pd.DataFrame(values, index=index, columns=columns or bundle.temporal_labels))
 
 
-def baseline_words(bundle, settings) -> str:
-    """What the baseline is, with what categorical and padded inputs are set to."""
+def baseline_words(bundle, settings, analyst: bool = False) -> str:
+    """What the baseline is, with what categorical and padded inputs are set to (``analyst``: the Customer page's
+    words, padding said as "no data yet")."""
     layout = None if bundle.plain else bundle.layout
     return baselines.describe(settings.baseline, layout=layout, categorical=settings.categorical,
-                              unit=periods.words(bundle).unit)
+                              unit=periods.words(bundle).unit, analyst=analyst)
 
 
 def overview(bundle) -> None:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from explain.core import labels
+from explain.analysis import words as analyst_words
+from explain.core import labels, verdict
 from explain.core.settings import DEFAULT_BLUR_WIDTH, DEFAULT_SAMPLES, Baseline, Settings
 from ui import inputs as more_inputs
 from ui import options, show, speed, state, url
@@ -165,7 +166,30 @@ def customer_ui(bundle) -> str:
                  on_change=_copy, args=("_top_pick", "customer"))
     st.button("…or a random churner" if bundle.labels is not None else "…or a random high-risk customer",
               key="_random", on_click=_random_churner, args=(bundle,), width="stretch", icon=":material/casino:")
+    misses_ui(bundle, label)
     return st.session_state["customer"]
+
+
+def misses_ui(bundle, label: dict) -> None:
+    """The model's misses (a bundle with labels only): customers in the highest risk band whose known outcome is
+    negative ("stayed"), then those in the lowest band whose outcome is positive ("churned"), most wrong first;
+    the bands are the verdict's (``risk_bands`` in bundle.json, else low below 0.3, high from 0.6)."""
+    if bundle.labels is None:
+        return
+    target = st.session_state.get("target") or bundle.output_names[bundle.target]
+    bands = verdict.bands_of(bundle)
+    high, low = analyst_words.misses(bundle, state.predictions(bundle, target), bands)
+    found = labels.values(bundle)
+    stayed = analyst_words.outcome_word(bundle, found[0], target) if len(found) > 1 else "negative"
+    churned = analyst_words.outcome_word(bundle, labels.positive(bundle), target)
+    said = {**{i: stayed for i in high}, **{i: churned for i in low}}
+    st.selectbox("…or one of the model's misses", high + low, index=None, key="_miss_pick",
+                 placeholder=f"{len(high)} high risk who {stayed}, {len(low)} low risk who {churned}",
+                 format_func=lambda i: f"{label.get(i, i)} · {said.get(i, '')}",
+                 on_change=_copy, args=("_miss_pick", "customer"),
+                 help=f"Customers the model got wrong: scored {bands[-1].name} ({bands[-1].start:g} and above) but "
+                      f"{stayed}, or {bands[0].name} (below {bands[1].start:g}) but {churned}; the risk bands of the "
+                      f"verdict, at most {analyst_words.MISSES} of each, most wrong first.")
 
 
 def baseline_ui(bundle) -> Baseline:

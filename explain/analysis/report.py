@@ -282,17 +282,27 @@ def delta_status(delta: float, prediction: float, baseline_prediction: float, *,
     ``auto``: the attribution was computed with steps="auto" (the advice is then its budget)."""
     scale = max(abs(prediction - baseline_prediction), 0.01)
     ratio = abs(delta) / scale
-    share = f"{ratio:.1%} of the difference being explained"
+    total = verdict.quality(delta, prediction, baseline_prediction)
+    left = _percent_text(ratio)
     if ratio <= DELTA_FINE:
-        return "fine", f"The attributions add up to the score difference (gap {delta:+.2g}, {share})."
+        return "fine", (f"The attributions add up to {total} of the score difference ({left} unexplained, "
+                        f"gap {delta:+.2g}).")
     if ratio <= DELTA_CHECK:
-        return "check", f"The attributions miss {share} (gap {delta:+.2g}). Raise the steps to be sure."
+        return "check", (f"The attributions add up to {total} of the score difference: {left} is unexplained "
+                         f"(gap {delta:+.2g}). Raise the steps to be sure.")
     more = ("Raise the budget of 'auto' (--max-points)" if auto else "Choose 'auto' (or raise the steps)")
     return "too few steps", (
         f"The attributions add up to {verdict.quality(delta, prediction, baseline_prediction)} of the difference "
         f"(gap {delta:+.2g}): the integral has not converged, so their sizes and signs cannot be trusted. "
         f"{more} before reading them."
     )
+
+
+def _percent_text(ratio: float) -> str:
+    """A share in plain percent for the words: '0.1 %', 'under 0.1 %' for a tiny non-zero share, '0 %'."""
+    if ratio == 0:
+        return "0 %"
+    return "under 0.1 %" if ratio < 0.0005 else f"{100 * ratio:.1f} %"
 
 
 def contributions(attribution, bundle, i: int, recent: int | None = None,

@@ -1,24 +1,43 @@
-"""Why one customer scores what they score, in the analyst's words, with the customer's own values.
+"""Why one customer scores what they score, in the analyst's words: one story for every kind of bundle.
 
-    C00877 is 99 % likely to churn (26 % of customers churn), mainly because support calls rose to 6 in 2025-11 to
-    2025-12 (usually 1) and data usage fell to 2.1 GB in 2025-06 to 2025-12 (usually 4.3); a tenure of 6 months adds
-    a little.
+    C00877 is 99 % likely to churn (26 % of customers churn), mainly because support calls averaged 6 calls in
+    the last 2 months (the average customer: 1.2 calls), raising the risk by 0.21.
 
-:func:`drivers_of` finds the few inputs that carry the difference between the customer and the baseline (each
-history feature over the window of periods where its effect sits), with the customer's value and the baseline's
-("usually") there; :func:`why_sentence` writes them as one sentence. Arrays in, text out: no model call.
+:func:`story` writes the Customer page's words (the dashboard, ``explain.figures.customer`` and the HTML report
+call it): the sentence above, the reasons one by one (each with the customer's value, what it is compared with and
+its effect, in the bundle's display names and units), the known outcome when the bundle has labels ("the model
+missed this one"), the customer's history length when it is padded ("no data before ...") and why the "What would
+keep this customer?" search cannot run, where it cannot. The same code for plain, padded, embedding and many-input
+bundles: every input is read by its key, and padded periods are no data (never in a window, never averaged into a
+value or a reference). Arrays in, text out: no model call (the categorical baseline of a model with categories
+is built from the data, as the engine builds it).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from explain.core import labels
+from explain.core import verdict as verdicts
+from explain.core.periods import Words, unit_of
+from explain.core.periods import words as periods_words
+from explain.core.settings import Baseline
 from explain.core.text import unit_after
 
 SHARE_MAIN = 0.2  # a driver with at least this share of the explained difference is a main reason
 WINDOW_SHARE = 0.25  # a period belongs to a feature's window when its effect is at least this share of the largest
+HEADLINE_REASONS = 2  # main reasons named in the first sentence at most
+REASONS = 5  # reasons listed one by one
+MISSES = 50  # customers the misses picker lists
+
+REFERENCES = {"mean": "the average customer", "median": "the median customer", "zero": "zero",
+              "flat": "their own average", "blur": "their own smoothed history"}
+KEEP_CATEGORIES = ("The search for a few changes that would keep this customer edits numbers; this model also reads "
+                   "{names} as categories, so it is not searched here (the effects above still say why).")
+KEEP_SEVERAL = ("The search for a few changes that would keep this customer edits one customer table and one "
+                "history; this model reads {count} inputs ({names}), so it is not searched here.")
 
 
 @dataclass(frozen=True)
@@ -26,17 +45,101 @@ class Driver:
     """One reason: an input feature (over a window of periods for a history) and what it did."""
 
     label: str
-    effect: float  # the sum of its attributions (same units as the prediction)
-    value: float | str  # the customer's value (mean over the window for a history)
-    usual: float | None  # the baseline's value there (what "usually" means), when known
+    effect: float  # the sum of its attributions there (the prediction's units)
+    value: float | str | None  # the customer's value (the mean over the window's periods with data)
+    reference: float | str | None  # the baseline's value there, when known
     periods: tuple[str, str] | None = None  # first and last period of the window (a history feature)
     unit: str = ""
+    when: str = ""  # the window in words: " in the last 2 months (2025-11 to 2025-12)", " in 2025-03"
+    count: int = 1  # periods with data in the window (a value over several is their mean)
+    yes_no: bool = False  # a 0/1 feature
+
+
+@dataclass(frozen=True)
+class Story:
+    """The Customer page's words about one customer (``explain.figures.customer`` draws them with the figures)."""
+
+    customer: str
+    headline: str  # the first sentence: the score, what is usual, the main reasons with value, reference, effect
+    reasons: list[str]  # the largest effects one by one, either way
+    reference: str  # who the customer is compared with, in words ("the average customer")
+    verdict: verdicts.Verdict | None = None  # the risk band of the score (output space)
+    outcome: str | None = None  # "Known outcome: churned." (+ "the model missed this one ..."), with labels
+    missed: bool = False  # the known outcome contradicts the verdict's outer bands
+    history: str | None = None  # "No data before 2024-08-19 (the customer's first week): ..." for a short history
+    keep: str | None = None  # why "What would keep this customer?" is not searched for this model, else None
+    drivers: list[Driver] = field(default_factory=list)  # every reason found, largest effect first
+
+    def text(self) -> str:
+        """Everything as plain text, one paragraph per part (the notebook's ``print``, the CLI)."""
+        parts = [self.headline, *([self.outcome] if self.outcome else []), *([self.history] if self.history else [])]
+        return "\n".join(parts + [f"- {r}" for r in self.reasons] + ([self.keep] if self.keep else []))
+
+
+# ----------------------------------------------------------------------------- who the customer is compared with
+
+
+def churn_like(bundle, target: str) -> bool:
+    """Whether the label and the output speak of churn (then the outcome words are "churned" and "stayed")."""
+    return "churn" in f"{getattr(bundle, 'label_name', '') or ''} {target}".lower()
+
+
+def outcome_word(bundle, value, target: str = "churn") -> str:
+    """A label value in words: "churned" / "stayed" for a churn label, else "<label> = <value>"."""
+    positive = labels.positive(bundle)
+    if churn_like(bundle, target):
+        return "churned" if positive is not None and labels.same(value, positive) else "stayed"
+    return f"{getattr(bundle, 'label_name', None) or 'label'} = {labels.text(value)}"
+
+
+def reference_name(spec, bundle=None, target: str = "churn") -> str:
+    """Who the customer is compared with, by baseline kind: mean -> "the average customer", median -> "the median
+    customer", customer:ID -> "customer ID", cohort:V -> "the average customer who stayed", zero -> "zero",
+    flat / blur -> the customer's own level, sample:K -> "the average of K sampled customers"."""
+    spec = Baseline.parse(spec)
+    if spec.kind == "customer":
+        return f"customer {spec.argument}"
+    if spec.kind == "cohort":
+        if bundle is not None and churn_like(bundle, target):
+            return f"the average customer who {outcome_word(bundle, spec.argument, target)}"
+        name = getattr(bundle, "label_name", None) or "label"
+        return f"the average customer with {name} = {spec.argument}"
+    if spec.kind == "sample":
+        return f"the average of {spec.argument} sampled customers"
+    return REFERENCES.get(spec.kind, "the baseline")
+
+
+def base_rate(bundle, target: str, scores=None) -> str:
+    """What is usual, in words: the share of customers with the positive label ("26 % of customers churn"), else
+    the average of ``scores`` (every customer's); "" when neither is known."""
+    positive = labels.positive(bundle)
+    if positive is not None:
+        share = float(np.mean(_positive_rows(bundle, positive)))
+        return _percent(f"{share:.0%} of customers {target}")
+    if scores is not None and len(scores):
+        return _percent(f"the average customer scores {float(np.mean(scores)):.0%}")
+    return ""
+
+
+def _positive_rows(bundle, positive: str) -> np.ndarray:
+    """(n,) bool: customers whose label is ``positive`` (numbers compared as numbers, vectorised)."""
+    values = np.asarray(bundle.labels)
+    try:
+        number = float(positive)
+    except ValueError:
+        number = None
+    if values.dtype.kind in "fiu" and number is not None:
+        return values.astype(np.float64) == number
+    return labels.mask(values, positive)
+
+
+# ----------------------------------------------------------------------------- the drivers
 
 
 def _window(effects: np.ndarray, sign: float) -> tuple[int, int]:
     """The contiguous run of periods around the largest effect of this sign, where the effect stays above a share
-    of it: where in the history the feature mattered."""
-    signed = np.where(np.isnan(effects), 0.0, effects) * sign
+    of it: where in the history the feature mattered. Periods without data (NaN) never belong to it."""
+    signed = np.where(np.isnan(effects), -np.inf, effects * sign)
     peak = int(np.argmax(signed))
     floor = WINDOW_SHARE * signed[peak]
     first = last = peak
@@ -47,103 +150,340 @@ def _window(effects: np.ndarray, sign: float) -> tuple[int, int]:
     return first, last
 
 
-def _static_drivers(attribution, bundle, i, values, baseline) -> list[Driver]:
-    units = getattr(bundle, "units", {}) or {}
-    out = []
-    for j, label in enumerate(bundle.static_labels):
-        value = values["static"][j]
-        usual = None if baseline is None else float(np.asarray(baseline["static"]).reshape(-1)[j])
-        unit = unit_after(label, units.get(bundle.static_features[j], ""))
-        out.append(Driver(str(label), float(attribution.static[i, j]),
-                          value if isinstance(value, str) else float(value), usual, None, unit or ""))
-    return out
+def _views(bundle):
+    from explain.analysis.report import input_views  # the inputs as every report lists them
+
+    return input_views(bundle)
 
 
-def _temporal_drivers(attribution, bundle, i, values, baseline) -> list[Driver]:
-    if attribution.temporal is None:
-        return []
+def _names(bundle, view) -> list[tuple[str, str]]:
+    """(display name, unit) of each column of an input."""
     units = getattr(bundle, "units", {}) or {}
-    attr = np.asarray(attribution.temporal[i], np.float64)  # (T, F)
-    history = np.asarray(values["temporal"], np.float64)
-    base = None if baseline is None else np.asarray(baseline["temporal"], np.float64).reshape(history.shape)
+    if getattr(bundle, "plain", True):
+        shown = bundle.static_labels if view.role == "static" else bundle.temporal_labels
+    else:
+        shown = [bundle.feature_labels.get(c, c) for c in view.features]
+    return [(str(label), units.get(c, "") or "") for label, c in zip(shown, view.features)]
+
+
+def _category(bundle, column, value) -> str:
+    """A category by its display text (``categories`` in bundle.json), else as it is."""
+    names = (getattr(bundle, "categories", {}) or {}).get(column, {})
+    if isinstance(value, (bytes, np.bytes_)):
+        value = value.decode("utf-8", "replace")
+    if not isinstance(value, (str, np.str_)) and float(value).is_integer():
+        value = int(value)
+    return str(names.get(str(value), value))
+
+
+def _static_drivers(bundle, view, attr, value, reference) -> list[Driver]:
     out = []
-    for j, label in enumerate(bundle.temporal_labels):
-        column = attr[:, j]
-        total = float(np.nansum(column))
-        if total == 0.0:
+    numeric = np.asarray(value).dtype.kind in "fiub"
+    for j, ((label, unit), column) in enumerate(zip(_names(bundle, view), view.features)):
+        effect = float(attr[j])
+        if not numeric or (getattr(bundle, "categories", None) or {}).get(column):
+            ref = None if reference is None else _category(bundle, column, np.ravel(reference)[j])
+            out.append(Driver(label, effect, _category(bundle, column, value[j]), ref))
             continue
-        a, b = _window(column, np.sign(total))
-        effect = float(np.nansum(column[a:b + 1]))
-        value = float(np.nanmean(history[a:b + 1, j]))
-        usual = None if base is None else float(np.nanmean(base[a:b + 1, j]))
-        unit = unit_after(label, units.get(bundle.temporal_features[j], ""))
-        out.append(Driver(str(label), effect, value, usual, (str(bundle.periods[a]), str(bundle.periods[b])),
-                          unit or ""))
+        ref = None if reference is None else float(np.ravel(reference)[j])
+        out.append(Driver(label, effect, float(value[j]), ref, None, unit_after(label, unit) or "",
+                          yes_no=unit == "0/1"))
     return out
 
 
-def drivers_of(attribution, bundle, i: int, values: dict, baseline: dict | None = None, top: int = 3) -> list[Driver]:
-    """The ``top`` drivers of customer ``i`` that push the score the way it moved (largest first).
+def _when(periods, first: int, last: int, said: Words) -> str:
+    """The window in words: " in the last 2 months" when it reaches the history's end, else " in 2025-03 to
+    2025-08" (" in 2025-03" for one period)."""
+    if last == len(periods) - 1:
+        n = last - first + 1
+        return f" in the last {said.unit}" if n == 1 else f" in the last {said.count(n)}"
+    return f" in {periods[first]}" if first == last else f" in {periods[first]} to {periods[last]}"
 
-    ``values``: the customer's ``{"static": (S,), "temporal": (T, F)}``; ``baseline``: the baseline's, for "usually".
-    """
-    gap = float(attribution.prediction[i] - attribution.baseline_prediction[i])
-    sign = 1.0 if gap >= 0 else -1.0
-    found = _static_drivers(attribution, bundle, i, values, baseline) + _temporal_drivers(
-        attribution, bundle, i, values, baseline)
-    pushing = [d for d in found if d.effect * sign > 0]
-    return sorted(pushing, key=lambda d: -abs(d.effect))[:top]
+
+def _snap(value: float) -> float:
+    """A reference within 2e-6 of a whole number is that number (a baseline period moved off a padding value by a
+    tiny offset is said as the value it stands for)."""
+    return float(round(value)) if abs(value - round(value)) <= 2e-6 else value
+
+
+def _temporal_drivers(bundle, view, attr, value, reference, pad) -> list[Driver]:
+    periods = [str(p) for p in view.periods]
+    said = periods_words(bundle) if periods == [str(p) for p in bundle.periods] else Words(unit_of(periods))
+    attr = np.asarray(attr, np.float64).reshape(len(periods), -1)  # (T, F)
+    real = np.ones(len(periods), bool) if pad is None else ~np.asarray(pad, bool)  # periods with data
+    attr = np.where(real[:, None], attr, np.nan)
+    numeric = np.asarray(value).dtype.kind in "fiub"
+    history = np.asarray(value).reshape(len(periods), -1)
+    base = None if reference is None else np.asarray(reference, np.float64).reshape(len(periods), -1)
+    out = []
+    for j, ((label, unit), column) in enumerate(zip(_names(bundle, view), view.features)):
+        total = float(np.nansum(attr[:, j]))
+        if total == 0.0 or not real.any():
+            continue
+        a, b = _window(attr[:, j], np.sign(total))
+        cells = real[a:b + 1]
+        effect = float(np.nansum(attr[a:b + 1, j]))
+        when = _when(periods, a, b, said)
+        if not numeric or (getattr(bundle, "categories", None) or {}).get(column):
+            out.append(Driver(label, effect, _category(bundle, column, history[b, j]), None, (periods[a], periods[b]),
+                              when=when))
+            continue
+        own = float(np.mean(history[a:b + 1, j].astype(np.float64)[cells]))
+        ref = None if base is None else _snap(float(np.mean(base[a:b + 1, j][cells])))
+        out.append(Driver(label, effect, own, ref, (periods[a], periods[b]), unit_after(label, unit) or "", when,
+                          int(cells.sum()), unit == "0/1"))
+    return out
+
+
+def drivers(attribution, bundle, i: int, values: dict, reference: dict | None = None) -> list[Driver]:
+    """Every input feature of customer ``i`` with a non-zero effect, largest first (either way).
+
+    ``values``: the customer's inputs by key (``bundle.inputs_for([id])`` row 0); ``reference``: the baseline's by
+    key (numbers; a category by its id), where known. A history feature is read over the window of periods where
+    its effect sits, padded periods left out."""
+    found = []
+    for view in _views(bundle):
+        attr = np.asarray(attribution.inputs[view.key][i])
+        ref = None if reference is None else reference.get(view.key)
+        if view.role == "static":
+            found += _static_drivers(bundle, view, np.ravel(attr).astype(np.float64), np.ravel(values[view.key]), ref)
+        else:
+            pad = attribution.padding.get(view.key)
+            found += _temporal_drivers(bundle, view, attr, values[view.key], ref, None if pad is None else pad[i])
+    found = [d for d in found if d.effect != 0.0 and np.isfinite(d.effect)]
+    return sorted(found, key=lambda d: -abs(d.effect))
+
+
+# ----------------------------------------------------------------------------- in words
 
 
 def _number(value: float) -> str:
-    return f"{value:.0f}" if abs(value) >= 10 or float(value).is_integer() else f"{value:.2g}"
+    value = float(value)
+    if abs(value) >= 10 or value.is_integer():
+        return f"{value:,.0f}"
+    return f"{value:.2g}"
 
 
-def _phrase(driver: Driver) -> str:
-    name = driver.label if driver.label[:2].isupper() else driver.label[:1].lower() + driver.label[1:]
-    unit = f" {driver.unit}" if driver.unit else ""
-    if isinstance(driver.value, str):
-        return f"{name} is {driver.value}"
-    value = f"{_number(driver.value)}{unit}"
-    when = ""
-    if driver.periods is not None:
-        first, last = driver.periods
-        when = f" in {first}" if first == last else f" in {first} to {last}"
-    if driver.usual is None:
-        return f"{name} was {value}{when}"
-    usual = f" (usually {_number(driver.usual)})"
+def _effect(value: float) -> str:
+    return f"{abs(value):.2f}" if abs(value) >= 0.01 else f"{abs(value):.2g}"
+
+
+def _percent(text: str) -> str:
+    return text.replace("%", " %")
+
+
+def _name(label: str) -> str:
+    return label if label[:2].isupper() else label[:1].lower() + label[1:]
+
+
+def _shown(value, unit: str, yes_no: bool) -> str:
+    if yes_no and float(value) in (0.0, 1.0):
+        return "yes" if float(value) == 1.0 else "no"
+    return f"{_number(value)}{f' {unit}' if unit else ''}"
+
+
+def phrase(driver: Driver, reference: str) -> str:
+    """The customer's value and what it is compared with: "support calls averaged 6 calls in the last 2 months
+    (the average customer: 1.2 calls)", "tenure is 6 months (the average customer: 30 months)"."""
+    name = _name(driver.label)
+    if driver.reference is None:
+        compared = f" (compared with {reference})"
+    else:
+        shown = driver.reference if isinstance(driver.reference, str) else _shown(driver.reference, driver.unit,
+                                                                                  False)
+        compared = f" (against {shown})" if reference == REFERENCES["zero"] else f" ({reference}: {shown})"
+    if isinstance(driver.value, str) or driver.value is None:
+        return f"{name} is {driver.value}{driver.when}{compared}"
+    value = _shown(driver.value, driver.unit, driver.yes_no)
     if driver.periods is None:
-        return f"a {name} of {value}{usual}"
-    if np.isclose(driver.value, driver.usual, rtol=0.05, atol=1e-9):
-        verb = "was"
-    else:
-        verb = "rose to" if driver.value > driver.usual else "fell to"
-    return f"{name} {verb} {value}{when}{usual}"
+        return f"{name}: {value}{compared}" if driver.yes_no else f"{name} is {value}{compared}"
+    if driver.value == 0 and not driver.yes_no:
+        return f"no {name}{driver.when}{compared}"
+    if driver.count > 1:
+        return f"{name} averaged {value}{driver.when}{compared}"
+    if driver.reference is None or isinstance(driver.reference, str) or np.isclose(driver.value, driver.reference):
+        return f"{name} was {value}{driver.when}{compared}"
+    verb = "reached" if driver.value > driver.reference else "dropped to"
+    return f"{name} {verb} {value}{driver.when}{compared}"
 
 
-def why_sentence(customer: str, score: float, target: str, drivers: list[Driver], *, base_rate: str = "",
-                 space: str = "output") -> str:
-    """One or two sentences: the score, what is usual, and the main reasons with the customer's values.
+def effect_words(effect: float, noun: str = "the risk", again: bool = False) -> str:
+    """ "raises the risk by 0.07" / "lowers it by 0.03" (``again``: the noun said before)."""
+    verb = "raises" if effect > 0 else "lowers"
+    return f"{verb} {'it' if again else noun} by {_effect(effect)}"
 
-    ``base_rate``: what is usual in words ("26 % of customers churn"); ``space``: "output" says the score as a
-    percentage when it lies in [0, 1], else as a number (log-odds)."""
-    if space == "output" and 0.0 <= score <= 1.0:
-        head = f"{customer} is {score:.0%} likely to {target}"
-    else:
-        head = f"{customer} scores {score:.2f} for {target} ({space})"
-    head = head.replace("%", " %")
+
+def _noun(space: str, probability: bool) -> str:
+    """What an effect moves: the risk (a probability), the log-odds, or the score."""
+    if space != "output":
+        return "the log-odds"
+    return "the risk" if probability else "the score"
+
+
+def _ing(words: str) -> str:
+    return words.replace("raises", "raising", 1).replace("lowers", "lowering", 1)
+
+
+def why_sentence(customer: str, score: float, target: str, found: list[Driver], *, reference: str,
+                 base_rate: str = "", space: str = "output", gap: float | None = None) -> str:
+    """The first sentence: the score, what is usual, and the main reasons that moved it with value, reference and
+    effect. ``found``: drivers largest first; those that push the score the way it moved (``gap``: prediction minus
+    the baseline's; default the sum of the effects) are named."""
+    probability = space == "output" and 0.0 <= score <= 1.0
+    likely = "less than 1 %" if score < 0.005 else "over 99 %" if score >= 0.995 else _percent(f"{score:.0%}")
+    head = f"{customer} is {likely} likely to {target}" if probability else (
+        f"{customer} scores {score:.2f} for {target}" + (" (log-odds)" if space != "output" else ""))
     if base_rate:
         head += f" ({base_rate})"
-    if not drivers:
+    gap = sum(d.effect for d in found) if gap is None else gap
+    pushing = [d for d in found if d.effect * (1 if gap >= 0 else -1) > 0]
+    if not pushing:
         return head + "."
-    total = sum(abs(d.effect) for d in drivers)
-    main = [d for d in drivers if abs(d.effect) >= SHARE_MAIN * total] or drivers[:1]
-    minor = [d for d in drivers if d not in main]
-    text = head + ", mainly because " + _join([_phrase(d) for d in main])
-    if minor:
-        text += "; " + _join([_phrase(d) for d in minor]) + (" adds" if len(minor) == 1 else " add") + " a little"
-    return text + "."
+    total = sum(abs(d.effect) for d in pushing)
+    main = [d for d in pushing if abs(d.effect) >= SHARE_MAIN * total][:HEADLINE_REASONS] or pushing[:1]
+    noun = _noun(space, probability)
+    said = [f"{phrase(d, reference)}, {_ing(effect_words(d.effect, noun, again=k > 0))}" for k, d in enumerate(main)]
+    return head + ", mainly because " + "; and ".join(said) + "."
 
 
-def _join(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+def reason(driver: Driver, reference: str, noun: str = "the risk") -> str:
+    """One reason as a sentence: "Support calls averaged 6 calls in the last 2 months (the average customer: 1.2
+    calls) - raises the risk by 0.21."."""
+    text = phrase(driver, reference)
+    return f"{text[:1].upper()}{text[1:]} - {effect_words(driver.effect, noun)}."
+
+
+# ----------------------------------------------------------------------------- known outcome and misses
+
+
+def known_outcome(bundle, customer: str, said: verdicts.Verdict | None, target: str = "churn"
+                  ) -> tuple[str | None, bool]:
+    """("Known outcome: churned.", missed) for a bundle with labels, else (None, False). Missed: the score is in the
+    highest risk band but the customer stayed, or in the lowest band but churned (the verdict's risk bands)."""
+    if getattr(bundle, "labels", None) is None:
+        return None, False
+    value = bundle.labels[bundle.index_of(customer)]
+    positive = labels.positive(bundle)
+    churned = positive is not None and labels.same(value, positive)
+    text = f"Known outcome: {outcome_word(bundle, value, target)}."
+    if said is None:
+        return text, False
+    if said.index == said.of - 1 and not churned:
+        return (text + f" The model missed this one: it scores them {said.band} ({said.range_text}), "
+                       f"but they {outcome_word(bundle, value, target)}."), True
+    if said.index == 0 and churned:
+        return (text + f" The model missed this one: it scores them {said.band} ({said.range_text}), "
+                       f"but they {outcome_word(bundle, value, target)}."), True
+    return text, False
+
+
+def misses(bundle, scores, bands=None, limit: int = MISSES) -> tuple[list[str], list[str]]:
+    """The model's misses among customers with a known outcome: (ids in the highest risk band who did not have the
+    positive outcome, ids in the lowest band who did), each most wrong first, at most ``limit`` of each; ([], [])
+    without labels. ``scores``: every customer's score (the verdict's); ``bands``: the verdict's risk bands."""
+    positive = labels.positive(bundle)
+    if positive is None:
+        return [], []
+    bands = tuple(bands or verdicts.bands_of(bundle))
+    scores = np.asarray(scores, np.float64)
+    churned = _positive_rows(bundle, positive)
+    high = np.flatnonzero((scores >= bands[-1].start) & ~churned)
+    low = np.flatnonzero((scores < bands[1].start) & churned)
+    high = high[np.argsort(-scores[high], kind="stable")][:limit]
+    low = low[np.argsort(scores[low], kind="stable")][:limit]
+    return [str(bundle.ids[k]) for k in high], [str(bundle.ids[k]) for k in low]
+
+
+# ----------------------------------------------------------------------------- the story
+
+
+def history_note(attribution, bundle, i: int) -> str | None:
+    """For a customer whose (first) history is padded: how much data there is, padding said as "no data yet"."""
+    for view in _views(bundle):
+        pad = attribution.padding.get(view.key) if view.role == "temporal" else None
+        if pad is None or not np.asarray(pad[i]).any():
+            continue
+        real = ~np.asarray(pad[i], bool)
+        periods = [str(p) for p in view.periods]
+        said = periods_words(bundle) if periods == [str(p) for p in bundle.periods] else Words(unit_of(periods))
+        if not real.any():
+            return f"No data yet: this customer has no {said.unit} of history, so only the other features count."
+        first, last = int(np.argmax(real)), len(real) - 1 - int(np.argmax(real[::-1]))
+        if first > 0:
+            return (f"A short history: {said.count(int(real.sum()))} of data from {periods[first]} on; the "
+                    f"{said.count(first)} before the customer's first {said.unit} are no data yet and count for "
+                    "nothing.")
+        return (f"A short history: {said.count(int(real.sum()))} of data up to {periods[last]}; the "
+                f"{said.units} after it are no data and count for nothing.")
+    return None
+
+
+def keep_unavailable(bundle) -> str | None:
+    """Why "What would keep this customer?" (the what-if search) cannot run on this bundle's model, or None when it
+    can: it edits the numbers of one customer table and one history (padded or not)."""
+    layout = getattr(bundle, "layout", None)
+    if getattr(bundle, "plain", True) or layout is None:
+        return None
+    categorical = [s.key for s in layout.specs if s.embedding is not None or s.kind == "categorical"]
+    if set(layout.engine_keys) == {"static", "temporal"} and not categorical:
+        return None
+    labels_of = getattr(bundle, "input_labels", {}) or {}
+    if categorical:
+        names = [labels_of.get(k, k) for k in categorical]
+        return KEEP_CATEGORIES.format(names=" and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1
+                                                         else names))
+    keys = list(layout.engine_keys)
+    return KEEP_SEVERAL.format(count=len(keys), names=", ".join(labels_of.get(k, k) for k in keys))
+
+
+def references(bundle, customer: str, settings, shown: dict | None = None) -> dict:
+    """The baseline's values by input key, as the words compare with them: the numbers the page shows (``shown``:
+    ``explain.analysis.diagnostics.shown_baseline``, computed when None) and, for categorical inputs under a
+    category rule, the baseline's category ids."""
+    from explain.analysis.diagnostics import shown_baseline
+    from explain.analysis.explainer import baseline_for
+
+    out = dict(shown if shown is not None else shown_baseline(bundle, customer, settings))
+    layout = getattr(bundle, "layout", None)
+    if getattr(bundle, "plain", True) or layout is None:
+        return out
+    categorical = [s.key for s in layout.specs if s.kind == "categorical" and s.role == "static"]
+    if categorical and settings.baseline.kind not in ("flat", "blur", "customer", "sample"):
+        inputs = bundle.inputs_for([customer])
+        base = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical)
+        for key in categorical:
+            value = np.asarray(base.get(key))
+            if value.shape == np.asarray(inputs[key]).shape:  # ids (a mean embedding has no category)
+                out[key] = value[0]
+    elif categorical and settings.baseline.kind == "customer":
+        other = bundle.inputs_for([str(settings.baseline.argument)])
+        out.update({key: np.asarray(other[key])[0] for key in categorical})
+    return out
+
+
+def story(attribution, bundle, i: int, customer: str, *, settings=None, reference: dict | None = None,
+          scores=None, reasons: int = REASONS) -> Story:
+    """The Customer page's words about row ``i`` of ``attribution`` (customer id ``customer``).
+
+    ``settings``: the request (its baseline names the reference; default the attribution's); ``reference``: the
+    baseline's values by input key (:func:`references`; computed when None); ``scores``: every customer's score of
+    the target (the base rate without labels and the verdict; default: the attribution's prediction)."""
+    settings = settings if settings is not None else attribution.settings
+    target = str(bundle.output_names[attribution.settings.target])
+    known = getattr(settings, "baseline", None) is not None  # integrated_gradients on arrays does not record it
+    refs = reference if reference is not None else references(bundle, customer, settings) if known else {}
+    values = {k: np.asarray(v)[0] for k, v in bundle.inputs_for([customer]).items()}
+    found = drivers(attribution, bundle, i, values, refs)
+    named = reference_name(settings.baseline, bundle, target) if known else "the baseline"
+    space = attribution.space_used
+    score = float(attribution.prediction[i]) if space == "output" else None
+    if scores is not None:
+        score = float(np.asarray(scores)[bundle.index_of(customer)])
+    said = None if score is None else verdicts.verdict(score, verdicts.bands_of(bundle), target)
+    gap = float(attribution.prediction[i] - attribution.baseline_prediction[i])
+    headline = why_sentence(customer, float(attribution.prediction[i]), target, found, reference=named,
+                            base_rate=base_rate(bundle, target, scores), space=space, gap=gap)
+    noun = _noun(space, 0.0 <= float(attribution.prediction[i]) <= 1.0)
+    outcome, missed = known_outcome(bundle, customer, said, target)
+    return Story(customer, headline, [reason(d, named, noun) for d in found[:reasons]], named, said, outcome, missed,
+                 history_note(attribution, bundle, i), keep_unavailable(bundle), found)

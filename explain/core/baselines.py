@@ -72,6 +72,15 @@ SHORT_HISTORY_WORDS = (
     "and the padded ones stay padding. So the baseline's prediction also comes from a short history, and the "
     "attributions explain the customer's values, not how long the history is."
 )
+NO_DATA_WORDS = ("{Units} before a customer's first {unit} are no data yet: they count for nothing, in the customer "
+                 "and in what the customer is compared with.")
+SHORT_HISTORY_ANALYST = (
+    "For a customer with a short history the comparison is as short: {where} on the customer's own {units} with "
+    "data. So its score also comes from a short history, and the effects explain the customer's values, not how "
+    "long the history is."
+)
+CATEGORICAL_ANALYST = {"mean-embedding": "Categorical features ({names}) are at a mix of their categories, each "
+                                         "weighted by how often it occurs (no single category)."}
 SHORT_HISTORY_WHERE = {
     "zero": "0 is placed", "mean": "each feature's mean over every customer's real {units} is placed",
     "median": "each feature's median over every customer's real {units} is placed",
@@ -454,10 +463,13 @@ def _mode(spec, values, real) -> np.ndarray:
     return np.full((1, *values.shape[1:]), most_frequent(values[real]), dtype=values.dtype)
 
 
-def describe(spec: str | Baseline, *, layout=None, categorical: str = "mode", unit: str = "month") -> str:
+def describe(spec: str | Baseline, *, layout=None, categorical: str = "mode", unit: str = "month",
+             analyst: bool = False) -> str:
     """What the baseline is, for the 'how to read this' text; with ``layout`` also what its
     categorical features are set to and how padded periods are handled. ``unit``: the history's
-    period (``explain.core.periods``: day, week, month, ...), as the words say it."""
+    period (``explain.core.periods``: day, week, month, ...), as the words say it. ``analyst``: the
+    Customer page's words, padding said as "no data yet" (no layer names, mask values or offsets:
+    the engineers' pages keep those)."""
     spec = Baseline.parse(spec)
     said = Words(unit)
     period = {"adjective": said.adjective, "unit": said.unit, "units": said.units, "Units": said.units.capitalize()}
@@ -470,14 +482,19 @@ def describe(spec: str | Baseline, *, layout=None, categorical: str = "mode", un
     if names and spec.kind not in ("flat", "blur", "customer", "sample"):
         rule, chosen = parse_categorical(categorical, layout)
         shown = ", ".join(f"{k}={v}" for k, v in chosen.items())
-        text += " " + CATEGORICAL_WORDS[rule].format(names=", ".join(names), chosen=shown)
-    for s in layout.specs:
+        words = (CATEGORICAL_ANALYST if analyst else {}).get(rule, CATEGORICAL_WORDS[rule])
+        text += " " + words.format(names=", ".join(names), chosen=shown)
+    padded = any(s.padded_by for s in layout.specs)
+    if analyst and padded:
+        text += " " + NO_DATA_WORDS.format(**period)
+    for s in layout.specs if not analyst else ():
         if s.mask_value is not None:
             text += " " + MASK_WORDS.format(padded_by=s.padded_by, value=s.mask_value,
                                              offset=MASK_OFFSET * max(1.0, abs(s.mask_value)), **period)
         elif s.mask_zero:
             text += (f" {period['Units']} that are padding for the customer (id 0 of {s.key}, {s.padded_by}) stay "
                      "padding and get no attribution; the mask value is never a baseline category.")
-    if spec.kind in SHORT_HISTORY_WHERE and any(s.padded_by for s in layout.specs):
-        text += " " + SHORT_HISTORY_WORDS.format(where=SHORT_HISTORY_WHERE[spec.kind].format(**period), **period)
+    if spec.kind in SHORT_HISTORY_WHERE and padded:
+        words = SHORT_HISTORY_ANALYST if analyst else SHORT_HISTORY_WORDS
+        text += " " + words.format(where=SHORT_HISTORY_WHERE[spec.kind].format(**period), **period)
     return text

@@ -60,8 +60,9 @@ def test_customer_page_shows_prediction_badge_words_and_downloads():
     labels = [m.label for m in at.metric]
     assert any(label.startswith("Predicted") for label in labels) and "Baseline prediction" in labels
     assert any("badge[" in m.value and "fine" in m.value for m in at.markdown)  # st.badge
-    # the answer in words first (explain.analysis.words), with the customer's values against the usual ones
-    assert any("likely to churn" in m.value and "mainly because" in m.value and "(usually" in m.value
+    # the answer in words first (explain.analysis.words): the customer's values against the average customer's
+    assert any("likely to churn" in plain(m.value) and "mainly because" in plain(m.value)
+               and "(the average customer: " in plain(m.value) and "raising the risk by " in plain(m.value)
                for m in at.markdown)
     assert not any("gausslegendre" in c.value for c in at.caption)  # the IG settings are closed: no jargon
     assert {"static_bars", "temporal_heatmap", "history"} <= set(charts(at))

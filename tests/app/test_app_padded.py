@@ -140,19 +140,19 @@ def test_customer_page_speaks_weeks_and_warns_when_the_baseline_scores_like_the_
     assert not any("within 0.02" in plain(w.value) for w in at.warning)
     words = next(plain(m.value) for m in at.markdown if m.value.startswith("**Compared with**"))
     assert "each weekly feature at its mean over all customers and weeks" in words
-    assert "Weeks that are padding" in words and "the baseline is as short" in words
+    assert "Weeks before a customer's first week are no data yet" in words and "the comparison is as short" in words
+    assert not [w for w in ("mask", "offset", "padding") if w in words.lower()]  # the analyst's words
     assert "weekly history" in charts(at)["history"]["layout"]["title"]["text"]
 
 
 def test_customer_page_says_the_answer_then_the_heatmap_then_how_to_read_it(folder, monkeypatch):
-    """Padded bundles (the Customer page's path for more inputs): the summary in words above the heatmap, the
-    colour legend and the baseline in words below it (as for plain bundles), so the heatmap is on the first
-    screen; then the static bars and the history."""
+    """Padded bundles as plain ones (one story): the answer in words above the heatmap, the colour legend and the
+    baseline in words below it, so the heatmap is on the first screen; then the static bars and the history."""
     monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
     at = app({"customer": padded.short_customers(folder)[0]})
     order = []
     for node in at.main:
-        if node.type == "info" and "Largest effec" in str(node.value):
+        if node.type == "markdown" and "likely to churn" in str(node.value) and "mainly because" in str(node.value):
             order.append("summary")
         elif node.type == "plotly_chart":
             order.append(node.proto.id.split("-", 2)[-1])

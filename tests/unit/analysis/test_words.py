@@ -1,59 +1,148 @@
-"""The sentence that says why (explain.analysis.words), on a model whose attributions are known exactly."""
+"""The Customer page's words (explain.analysis.words), on a linear model whose attributions are known exactly:
+every sentence names the customer's value, what it is compared with and the effect with its direction."""
 
 import keras
 import numpy as np
+import pytest
 
 import explain
 from explain.analysis import words
+from explain.analysis.report import delta_status
+from explain.core.settings import Baseline
 
 T, F, S = 6, 2, 2
+JARGON = ("mask", "logit", "delta", "gausslegendre", "offset", "padding")
 
 
-def _bundle():
+def _bundle(labels=None):
     s_in, t_in = keras.Input((S,), name="account"), keras.Input((T, F), name="usage")
     out = keras.layers.Dense(1, name="lin")(keras.layers.Concatenate()([s_in, keras.layers.Flatten()(t_in)]))
     model = keras.Model([s_in, t_in], out)
     w = np.zeros((S + T * F, 1), "float32")
-    w[0] = 0.1          # tenure: a small effect
-    w[S + 4 * F] = 1.0  # calls, period 5
-    w[S + 5 * F] = 1.0  # calls, period 6
+    w[0] = 0.001         # tenure: a small effect
+    w[S + 4 * F] = 0.02  # calls, period 5
+    w[S + 5 * F] = 0.02  # calls, period 6 (scores stay within 0 and 1: said as percentages)
     model.get_layer("lin").set_weights([w, np.zeros(1, "float32")])
     static = np.array([[6.0, 1.0], [30.0, 1.0], [30.0, 1.0]], "float32")
     temporal = np.zeros((3, T, F), "float32")
-    temporal[0, 4:, 0] = 6.0  # customer 0: calls rose to 6 in the last two periods
+    temporal[0, 4:, 0] = 6.0  # customer A: calls rose to 6 in the last two periods
     temporal[1:, :, 0] = 1.0
     return explain.Bundle.from_objects(model, static, temporal, ids=["A", "B", "C"],
                                        static_features=["Tenure", "Plan"], temporal_features=["Calls", "Data"],
-                                       periods=[f"2025-0{m}" for m in range(1, 7)], units={"Tenure": "months"})
+                                       periods=[f"2025-0{m}" for m in range(1, 7)],
+                                       units={"Tenure": "months", "Calls": "calls"}, labels=labels,
+                                       output_names=["churn"])
 
 
-def test_drivers_carry_the_window_the_value_and_the_usual_value():
+def test_drivers_carry_the_window_the_value_the_reference_and_the_effect():
     bundle = _bundle()
     a = explain.explain_customers(bundle, ["A"], explain.Settings(baseline="zero", steps=2))
     values = {k: v[0] for k, v in bundle.inputs_for(["A"]).items()}
     zero = {"static": np.zeros(S), "temporal": np.zeros((T, F))}
-    found = words.drivers_of(a, bundle, 0, values, zero)
+    found = words.drivers(a, bundle, 0, values, zero)
     assert [d.label for d in found] == ["Calls", "Tenure"]  # Plan and Data have no effect: not reasons
     calls, tenure = found
-    assert calls.periods == ("2025-05", "2025-06") and calls.value == 6.0 and calls.usual == 0.0
-    np.testing.assert_allclose(calls.effect, 12.0, rtol=1e-5)  # (6 - 0) * 1 in two periods
-    np.testing.assert_allclose(tenure.effect, 0.6, rtol=1e-5)
-    text = words.why_sentence("A", 0.93, "churn", found, base_rate="26 % of customers churn")
-    assert text == ("A is 93 % likely to churn (26 % of customers churn), mainly because calls rose to 6 in "
-                    "2025-05 to 2025-06 (usually 0); a tenure of 6 months (usually 0) adds a little.")
+    assert calls.periods == ("2025-05", "2025-06") and calls.value == 6.0 and calls.reference == 0.0
+    assert calls.when == " in the last 2 months" and calls.count == 2
+    np.testing.assert_allclose(calls.effect, 0.24, rtol=1e-5)  # (6 - 0) * 0.02 in two periods
+    np.testing.assert_allclose(tenure.effect, 0.006, rtol=1e-5)  # (6 - 0) * 0.001
+    assert words.reason(calls, "zero") == "Calls averaged 6 in the last 2 months (against 0) - raises the risk by 0.24."
+    assert words.reason(tenure, "the average customer") == (
+        "Tenure is 6 months (the average customer: 0 months) - raises the risk by 0.006.")
 
 
-def test_only_drivers_that_push_the_way_the_score_moved():
+def test_the_sentence_names_value_reference_and_effect_against_the_average_customer():
     bundle = _bundle()
-    mean = {"static": bundle.static.mean(0), "temporal": bundle.temporal.mean(0)}
-    a = explain.integrated_gradients(bundle.model, bundle.inputs_for(["B"]),
-                                     {k: v[None] for k, v in mean.items()}, steps=2)
-    values = {k: v[0] for k, v in bundle.inputs_for(["B"]).items()}
-    found = words.drivers_of(a, bundle, 0, values, mean)
-    gap = float(a.prediction[0] - a.baseline_prediction[0])
-    assert gap < 0 and found and all(d.effect < 0 for d in found)
-    assert "fell to 1" in words.why_sentence("B", -2.0, "churn", found, space="logit")
+    settings = explain.Settings(baseline="mean", steps=2)
+    a = explain.explain_customers(bundle, ["A"], settings)
+    story = words.story(a, bundle, 0, "A", settings=settings)
+    mean_calls = float(bundle.temporal[:, :, 0].mean())  # the mean baseline: every customer and month, 1.33
+    effect = 0.02 * 2 * (6.0 - mean_calls)  # exact for a linear model
+    text = story.headline
+    assert text.startswith(f"A is {float(a.prediction[0]):.0%} likely to churn".replace("%", " %"))
+    assert (f"calls averaged 6 in the last 2 months (the average customer: {mean_calls:.2g}), raising the risk by "
+            f"{effect:.2f}") in text, text
+    assert "attribution" not in text and not [w for w in JARGON if w in text.lower()]
+    assert story.reference == "the average customer"
+    assert story.reasons[0].startswith("Calls averaged 6") and "raises the risk by" in story.reasons[0]
+    tenure = next(r for r in story.reasons if r.startswith("Tenure"))
+    assert f"Tenure is 6 months (the average customer: {bundle.static[:, 0].mean():.0f} months)" in tenure
+    assert f"lowers the risk by {abs(0.001 * (6 - bundle.static[:, 0].mean())):.2f}" in tenure  # below the average
 
 
-def test_a_score_outside_0_1_is_not_a_percentage():
-    assert words.why_sentence("X", 3.2, "churn", [], space="logit") == "X scores 3.20 for churn (logit)."
+def test_only_drivers_that_push_the_way_the_score_moved_are_in_the_first_sentence():
+    bundle = _bundle()
+    settings = explain.Settings(baseline="mean", steps=2)
+    a = explain.explain_customers(bundle, ["B"], settings)
+    story = words.story(a, bundle, 0, "B", settings=settings)
+    assert a.prediction[0] < a.baseline_prediction[0]
+    sentence = story.headline.split("mainly because", 1)[1]
+    assert "lowering the risk by" in sentence and "raising" not in sentence
+    assert "tenure" not in sentence  # its effect raises the score: a reason of the list below, not of the sentence
+    assert any(r.startswith("Tenure is 30 months") and "raises the risk" in r for r in story.reasons)
+    assert any(r.startswith("Calls averaged 1") and "lowers the risk" in r for r in story.reasons)
+
+
+@pytest.mark.parametrize("spec, named", [
+    ("mean", "the average customer"), ("median", "the median customer"), ("customer:C7", "customer C7"),
+    ("cohort:0", "the average customer who stayed"), ("cohort:1", "the average customer who churned"),
+    ("zero", "zero"), ("flat", "their own average"), ("blur", "their own smoothed history"),
+    ("sample:16", "the average of 16 sampled customers"),
+])
+def test_the_reference_is_named_by_baseline_kind(spec, named):
+    bundle = _bundle(labels=[1, 0, 0])
+    assert words.reference_name(Baseline.parse(spec), bundle, "churn") == named
+
+
+def test_each_baseline_kind_names_its_reference_in_the_first_sentence():
+    bundle = _bundle(labels=[1, 0, 0])
+    for spec in ("median", "customer:B", "cohort:0", "sample:2", "zero"):
+        settings = explain.Settings(baseline=spec, steps=2)
+        a = explain.explain_customers(bundle, ["A"], settings)
+        story = words.story(a, bundle, 0, "A", settings=settings)
+        named = words.reference_name(settings.baseline, bundle, "churn")
+        assert (f"({named}: " in story.headline or "(against 0)" in story.headline), (spec, story.headline)
+        assert "calls averaged 6" in story.headline, story.headline
+
+
+def test_a_score_outside_0_1_is_not_a_percentage_and_its_effects_are_log_odds():
+    assert words.why_sentence("X", 3.2, "churn", [], reference="zero", space="logit") == \
+        "X scores 3.20 for churn (log-odds)."
+    d = words.Driver("Tenure", -0.5, 3.0, 10.0, unit="months")
+    text = words.why_sentence("X", 3.2, "churn", [d], reference="the average customer", space="logit", gap=-0.5)
+    assert text.endswith("tenure is 3 months (the average customer: 10 months), lowering the log-odds by 0.50.")
+
+
+def test_tiny_and_extreme_scores_are_said_as_less_than_1_and_over_99_percent():
+    assert words.why_sentence("X", 0.001, "churn", [], reference="zero").startswith("X is less than 1 % likely")
+    assert words.why_sentence("X", 0.999, "churn", [], reference="zero").startswith("X is over 99 % likely")
+
+
+def test_known_outcome_and_the_models_misses_use_the_verdicts_risk_bands():
+    bundle = _bundle(labels=[0, 1, 0])  # A stayed, B churned
+    from explain.core import verdict
+
+    bands = verdict.DEFAULT_BANDS  # low below 0.3, high from 0.6
+    scores = np.array([0.9, 0.1, 0.45])
+    high, low = words.misses(bundle, scores, bands)
+    assert (high, low) == (["A"], ["B"])  # A: high risk but stayed; B: low risk but churned; C: medium, not a miss
+    said = verdict.verdict(0.9, bands, "churn")
+    text, missed = words.known_outcome(bundle, "A", said, "churn")
+    assert missed and text == ("Known outcome: stayed. The model missed this one: it scores them high risk "
+                               "(0.6 and above), but they stayed.")
+    text, missed = words.known_outcome(bundle, "B", verdict.verdict(0.1, bands, "churn"), "churn")
+    assert missed and text.startswith("Known outcome: churned. The model missed this one") and "low risk" in text
+    assert words.known_outcome(bundle, "C", verdict.verdict(0.45, bands, "churn"), "churn") == (
+        "Known outcome: stayed.", False)
+    assert words.known_outcome(_bundle(), "A", said) == (None, False)  # no labels: nothing said
+    assert words.misses(_bundle(), scores) == ([], [])
+
+
+def test_the_gap_is_said_as_the_share_that_adds_up_and_the_share_unexplained():
+    status, advice = delta_status(2.7e-08, 0.9, 0.2)
+    assert status == "fine" and "being explained" not in advice
+    assert "add up to over 99.9 % of the score difference (under 0.1 % unexplained" in advice, advice
+    status, advice = delta_status(0.0007, 0.9, 0.2)  # 0.1 % of 0.7
+    assert "99.9 % of the score difference (0.1 % unexplained" in advice, advice
+    status, advice = delta_status(0.02, 0.9, 0.2)  # 2.9 %
+    assert status == "check" and "97.1 % of the score difference: 2.9 % is unexplained" in advice, advice
