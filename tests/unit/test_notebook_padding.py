@@ -129,3 +129,15 @@ def test_a_model_without_padding_stays_plain():
                                                                                                    "temporal_1"]
     mean = baseline_for(bundle, bundle.inputs_for(["0"]), "mean")  # every period counts: no padding to leave out
     np.testing.assert_allclose(mean["temporal"][0, 0], temporal.astype(np.float64).reshape(-1, F).mean(0), atol=1e-6)
+
+
+def test_the_notebooks_figures_and_table_show_padding_as_no_data(both):
+    model, static, temporal, _ = both
+    a = explain.explain(model, [static, temporal], baseline="zero", ids=IDS, periods=PERIODS, steps=16)
+    frame = a.to_frame()
+    rows = frame[(frame.customer_id == "P0") & (frame.input == "temporal")]
+    padded = rows.period.isin(PERIODS[:T - SHORT[0]])
+    assert rows[padded].value.isna().all() and rows[padded].attribution.isna().all()  # as the CLI's long format
+    np.testing.assert_allclose(rows[~padded].value.to_numpy(), temporal[0, T - SHORT[0]:].reshape(-1), atol=1e-6)
+    names = [trace.name for trace in a.heatmap(0).data if trace.type == "heatmap"]
+    assert "no data" in names
