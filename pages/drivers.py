@@ -20,17 +20,21 @@ def drivers_page():
         against = parts.against_ui(bundle, store)
     d = parts.result(bundle, store, window, against)
     with words:
-        parts.words(d)
+        grouped = parts.group_ui(d)
+        parts.words(d, grouped)
         parts.source_ui(bundle, choice.settings, store)  # which store, in words
 
-    top = views.top_ui(len(d.ranking), "drivers_ranking")
-    show.plot(parts.chart(d, "ranking", plots.ranking, top), key="drivers_ranking")
+    top = views.top_ui(len(d.grouped_ranking if grouped else d.ranking), "drivers_ranking")
+    show.plot(parts.chart(d, "ranking", lambda d, top, grouped: plots.ranking(d, top, grouped=grouped), top, grouped),
+              key="drivers_ranking")
+    parts.groups_ui(d)
     show.plot(parts.chart(d, "beeswarm", plots.beeswarm), key="drivers_beeswarm")
     st.subheader("Churn-reason segments")
     st.caption("Customers grouped by what raises their score (k-means on each customer's risk-raising attributions; "
-               "the number of segments chosen by the silhouette score).")
+               "the number of segments chosen by the silhouette score), each named by its largest effects.")
     parts.segment_cards(d)
-    show.plot(parts.chart(d, "segments", plots.segments), key="drivers_segments")
+    show.plot(parts.chart(d, "segments", lambda d, grouped: plots.segments(d, grouped=grouped), grouped),
+              key="drivers_segments")
     st.subheader("One feature across customers")
     show.plot(parts.chart(d, "dependence", plots.dependence, parts.feature_ui(d)), key="drivers_dependence")
     st.subheader("When in the history")

@@ -3,7 +3,8 @@ that would), its pickers, the sentences and the segment cards. The numbers come 
 ``explain.drivers`` (``ui.state.drivers`` caches them); the charts from ``explain.plots.drivers``.
 
 Session state: ``_drivers_window`` ("whole" or "recent"), ``_drivers_against`` (an earlier
-store's folder name or "none"), ``_drivers_feature`` (the dependence plot's feature).
+store's folder name or "none"), ``_drivers_feature`` (the dependence plot's feature),
+``_drivers_grouped`` (groups of related features as one row).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from explain.analysis.drivers import profile_sentence
+from explain.analysis.drivers import profile_sentence, reason_text
 from explain.batch.format import store_settings
 from explain.batch.store import open_store, settings_words, store_dirs
 from explain.core.errors import ExplainError
@@ -36,6 +37,7 @@ FROM_STORE = ("Read from the store {name} (finished {finished} UTC): {n:,} custo
 MOST_EXACT = "The most exact of {count} finished stores with this baseline, target and path (also: {stores})."
 NOT_USED = "Not used: {count} store(s) of this bundle made with another baseline, target or path ({stores})."
 NO_EARLIER = "none (no drift)"
+GROUP_TOGGLE = "Group related features"
 
 
 def store_ui(bundle, settings):
@@ -144,10 +146,35 @@ def against_ui(bundle, store: Path) -> Path | None:
     return folders.get(ss["_drivers_against"])
 
 
-def words(d) -> None:
-    """The result in words, first: the ranking, the time profile, the drift (where it came from:
-    :func:`source_ui`)."""
-    st.info(show.md(d.sentence), icon=":material/summarize:")
+def group_ui(d) -> bool:
+    """"Group related features": on by default when the result has groups (declared in bundle.json
+    or found from the data); False without groups (no toggle)."""
+    if not d.groups:
+        return False
+    ss = st.session_state
+    ss.setdefault("_drivers_grouped", True)
+    ss["w_drivers_grouped"] = ss["_drivers_grouped"]
+    st.toggle(GROUP_TOGGLE, key="w_drivers_grouped", on_change=_keep, args=("w_drivers_grouped", "_drivers_grouped"),
+              help="Features that carry one signal shown as one row: their attributions added up (exact). "
+                   "The members are listed below the ranking.")
+    return bool(ss["_drivers_grouped"])
+
+
+def groups_ui(d) -> None:
+    """The groups' members, one click away: each group, how it was made, its share and its members'."""
+    if not d.groups:
+        return
+    shares = {r.feature: r.share for r in d.ranking}
+    with st.expander(f"Groups of related features ({len(d.groups)})", icon=":material/workspaces:"):
+        for g in d.groups:
+            members = ", ".join(f"{f.label} ({shares[f]:.0%})" for f in g.members)
+            st.markdown(show.md(f"**{g.name}** ({g.how}): {g.share:.0%} of all attribution together; {members}"))
+
+
+def words(d, grouped: bool = False) -> None:
+    """The result in words, first: the ranking (at group level when ``grouped``), the time profile,
+    the drift (where it came from: :func:`source_ui`)."""
+    st.info(show.md(d.words(grouped)), icon=":material/summarize:")
     for profile in d.time_profiles:
         st.markdown(show.md(profile_sentence(profile)))
     if d.drift is not None:
@@ -156,7 +183,8 @@ def words(d) -> None:
 
 def segment_cards(d, per_row: int = 3) -> None:
     """One card per churn-reason segment (highest risk first): its name, size, risk, churn rate,
-    drivers, and a link that opens its highest-risk customer on the Customer page."""
+    its main effects in the user's units (what raises its risk apart from what lowers it), and a
+    link that opens its highest-risk customer on the Customer page."""
     for start in range(0, len(d.segments), per_row):
         columns = st.columns(per_row)
         for column, segment in zip(columns, d.segments[start:start + per_row]):
@@ -165,10 +193,10 @@ def segment_cards(d, per_row: int = 3) -> None:
                 churn = "" if segment.churn_rate is None else f" · churn rate {segment.churn_rate:.0%}"
                 st.caption(show.md(f"{segment.size:,} customers ({segment.share:.0%}) · mean predicted risk "
                                    f"{segment.mean_prediction:.2f}{churn}"))
-                for driver in segment.drivers:
-                    way = "raises" if driver.mean_attribution > 0 else "lowers"
-                    st.markdown("- " + show.md(f"{driver.words}: {way} the score by "
-                                               f"{abs(driver.mean_attribution):.3f} on average"))
+                for heading, kept in (("Raises its risk", True), ("Lowers its risk", False)):
+                    shown = [reason_text(x) for x in segment.drivers if x.raises == kept]
+                    if shown:
+                        st.markdown(f"{heading}:\n" + "\n".join("- " + show.md(text) for text in shown))
                 st.page_link("pages/customer.py", label=f"Highest risk: {show.md(segment.highest_risk)}",
                              icon=":material/person_search:", query_params=url.with_customer(segment.highest_risk),
                              help="Open this segment's highest-risk customer on the Customer page")

@@ -53,14 +53,35 @@ def test_words_first_then_charts_of_the_stores_numbers(demo):
     at = app(page=PAGE)
     assert at.title[0].value == "What drives churn"
     d = explain.drivers(demo, demo / "attributions" / "june")
-    assert plain(at.info[0].value) == d.sentence  # the first thing said
+    assert d.groups  # the demo's related features (bill and monthly charge, age and app logins, ...) are found
+    assert at.toggle(key="w_drivers_grouped").value is True  # "Group related features": on by default
+    assert plain(at.info[0].value) == d.group_sentence  # the first thing said, at group level
+    assert "relative to the average customer (the baseline)" in d.group_sentence
     shown = charts(at)
     assert list(shown) == ["drivers_ranking", "drivers_beeswarm", "drivers_segments", "drivers_dependence",
                            "drivers_time_0"]
     size = shown["drivers_ranking"]["data"][0]
+    grouped = d.grouped_ranking
+    assert np.allclose(array(size["x"])[::-1], [r.mean_abs for r in grouped[:15]])
+    first = d.groups[0]
+    row = next(k for k, r in enumerate(grouped) if r.feature.name == first.name)
+    assert size["y"][::-1][row] == f"{first.name} (group of {len(first.members)})"
+    assert grouped[row].mean_abs == pytest.approx(sum(r.mean_abs for r in d.ranking if r.feature in first.members))
+    assert "relative to the average customer" in shown["drivers_ranking"]["layout"]["title"]["text"]
+    # the members one click away
+    (listing,) = [e for e in at.expander if e.label.startswith("Groups of related features")]
+    texts = [plain(m.value) for m in listing.markdown]
+    for g in d.groups:
+        line = next(t for t in texts if t.startswith(f"**{g.name}**"))
+        assert all(f.label in line for f in g.members) and f"{g.share:.0%} of all attribution together" in line
+    # the time profile: each period's share of the history's effect, what its words count
+    assert np.allclose(array(shown["drivers_time_0"]["data"][0]["y"]), 100 * d.time_profiles[0].shares)
+    # the toggle off: every feature on its own
+    at.toggle(key="w_drivers_grouped").set_value(False).run()
+    assert not at.exception and plain(at.info[0].value) == d.sentence
+    size = charts(at)["drivers_ranking"]["data"][0]
     assert np.allclose(array(size["x"])[::-1], [r.mean_abs for r in d.ranking[:15]])
     assert size["y"][-1] == d.ranking[0].feature.label + " (history)"
-    assert np.allclose(array(shown["drivers_time_0"]["data"][0]["y"]), d.time_profiles[0].mean_abs)
     assert any("June" in c.value or "june" in c.value for c in at.caption)  # which store, said
     assert not at.get("selectbox") or all(s.label != "Drift: compare with an earlier store of the same settings"
                                           for s in at.selectbox)  # one store: no drift
@@ -75,8 +96,21 @@ def test_segment_cards_open_their_highest_risk_customer(demo):
         assert segment.highest_risk in link.proto.label
         query = dict(pair.split("=", 1) for pair in link.proto.query_string.split("&"))
         assert query["customer"] == segment.highest_risk and query["baseline"] == "mean"  # the other settings kept
-    names = [m.value for m in at.markdown if m.value.startswith("**")]
-    assert [plain(n).strip("*") for n in names[:len(d.segments)]] == [s.name for s in d.segments]
+    names = [plain(m.value).strip("*") for m in at.markdown if m.value.startswith("**")]
+    assert [n for n in names if n in {s.name for s in d.segments}] == [s.name for s in d.segments]
+    # each card: its main effects in the user's units, what raises its risk apart from what lowers it
+    from explain.analysis.drivers import reason_text
+
+    texts = [plain(m.value) for m in at.markdown]
+    for segment in d.segments:
+        assert segment.drivers
+        for x in segment.drivers:
+            card = next(t for t in texts if reason_text(x) in t)
+            heading = "Raises its risk:" if x.raises else "Lowers its risk:"
+            assert card.startswith(heading) and ("raises the risk" if x.raises else "lowers the risk") in reason_text(x)
+            assert "on average here against" in reason_text(x) or "of this segment have it" in reason_text(x)
+        largest = max(abs(x) for x in segment.mean_attributions)
+        assert all(abs(x.mean_attribution) >= 0.25 * largest for x in segment.drivers)  # never a negligible one
     # the link's query opens that customer: the sidebar reads it
     query = dict(pair.split("=", 1) for pair in links[0].proto.query_string.split("&"))
     customer = app(params=query)
@@ -91,7 +125,7 @@ def test_window_and_feature_pickers_change_the_charts(demo):
     assert "summed over the last 3 period(s)" in plain(at.info[0].value)
     recent = explain.drivers(demo, demo / "attributions" / "june", window=3)
     after = charts(at)["drivers_ranking"]["data"][0]
-    assert np.allclose(array(after["x"])[::-1], [r.mean_abs for r in recent.ranking[:15]])
+    assert np.allclose(array(after["x"])[::-1], [r.mean_abs for r in recent.grouped_ranking[:15]])
     assert not np.allclose(array(after["x"]), array(before["x"]))
     at.selectbox(key="w_drivers_feature").set_value("tenure_months").run()
     assert "How Tenure (months) drives" in charts(at)["drivers_dependence"]["layout"]["title"]["text"]
@@ -126,7 +160,7 @@ def test_without_a_store_the_page_computes_it_in_the_background(tmp_path, monkey
     (store,) = [p for p in (tmp_path / "stores").glob("*/dashboard-*") if p.is_dir()]  # where EXPLAIN_STORES says
     assert (store / "_SUCCESS").is_file()
     (summary,) = store.parent.glob(f"{store.name}.drivers-*.npz")  # the page's summary, written next to it
-    assert explain.drivers(folder, store, cache=False).sentence == plain(at.info[0].value)
+    assert explain.drivers(folder, store, cache=False).words(grouped=True) == plain(at.info[0].value)
 
 
 def test_a_bundle_too_large_for_the_dashboard_gets_the_command(tmp_path, monkeypatch):

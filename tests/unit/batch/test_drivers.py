@@ -43,8 +43,10 @@ def churn_model():
     return model
 
 
-def build(folder, n=(200, 200, 200), seed=0):
-    """A bundle of n = (price hike, outage burst, neither) customers; returns (path, group per customer)."""
+def build(folder, n=(200, 200, 200), seed=0, age_from_logins=False):
+    """A bundle of n = (price hike, outage burst, neither) customers; returns (path, group per customer).
+    ``age_from_logins``: the age column follows each customer's mean logins (a pair of features that
+    move together, for the groups found from the data)."""
     rng = np.random.default_rng(seed)
     group = np.repeat(np.array(["price", "outage", "calm"]), n)
     total = group.size
@@ -56,6 +58,8 @@ def build(folder, n=(200, 200, 200), seed=0):
     })
     temporal = np.stack([rng.poisson(0.3, (total, 8)), rng.poisson(5.0, (total, 8))], axis=2).astype(float)
     temporal[group == "outage", 6:, 0] += rng.integers(2, 4, ((group == "outage").sum(), 2))
+    if age_from_logins:
+        static["age_years"] = 20 + 5 * temporal[:, :, 1].mean(axis=1) + rng.normal(0, 0.5, total)
     logit = 1.6 * static["price_hike"].to_numpy() + 1.2 * temporal[:, 6:, 0].sum(axis=1) - 3.0
     labels = (rng.uniform(size=total) < 1 / (1 + np.exp(-logit))).astype(int)
     static["left"] = labels
@@ -208,3 +212,47 @@ def test_a_stores_summaries_are_pruned_to_the_most_recent_ones(june):
     assert batch_drivers.prune_summaries(made[0].with_name(made[-1].name), keep=1) == made[-keep:-1][::-1]
     assert set(folder.glob("run.drivers-*.npz")) == {made[-1]}
     other.unlink()
+
+
+def test_drivers_json_and_html_hold_declared_groups_and_the_reference(tmp_path):
+    """bundle.json "groups" reach drivers.json (found: false, share = the members' shares together)
+    and the HTML report; the ranking says what its directions are relative to."""
+    import json
+
+    from explain.cli import main
+
+    path, _ = build(tmp_path / "declared", n=(60, 60, 60))
+    config = json.loads((path / "bundle.json").read_text())
+    config["groups"] = {"Usage": ["outages", "logins"]}
+    (path / "bundle.json").write_text(json.dumps(config))
+    bundle = load_bundle(path)
+    run_batch_job(bundle, path / "attributions" / "run", SETTINGS, chunk_size=128, progress=False)
+    assert main(["drivers", "--bundle", str(path), "--out", str(tmp_path / "drivers.json")]) == 0
+    doc = json.loads((tmp_path / "drivers.json").read_text())
+    (group,) = doc["groups"]
+    shares = {r["feature"]: r["share"] for r in doc["ranking"]}
+    assert group["name"] == "Usage" and group["found"] is False and set(group["features"]) == {"outages", "logins"}
+    assert group["share"] == pytest.approx(shares["outages"] + shares["logins"])
+    assert doc["reference"] == "the average customer"  # SETTINGS' baseline: the mean
+    assert "relative to the average customer (the baseline)" in doc["sentence"]
+    assert "Usage (group of 2, " in doc["group_sentence"] and "declared in bundle.json" in doc["group_sentence"]
+    price = next(r for r in doc["ranking"] if r["feature"] == "price_hike")
+    assert price["value_effect"] > 0.7 and "higher than the average customer raises it" in price["direction_words"]
+    assert main(["drivers", "--bundle", str(path), "--out", str(tmp_path / "drivers.html")]) == 0
+    page = (tmp_path / "drivers.html").read_text()
+    assert "Groups of related features" in page and "declared in bundle.json" in page
+    assert "relative to the average customer (the baseline)" in page
+
+
+def test_groups_found_in_a_stores_data(tmp_path):
+    """No groups declared: the age column built to follow the mean logins forms a group with it, found
+    from the data; the other features stay alone."""
+    path, _ = build(tmp_path / "found", n=(60, 60, 60), age_from_logins=True)
+    bundle = load_bundle(path)
+    run_batch_job(bundle, path / "attributions" / "run", SETTINGS, chunk_size=128, progress=False)
+    d = explain.drivers(bundle)
+    (group,) = d.groups
+    assert {f.name for f in group.members} == {"age_years", "logins"} and group.found
+    entry = d.to_dict()["groups"][0]
+    assert entry["found"] is True and entry["name"] == group.name
+    assert entry["share"] == pytest.approx(sum(r.share for r in d.ranking if r.feature.name in ("age_years", "logins")))
