@@ -155,3 +155,25 @@ def test_group_problems_words():
         GROUP_UNKNOWN_COLUMN.format(group="B", columns="'z'", verb="is", found="'x', 'y'"),
         GROUP_FEATURE_TWICE.format(column="y", count=2, groups="'A', 'B'"),
     ]
+
+
+def test_groups_come_back_from_the_array_cache_and_an_edit_is_checked(saved, tmp_path, monkeypatch):
+    from explain.bundle import cache
+
+    monkeypatch.setattr(cache, "MIN_BYTES", 0)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv(cache.ENVIRONMENT, raising=False)
+    folder = tmp_path / "cached"
+    folder.mkdir()
+    for path in saved.iterdir():
+        if path.is_file():
+            (folder / path.name).write_bytes(path.read_bytes())
+    assert load_bundle(folder).groups == GROUPS
+    assert (folder / cache.CACHE_DIR).is_dir()
+    monkeypatch.setattr("explain.bundle.load.read_table", lambda *a, **k: pytest.fail("the cache was not used"))
+    assert load_bundle(folder).groups == GROUPS  # mapped from the cache, bundle.json read again
+    monkeypatch.undo()
+    config = json.loads((folder / "bundle.json").read_text())
+    (folder / "bundle.json").write_text(json.dumps({**config, "groups": {"Purchases": ["orders", "nope"]}}))
+    with pytest.raises(BundleError, match="group 'Purchases' lists 'nope'"):
+        load_bundle(folder)
