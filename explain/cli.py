@@ -122,8 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     drivers = _bundle_command(sub, "drivers", "what drives the prediction across every customer of a batch store: "
                                              "ranking, segments, time profile, drift; JSON or HTML")
-    drivers.add_argument("--store", help="the batch store (default: the latest finished store of every customer "
-                                         "under BUNDLE/attributions/)")
+    drivers.add_argument("--store", help="the batch store (default: the most exact finished store of every customer, "
+                                         "adaptive steps first, under BUNDLE/attributions/ or $EXPLAIN_STORES)")
     drivers.add_argument("--against", metavar="OLD_STORE", help="an earlier store of the same layout: which "
                                                                 "drivers gained or lost weight since")
     drivers.add_argument("--window", type=int, help="summarise temporal features over their last N periods "
