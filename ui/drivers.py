@@ -15,7 +15,7 @@ import streamlit as st
 
 from explain.analysis.drivers import profile_sentence, reason_text
 from explain.batch.format import store_settings
-from explain.batch.store import open_store, settings_words, store_dirs
+from explain.batch.store import open_store, settings_words
 from explain.core.errors import ExplainError
 from explain.core.text import examples
 from ui import show, speed, state, stores, url
@@ -45,12 +45,12 @@ def store_ui(bundle, settings):
     target, space and path of ``settings`` (any steps: ``ui.stores.best``); else None after showing
     the background job's progress (adaptive steps; it reruns the page when the store is there), its
     error, or the command that computes the store."""
-    if not bundle.content_hash or not store_dirs(bundle):
-        st.info(show.md(NO_FOLDER), icon=":material/database:")
-        return None
-    found = stores.best(bundle, settings)
+    found = stores.best(bundle, settings) if bundle.content_hash else None  # uploads too: $EXPLAIN_STORES
     if found is not None:
         return found
+    if bundle.path is None or not bundle.content_hash:
+        st.info(show.md(NO_FOLDER), icon=":material/database:")
+        return None
     settings = stores.background(settings)  # computed here: adaptive steps, every customer within the tolerance
     described = settings_words(store_settings(settings, bundle), bundle.output_names)
     job = stores.start(bundle, settings)
