@@ -16,8 +16,8 @@ from ui import show, state
 
 NO_STORE = ("No precomputed batch store matches this bundle and these settings, so the page computes them; "
             "changing a setting or pressing Stop interrupts that, finished batches are kept. To precompute: "
-            "python -m explain batch --bundle BUNDLE --out BUNDLE/attributions/NAME with the same settings; this "
-            "page then reads them.")
+            "python -m explain batch --bundle BUNDLE --out BUNDLE/attributions/NAME with the same settings (or a "
+            "folder under $EXPLAIN_STORES); this page then reads them.")
 STORE_UNUSABLE = ("A precomputed batch store matches these settings but cannot be used, so the attributions are "
                   "computed here instead. {error}")
 FROM_STORE = ("Read from the precomputed batch store {name} (finished {finished} UTC, same bundle content and "
