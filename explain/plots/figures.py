@@ -411,6 +411,15 @@ def temporal_panel(periods, features, attributions, *, values=None, baseline=Non
                                                plan=plan), **PANEL_GRID)
 
 
+HISTORY_PX = 360   # the narrowest history figure planned for: half of a 1280 px page's main column, or a phone
+TITLE_CHARS = 44   # a title line that fits HISTORY_PX at the title's font (size 15); a longer title is wrapped
+LINE_PX = 20       # a line of the title
+TITLE_TOP_PX = 8   # above the title's first line
+SPAN_PX = 24       # the line under the charts that says the history's first and last period
+NAME_CHAR_PX = 6.8  # a character of a chart's name (font size 12): a longer name is wrapped
+NAME_LINE_PX = 15  # one more line of a chart's name
+
+
 def _history_grid(labels, units, columns: int, f: int) -> dict:
     """The subplot grid of :func:`history_spec` (``subplots_layout``'s arguments): one chart per
     feature, titled by its name (and unit), ``columns`` a row at most."""
@@ -423,17 +432,53 @@ def _history_grid(labels, units, columns: int, f: int) -> dict:
                 vertical_spacing=min(0.12, 0.3 / rows) if rows > 1 else 0.1)
 
 
+def wrapped(text: str, width: int = TITLE_CHARS) -> list[str]:
+    """``text`` in lines of at most ``width`` characters (a longer word stays whole): broken before a
+    parenthesis when what comes before it fits a line, else at spaces."""
+    if len(text) <= width:
+        return [text]
+    head, paren, rest = text.partition(" (")
+    if paren and len(head) <= width:
+        return [head, *wrapped("(" + rest, width)]
+    lines = [""]
+    for word in text.split(" "):
+        if lines[-1] and len(lines[-1]) + 1 + len(word) > width:
+            lines.append(word)
+        else:
+            lines[-1] = f"{lines[-1]} {word}" if lines[-1] else word
+    return lines
+
+
 def history_spec(periods, labels, values, *, baseline=None, units=None, title: str | None = None,
                  columns: int = 3, plan=None) -> dict:
     """:func:`history_figure` as a plain figure dict (no template)."""
     return _history(periods, labels, values, baseline, units, title, columns, plan)[0]
 
 
+def _history_axes(layout: dict, x: list, ticks, rows: int, cols: int, f: int) -> None:
+    """The small charts' axes: the same few short x ticks on each chart (labels starting at their tick,
+    ``explain.plots.periods.history_ticks``), written under the last chart of each column only; the
+    cells of the grid with no chart hidden."""
+    last = {j % cols: j for j in range(f)}  # column -> its last chart
+    for j in range(rows * cols):
+        r, c = j // cols + 1, j % cols + 1
+        xkey, ykey = _axis("x", r, c, cols), _axis("y", r, c, cols)
+        if j >= f:
+            merge(layout[xkey], dict(visible=False))
+            merge(layout[ykey], dict(visible=False))
+            continue
+        merge(layout[xkey], dict(type="category", tickmode="array", tickvals=[x[i] for i in ticks.indices],
+                                 ticktext=esc_all(ticks.texts), tickangle=0, tickfont=dict(size=10),
+                                 ticklabelposition="outside right", ticks="outside", ticklen=4,
+                                 showticklabels=last[j % cols] == j, showgrid=True, gridcolor="#f2f2f2"))
+        merge(layout[ykey], dict(gridcolor="#eee", rangemode="tozero", automargin=True))
+
+
 def _history(periods, labels, values, baseline, units, title, columns, plan=None) -> tuple[dict, dict]:
     """(:func:`history_spec`'s figure dict, its subplot grid's arguments)."""
     values = np.asarray(values, np.float64)
     base = None if baseline is None else np.asarray(baseline, np.float64)
-    units = _units_for(labels, units)
+    units, raw = _units_for(labels, units), periods
     binned = plan is not None and (plan.periods_changed or len(plan.folded))
     if binned:  # the heatmap's bins and rows: means per bin of the features it shows on their own rows
         values, base = plan.kept_means(values), plan.kept_means(base)
@@ -444,10 +489,11 @@ def _history(periods, labels, values, baseline, units, title, columns, plan=None
     layout = subplots_layout(**grid)
     x = esc_all(periods)
     what = " (mean)" if binned and plan.periods_changed else ""
+    mode = "lines+markers" if len(x) <= periods_display.MAX_PERIODS else "lines"  # no blur of dots at 365
     data = []
     for j in range(f):
         r, c = j // cols + 1, j % cols + 1
-        data.append(_placed(dict(type="scatter", x=x, y=values[:, j].copy(), mode="lines+markers",
+        data.append(_placed(dict(type="scatter", x=x, y=values[:, j].copy(), mode=mode,
                                  line=dict(color="#333"), name="customer", showlegend=j == 0, legendgroup="customer",
                                  hovertemplate=f"{names[j]}<br>%{{x}}{what}: %{{y:.4g}}<extra>customer</extra>"),
                             r, c, cols))
@@ -457,23 +503,33 @@ def _history(periods, labels, values, baseline, units, title, columns, plan=None
                                      legendgroup="baseline",
                                      hovertemplate=f"{names[j]}<br>%{{x}}{what}: %{{y:.4g}}<extra>baseline</extra>"),
                                 r, c, cols))
-    dtick = max(1, int(math.ceil(len(x) / (4 if cols > 2 else 5))))
-    longest = max((len(str(p)) for p in periods), default=1)  # labels side by side within a chart's ~200 px
-    dtick = max(dtick, int(math.ceil(len(x) / max(2, 200 // (5.5 * longest + 10)))))
-    for key in [k for k in layout if AXIS.match(k)]:
-        merge(layout[key], dict(type="category", showticklabels=True, tickangle=0, tickfont=dict(size=10), dtick=dtick)
-              if key.startswith("x") else dict(gridcolor="#eee", rangemode="tozero", automargin=True))
-    for note in layout.get("annotations", []):
-        merge(note, dict(font=dict(size=12)))
+    # the narrowest chart planned for: HISTORY_PX shared by the columns and the gaps between them
+    chart_px = HISTORY_PX * (1 - grid["horizontal_spacing"] * (cols - 1)) / cols
+    _history_axes(layout, x, periods_display.history_ticks(periods, chart_px), rows, cols, f)
+    names_px = 0
+    for note in layout.get("annotations", []):  # the charts' names, in lines that fit a chart
+        parts = wrapped(note["text"], max(8, int(chart_px // NAME_CHAR_PX)))
+        note.update(text="<br>".join(parts), font=dict(size=12))
+        names_px = max(names_px, NAME_LINE_PX * (len(parts) - 1))
     lines = plan.history_note.split("; ") if binned and plan.history_note else []
     note_px = 16 * len(lines) + 10 if lines else 0  # the note's height above the charts
-    layout = _styled(layout, title, height=170 * rows + 80 + note_px, showlegend=False)
+    heading = wrapped(title) if title else []
+    above = names_px + note_px + LINE_PX * max(0, len(heading) - 1)  # more room above the charts
+    layout = _styled(layout, title, height=170 * rows + 80 + above + SPAN_PX, showlegend=False)
+    layout["margin"]["b"] += SPAN_PX
+    shown = periods if not binned else [p for p, k in zip(raw, plan.which) if k >= 0]  # the raw periods drawn
+    layout.setdefault("annotations", []).append(dict(  # the first and the last period, once, under the charts
+        text=esc(periods_display.history_span(shown)), xref="paper", yref="paper", x=0.5, y=0, xanchor="center",
+        yanchor="top", yshift=-20, showarrow=False, font=dict(size=11, color="#555")))
     if lines:  # what was binned, zoomed and left out: small grey lines between the title and the charts
-        layout.setdefault("annotations", []).append(dict(
+        layout["annotations"].append(dict(
             text="<br>".join(esc(line) for line in lines), xref="paper", yref="paper", x=0, y=1, xanchor="left",
-            yanchor="bottom", yshift=24, align="left", showarrow=False, font=dict(size=11, color="#555")))
-        layout["margin"]["t"] += note_px
-        layout["title"].update(yref="container", y=1, yanchor="top", pad=dict(t=8))  # the title above them
+            yanchor="bottom", yshift=24 + names_px, align="left", showarrow=False, font=dict(size=11, color="#555")))
+    if heading:  # the title's lines from the top down (Plotly hangs a title's further lines below its first)
+        layout["title"].update(text="<br>".join(esc(line) for line in heading), yref="container",
+                               y=1 - (TITLE_TOP_PX + LINE_PX) / layout["height"], yanchor="bottom")
+    layout["margin"]["t"] = (TITLE_TOP_PX + LINE_PX * len(heading) + 6 if heading else 10) + names_px + 20 + (
+        note_px if lines else 0)
     return _spec(data, layout), grid
 
 

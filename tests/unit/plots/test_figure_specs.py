@@ -16,6 +16,7 @@ from explain.analysis.explainer import explain_customers
 from explain.core.settings import Settings
 from explain.core.text import unit_after
 from explain.plots import figures
+from explain.plots.periods import history_span, history_ticks
 from explain.plots.style import (
     ATTRIBUTION_TITLE,
     DIVERGING,
@@ -192,9 +193,10 @@ def old_history_figure(periods, labels, values, *, baseline=None, units=None, ti
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.08,
                         vertical_spacing=min(0.12, 0.3 / rows) if rows > 1 else 0.1)
     x = esc_all(periods)
+    mode = "lines+markers" if len(x) <= 60 else "lines"  # since issue 38: lines only past 60 periods
     for j in range(f):
         r, c = j // cols + 1, j % cols + 1
-        fig.add_trace(go.Scatter(x=x, y=values[:, j], mode="lines+markers", line=dict(color="#333"),
+        fig.add_trace(go.Scatter(x=x, y=values[:, j], mode=mode, line=dict(color="#333"),
                                  name="customer", showlegend=j == 0, legendgroup="customer",
                                  hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>customer</extra>"),
                       row=r, col=c)
@@ -204,13 +206,36 @@ def old_history_figure(periods, labels, values, *, baseline=None, units=None, ti
                                      legendgroup="baseline",
                                      hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>baseline</extra>"),
                           row=r, col=c)
-    # since issue 26: fewer ticks where long labels would not fit side by side (about 200 px a chart)
-    fits = max(2, 200 // (5.5 * max(len(str(p)) for p in periods) + 10))
-    fig.update_xaxes(type="category", showticklabels=True, tickangle=0, tickfont=dict(size=10),
-                     dtick=max(1, int(math.ceil(len(x) / (4 if cols > 2 else 5))), int(math.ceil(len(x) / fits))))
-    fig.update_yaxes(gridcolor="#eee", rangemode="tozero", automargin=True)
-    fig.update_annotations(font=dict(size=12))
-    return old_layout(fig, title, height=170 * rows + 80, showlegend=False)
+    # since issue 38: a few short ticks fitting a narrow chart, written under the last chart of each column;
+    # empty cells hidden; long chart names and titles wrapped; the history's span once under the charts
+    chart_px = figures.HISTORY_PX * (1 - 0.08 * (cols - 1)) / cols
+    ticks = history_ticks(periods, chart_px)
+    for j in range(rows * cols):
+        r, c = j // cols + 1, j % cols + 1
+        if j >= f:
+            fig.update_xaxes(visible=False, row=r, col=c)
+            fig.update_yaxes(visible=False, row=r, col=c)
+            continue
+        fig.update_xaxes(type="category", tickmode="array", tickvals=[x[i] for i in ticks.indices],
+                         ticktext=esc_all(ticks.texts), tickangle=0, tickfont=dict(size=10),
+                         ticklabelposition="outside right", ticks="outside", ticklen=4, showticklabels=j + cols >= f,
+                         showgrid=True, gridcolor="#f2f2f2", row=r, col=c)
+        fig.update_yaxes(gridcolor="#eee", rangemode="tozero", automargin=True, row=r, col=c)
+    more = 0
+    for note in fig.layout.annotations:
+        parts = figures.wrapped(note.text, max(8, int(chart_px // 6.8)))
+        note.update(text="<br>".join(parts), font=dict(size=12))
+        more = max(more, 15 * (len(parts) - 1))
+    heading = figures.wrapped(title) if title else []
+    height = 170 * rows + 80 + more + 20 * max(0, len(heading) - 1) + 24
+    old_layout(fig, title, height=height, showlegend=False)
+    fig.add_annotation(text=esc(history_span(periods)), xref="paper", yref="paper", x=0.5, y=0, xanchor="center",
+                       yanchor="top", yshift=-20, showarrow=False, font=dict(size=11, color="#555"))
+    if heading:
+        fig.update_layout(title=dict(text="<br>".join(esc(line) for line in heading), yref="container",
+                                     y=1 - 28 / height, yanchor="bottom"))
+    fig.update_layout(margin=dict(b=34, t=(8 + 20 * len(heading) + 6 if heading else 10) + more + 20))
+    return fig
 
 
 

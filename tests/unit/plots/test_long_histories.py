@@ -136,8 +136,9 @@ def test_a_long_history_is_drawn_in_the_heatmaps_bins_and_rows_as_means(year):
                                 baseline=np.where(pad[:, None], np.nan, base), plan=plan, title="History", columns=2)
     kept = [j for j in plan.rows if j is not None]
     assert len(kept) == 11 and kept[:2] == [5, 17]  # the heatmap's rows, largest first
-    *titles, note = spec["layout"]["annotations"]  # a chart's title per feature, then the note
+    *titles, span, note = spec["layout"]["annotations"]  # a chart's title per feature, the span, the note
     assert [n["text"] for n in titles] == [FEATURES[j] for j in kept]
+    assert span["text"] == "1 Jan 2025 to 31 Dec 2025"  # the days binned, not the bins' ISO weeks
     weeks = pd.to_datetime(pd.Series(DAYS)).dt.strftime("%G-W%V").to_numpy()
     for drawn, source in ((_lines(spec), values), (_lines(spec, "baseline"), base)):
         expected = pd.DataFrame(np.where(pad[:, None], np.nan, source)).groupby(weeks, sort=False).mean()
