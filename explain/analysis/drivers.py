@@ -150,6 +150,7 @@ class Ranked:
     share: float         # mean_abs / sum of every feature's mean_abs
     customers: int       # customers with data for it
     value_effect: float = 0.0  # Spearman's rho of value and attribution (> 0: higher values raise the prediction)
+    binary: bool = False       # a 0/1 feature ("having it raises it")
 
     @property
     def direction(self) -> str:
@@ -188,6 +189,11 @@ class TimeProfile:
         mass = self.mass
         total = float(mass.sum())
         return mass / total if total > 0 else np.zeros_like(mass)
+
+    @property
+    def peak(self) -> int:
+        """The period holding the largest share (the tallest bar)."""
+        return int(np.argmax(self.shares)) if len(self.periods) else 0
 
     @property
     def recent(self) -> np.ndarray:
@@ -249,6 +255,7 @@ class Group:
     together: float          # mean over customers of |the members' summed attribution| (less where they cancel)
     customers: int           # customers with data for any member
     value_effect: float      # the first (largest) member's Spearman's rho of value and attribution
+    binary: bool = False     # the first member is a 0/1 feature
 
     @property
     def feature(self) -> Feature:
@@ -257,7 +264,8 @@ class Group:
 
     @property
     def ranked(self) -> Ranked:
-        return Ranked(self.feature, self.mean_abs, self.mean_signed, self.share, self.customers, self.value_effect)
+        return Ranked(self.feature, self.mean_abs, self.mean_signed, self.share, self.customers, self.value_effect,
+                      self.binary)
 
     @property
     def how(self) -> str:
@@ -542,9 +550,10 @@ def rank(features, attributions: np.ndarray, values: np.ndarray | None = None, s
     mean_abs, mean_signed = np.nan_to_num(mean_abs), np.nan_to_num(mean_signed)
     total = float(mean_abs.sum())
     order = np.argsort(-mean_abs, kind="stable")
+    binary = [values is not None and f.role == "static" and _binary(values[:, j]) for j, f in enumerate(features)]
     return tuple(Ranked(features[j], float(mean_abs[j]), float(mean_signed[j]),
-                        float(mean_abs[j] / total) if total > 0 else 0.0, int(counts[j]), float(effect[j]))
-                 for j in order)
+                        float(mean_abs[j] / total) if total > 0 else 0.0, int(counts[j]), float(effect[j]),
+                        bool(binary[j])) for j in order)
 
 
 def _sample_rows(n: int, size: int, seed: int) -> np.ndarray:
@@ -601,6 +610,9 @@ def direction_words(r: Ranked, baseline=None, member: str | None = None) -> str:
     raising it; lower than the average customer raises it". ``member``: for a group, the member
     whose values the comparison speaks of."""
     text = _DIRECTION_WORDS[r.direction]
+    if abs(r.value_effect) >= RELATION_RHO and r.binary:
+        return text + f"; {'having' if r.value_effect > 0 else 'not having'} {_lower(member) if member else 'it'} " \
+                      f"raises it"
     if abs(r.value_effect) >= RELATION_RHO:
         way = "higher" if r.value_effect > 0 else "lower"
         what = f"{way} {_lower(member)}" if member else way
@@ -810,7 +822,7 @@ def make_groups(features, ranking, attributions: np.ndarray, declared: Sequence 
         out.append(Group(name, tuple(columns), members, found, float(sum(r.mean_abs for r in ranked)),
                          float(sum(r.mean_signed for r in ranked)), float(sum(r.share for r in ranked)),
                          float(np.nan_to_num(_nanmean(np.abs(summed), 0))), int(np.isfinite(summed).sum()),
-                         ranked[0].value_effect))
+                         ranked[0].value_effect, ranked[0].binary))
     return tuple(sorted(out, key=lambda g: -g.share))
 
 
@@ -854,9 +866,17 @@ def _profile(key: str, periods, abs_sum, signed_sum, count, share: float = RECEN
 def profile_sentence(profile: TimeProfile, share: float = RECENT_SHARE) -> str:
     """The time profile in words."""
     t = len(profile.periods)
-    return (f"The last {profile.recent_periods} of {t} periods hold {_percent(share)} of the history's "
-            f"|attribution| over every customer; the last period alone ({profile.periods[-1]}) holds "
+    text = (f"The last {profile.recent_periods} of {t} periods hold {_percent(share)} of the history's effect "
+            f"(|attribution| over every customer); the last period alone ({profile.periods[-1]}) holds "
             f"{_percent(profile.last_share)}.")
+    return text + (" " + peak_words(profile) if not profile.recent[profile.peak] else "")
+
+
+def peak_words(profile: TimeProfile) -> str:
+    """Where the largest share lies when it is before the recent periods (a light bar that is the tallest)."""
+    k = profile.peak
+    return (f"The largest single share, {100 * profile.shares[k]:.1f} %, is earlier: {profile.periods[k]} "
+            f"({profile.before_last[k]} periods before the last), where {profile.customers[k]:,} customers have data.")
 
 
 # ----------------------------------------------------------------------------- segments
@@ -1123,7 +1143,7 @@ def drivers_of(attribution, bundle, ids: Sequence[str] | None = None, **options)
 
 # ----------------------------------------------------------------------------- as arrays and JSON (a summary file)
 
-PARTS_VERSION = 2
+PARTS_VERSION = 3
 
 
 def to_parts(d: Drivers) -> tuple[dict, dict]:
@@ -1144,9 +1164,9 @@ def to_parts(d: Drivers) -> tuple[dict, dict]:
         "version": PARTS_VERSION, "features": [[f.name, f.label, f.input, f.role, f.unit] for f in d.features],
         "window": d.window, "sentence": d.sentence, "source": d.source, "baseline": d.baseline,
         "groups": [[g.name, list(g.columns), g.found, g.mean_abs, g.mean_signed, g.share, g.together, g.customers,
-                    g.value_effect] for g in d.groups],
+                    g.value_effect, g.binary] for g in d.groups],
         "silhouette": [[k, v] for k, v in d.silhouette.items()],
-        "ranking": [[index[r.feature], r.mean_abs, r.mean_signed, r.share, r.customers, r.value_effect]
+        "ranking": [[index[r.feature], r.mean_abs, r.mean_signed, r.share, r.customers, r.value_effect, r.binary]
                     for r in d.ranking],
         "profiles": [[p.input, list(p.periods), p.recent_periods, p.last_share] for p in d.time_profiles],
         "segments": [[s.name, s.size, s.share, s.mean_prediction, s.churn_rate,

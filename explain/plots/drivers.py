@@ -183,7 +183,9 @@ def time_profile(profile, *, title: str | None = None) -> go.Figure:
                      tickangle=-90 if t > 12 else 0, nticks=min(t, 24))
     fig.update_yaxes(title="% of the history's effect (all customers)", gridcolor="#eee", ticksuffix=" %")
     fig.update_layout(bargap=0 if t > 60 else 0.15)
-    title = title or f"The last {profile.recent_periods} of {t} periods hold 90 % of the history's effect"
+    title = title or (f"The last {profile.recent_periods} of {t} periods hold 90 % of the history's effect"
+                      + ("" if recent[profile.peak] else f"; the tallest bar, {profile.periods[profile.peak]}, "
+                                                         "is before them"))
     return layout(fig, title, height=340)
 
 

@@ -469,3 +469,42 @@ def test_the_summary_parts_keep_groups_reasons_and_the_reference():
     assert back.groups == d.groups and back.reference == "the typical (median) customer"
     assert [x.segment_value for s in back.segments for x in s.drivers] == \
            [x.segment_value for s in d.segments for x in s.drivers]
+
+
+def test_a_yes_no_feature_says_having_it_and_the_profile_names_an_earlier_peak():
+    n = 300
+    rng = np.random.default_rng(4)
+    fibre = rng.integers(0, 2, n).astype(float)
+    values = np.c_[rng.normal(size=n), fibre]
+    attributions = np.c_[rng.normal(0, 0.01, n), np.where(fibre == 1, -0.05, 0.05)]  # no fibre: higher risk
+    d = D.compute(None, static_rows(values, attributions), layout=STATIC2, baseline="mean")
+    first = next(r for r in d.ranking if r.feature.name == "b")
+    assert first.binary and first.value_effect < -0.9
+    assert D.direction_words(first, "mean").endswith("; not having it raises it")
+    # a profile whose largest share is before its recent periods says where
+    a = np.zeros((n, 6, 2))
+    a[:, 0, 0] = 0.3  # the first period: 30 % of the effect, the other five 14 % each
+    a[:, 1:, 1] = 0.14
+    rows = D.Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.5),
+                  {"history": np.ones((n, 6, 2)), "profile": np.ones((n, 2))},
+                  {"history": a, "profile": np.zeros((n, 2))})
+    (profile,) = D.compute(None, rows, layout=LAYOUT).time_profiles
+    assert profile.recent_periods == 6 and profile.peak == 0
+    assert profile.shares[0] == pytest.approx(0.3 / 1.0)
+    a[:, 0, 0], a[:, 1, 0] = 0.9, 0.0  # now 0.9 of 1.6 in the first: the recent 5 hold less than 90 %
+    (profile,) = D.compute(None, rows, layout=LAYOUT).time_profiles
+    assert profile.recent_periods == 6  # the whole history is needed for 90 %: no bar is light
+    a[:, 0, 0] = 0.05  # 0.05 of 0.75: the last 5 hold 93 %, the first is light and the smallest
+    (profile,) = D.compute(None, rows, layout=LAYOUT).time_profiles
+    assert profile.recent_periods == 5 and "The largest single share" not in D.profile_sentence(profile)
+    # the tallest bar before the recent periods: 8 % in the first of 20 periods, 92 % spread over the last 19
+    t = 20
+    periods = tuple(f"p{k:02d}" for k in range(t))
+    long = D.Layout((("history", "temporal", ("calls",), ("Calls",), periods),))
+    a = np.full((n, t, 1), 0.92 / 19)
+    a[:, 0, 0] = 0.08
+    (profile,) = D.compute(None, D.Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.5),
+                                        {"history": np.ones((n, t, 1))}, {"history": a}), layout=long).time_profiles
+    assert profile.recent_periods == 19 and profile.peak == 0 and not profile.recent[0]
+    assert "The largest single share, 8.0 %, is earlier: p00 (19 periods before the last), where 300 customers " \
+           "have data." in D.profile_sentence(profile)
