@@ -85,11 +85,16 @@ def churn_like(bundle, target: str) -> bool:
 
 
 def outcome_word(bundle, value, target: str = "churn") -> str:
-    """A label value in words: "churned" / "stayed" for a churn label, else "<label> = <value>"."""
+    """A label value in words: "churned" / "stayed" for a churn label; "arrest" / "no arrest" for another label
+    with two values (the positive one first); else "<label> = <value>"."""
     positive = labels.positive(bundle)
+    yes = positive is not None and labels.same(value, positive)
     if churn_like(bundle, target):
-        return "churned" if positive is not None and labels.same(value, positive) else "stayed"
-    return f"{getattr(bundle, 'label_name', None) or 'label'} = {labels.text(value)}"
+        return "churned" if yes else "stayed"
+    name = getattr(bundle, "label_name", None) or "label"
+    if len(labels.values(bundle)) == 2:
+        return name if yes else f"no {name}"
+    return f"{name} = {labels.text(value)}"
 
 
 def reference_name(spec, bundle=None, target: str = "churn") -> str:
@@ -102,8 +107,7 @@ def reference_name(spec, bundle=None, target: str = "churn") -> str:
     if spec.kind == "cohort":
         if bundle is not None and churn_like(bundle, target):
             return f"the average customer who {outcome_word(bundle, spec.argument, target)}"
-        name = getattr(bundle, "label_name", None) or "label"
-        return f"the average customer with {name} = {spec.argument}"
+        return f"the average customer with {outcome_word(bundle, spec.argument, target)}"
     if spec.kind == "sample":
         return f"the average of {spec.argument} sampled customers"
     return REFERENCES.get(spec.kind, "the baseline")
@@ -277,9 +281,17 @@ def _name(label: str) -> str:
 
 
 def _shown(value, unit: str, yes_no: bool) -> str:
-    if yes_no and float(value) in (0.0, 1.0):
-        return "yes" if float(value) == 1.0 else "no"
+    """A value in words: a 0/1 feature's "yes" / "no", or its share of yes ("47 % yes"); else the number and unit."""
+    if yes_no and 0.0 <= float(value) <= 1.0:
+        if float(value) in (0.0, 1.0):
+            return "yes" if float(value) == 1.0 else "no"
+        return _percent(f"{float(value):.0%} yes")
     return f"{_number(value)}{f' {unit}' if unit else ''}"
+
+
+def _countable(driver: Driver) -> bool:
+    """Whether "no <name>" says a zero (a count in a plural unit: "no support calls"), not "no share of ..."."""
+    return bool(driver.unit) and driver.unit.endswith("s") and driver.unit != "0/1"
 
 
 def phrase(driver: Driver, reference: str) -> str:
@@ -291,13 +303,19 @@ def phrase(driver: Driver, reference: str) -> str:
     else:
         shown = driver.reference if isinstance(driver.reference, str) else _shown(driver.reference, driver.unit,
                                                                                   False)
+        if not isinstance(driver.reference, str) and driver.yes_no:
+            shown = _shown(driver.reference, "", True)
         compared = f" (against {shown})" if reference == REFERENCES["zero"] else f" ({reference}: {shown})"
     if isinstance(driver.value, str) or driver.value is None:
         return f"{name} is {driver.value}{driver.when}{compared}"
     value = _shown(driver.value, driver.unit, driver.yes_no)
     if driver.periods is None:
         return f"{name}: {value}{compared}" if driver.yes_no else f"{name} is {value}{compared}"
-    if driver.value == 0 and not driver.yes_no:
+    if driver.yes_no:  # yes or no all along the window, else the share of its periods with yes
+        share = float(driver.value)
+        said = value if share in (0.0, 1.0) else f"yes {_percent(f'{share:.0%}')} of the time"
+        return f"{name}: {said}{driver.when}{compared}"
+    if driver.value == 0 and (_countable(driver) or driver.unit == "" and driver.label.endswith("s")):
         return f"no {name}{driver.when}{compared}"
     if driver.count > 1:
         return f"{name} averaged {value}{driver.when}{compared}"
@@ -365,16 +383,12 @@ def known_outcome(bundle, customer: str, said: verdicts.Verdict | None, target: 
     value = bundle.labels[bundle.index_of(customer)]
     positive = labels.positive(bundle)
     churned = positive is not None and labels.same(value, positive)
-    text = f"Known outcome: {outcome_word(bundle, value, target)}."
-    if said is None:
+    word = outcome_word(bundle, value, target)
+    text = f"Known outcome: {word}."
+    if said is None or not ((said.index == said.of - 1 and not churned) or (said.index == 0 and churned)):
         return text, False
-    if said.index == said.of - 1 and not churned:
-        return (text + f" The model missed this one: it scores them {said.band} ({said.range_text}), "
-                       f"but they {outcome_word(bundle, value, target)}."), True
-    if said.index == 0 and churned:
-        return (text + f" The model missed this one: it scores them {said.band} ({said.range_text}), "
-                       f"but they {outcome_word(bundle, value, target)}."), True
-    return text, False
+    but = f"they {word}" if churn_like(bundle, target) else f"the outcome was {word}"
+    return text + f" The model missed this one: it scores them {said.band} ({said.range_text}), but {but}.", True
 
 
 def misses(bundle, scores, bands=None, limit: int = MISSES) -> tuple[list[str], list[str]]:
