@@ -73,6 +73,7 @@ RELATION_RHO = 0.3      # |rho| from which "more than ... raises it" is said
 GROUP_SAMPLE = 5_000    # customers the feature groups are found on
 GROUP_RHO = 0.7         # |Spearman| of the customer-level values from which features form a group
 GROUP_NAMED = 3         # members named in a found group's name (more: "<first> and related")
+GROUP_NAME_LENGTH = 40  # characters of a found group's name listing its members (longer: "<first> and related")
 
 EMPTY = "There is nothing to summarise: {what} holds no customer."
 BAD_WINDOW = "window must be a whole number of periods from 1 to {t} (or None for the whole history); got {value!r}."
@@ -649,7 +650,7 @@ def ranking_sentence(ranking, n_customers: int, window_text: str, baseline=None,
         text += f" The other {rest} {what} carry {_percent(sum(r.share for r in ranking[len(named):]))}."
     if groups:
         text += " Groups of related features: " + "; ".join(
-            (f"{g.name} ({g.how})" if g.found and g.name == _group_name(g.members)
+            (f"{g.name} ({g.how})" if g.name == _and([g.members[0].label] + [_lower(f.label) for f in g.members[1:]])
              else f"{g.name} ({_and([f.label for f in g.members])}; {g.how})") for g in groups) + "."
     return text + (f" Shares of all attribution (mean |attribution| per customer); temporal features summed over "
                    f"{window_text}.")
@@ -785,9 +786,10 @@ def find_groups(values: np.ndarray, seed: int = SEED, *, size: int = GROUP_SAMPL
 
 def _group_name(members: Sequence[Feature]) -> str:
     """A found group's name: its members' display names ("Orders, items and spend"), or the first
-    one's and "and related" past ``GROUP_NAMED`` members."""
+    one's and "and related" past ``GROUP_NAMED`` members or ``GROUP_NAME_LENGTH`` characters."""
     labels = [members[0].label] + [_lower(f.label) for f in members[1:]]
-    return _and(labels) if len(labels) <= GROUP_NAMED else f"{labels[0]} and related"
+    joined = _and(labels)
+    return joined if len(labels) <= GROUP_NAMED and len(joined) <= GROUP_NAME_LENGTH else f"{labels[0]} and related"
 
 
 def make_groups(features, ranking, attributions: np.ndarray, declared: Sequence = (), values: np.ndarray | None = None,

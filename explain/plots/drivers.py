@@ -44,8 +44,7 @@ def ranking(d, top: int | None = TOP_RANKING, *, grouped: bool = False, title: s
     rows = d.grouped_ranking if grouped and getattr(d, "groups", ()) else d.ranking
     cut = top is not None and len(rows) > top
     reference = getattr(d, "reference", "the baseline")
-    title = title or (f"What drives the prediction, relative to {reference}: size (mean |attribution|) and "
-                      f"direction (mean) per {'feature or group' if rows is not d.ranking else 'feature'}"
+    title = title or (f"Effects relative to {reference}: size and direction"
                       + (f", top {top - 1} of {len(rows)} (the others together)" if cut else ""))
     return feature_ranking([_label(r.feature, d) for r in rows], [r.mean_abs for r in rows],
                            [r.mean_signed for r in rows], title=title, top=top)

@@ -20,7 +20,8 @@ def test_drivers_page_computes_the_store_draws_it_and_opens_a_segments_customer(
     page.wait_for_function(f"() => ({DRAWN})() >= 5", timeout=300_000)  # the progress reran the page itself
     wait_idle(page)
     main = page.locator("[data-testid=stMain]")
-    assert main.get_by_text(re.compile(r"^Across 3,000 customers, the prediction is driven most by")).is_visible()
+    assert main.get_by_text(re.compile(r"^Across 3,000 customers, relative to the average customer \(the baseline\), "
+                                       r"the prediction is driven most by")).is_visible()
     nav = page.locator("[data-testid=stSidebarNav] a").first.inner_text()
     assert "What drives churn" in nav  # first in the navigation
     screenshot(page, "drivers")

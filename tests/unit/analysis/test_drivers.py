@@ -508,3 +508,13 @@ def test_a_yes_no_feature_says_having_it_and_the_profile_names_an_earlier_peak()
     assert profile.recent_periods == 19 and profile.peak == 0 and not profile.recent[0]
     assert "The largest single share, 8.0 %, is earlier: p00 (19 periods before the last), where 300 customers " \
            "have data." in D.profile_sentence(profile)
+
+
+def test_a_found_groups_name_lists_short_members_or_says_and_related():
+    def f(label):
+        return D.Feature(label.lower(), label, "profile", "static")
+
+    assert D._group_name([f("Orders"), f("Items"), f("Spend")]) == "Orders, items and spend"
+    assert D._group_name([f("Orders"), f("Items"), f("Spend"), f("Visits")]) == "Orders and related"
+    assert D._group_name([f("Bill amount (USD)"), f("Monthly charge (USD)"), f("Number of products")]) == \
+        "Bill amount (USD) and related"  # listing them would pass 40 characters
