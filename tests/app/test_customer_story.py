@@ -1,0 +1,111 @@
+"""The Customer page tells one story for every kind of bundle (issue 38), through AppTest: the answer with a
+feature, a number and its reference above the first chart, the known outcome beside the verdict, the model's
+misses in the sidebar, "What would keep this customer?" on a padded bundle too, and no engineers' words."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.support import padded
+from tests.support.apptest import DEMO, app, errors, plain
+
+EMBEDDING = DEMO.parent / "demo-embedding"
+JARGON = ("mask", "logit", "delta", "gausslegendre", "offset", "1e-06")
+POPOVER = ("**Gap left over", "**Steps**", "**Points spent**")  # the badge's popover: the engineers' details
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return padded.write(tmp_path_factory.mktemp("story") / "padded")
+
+
+def scores_of(folder) -> dict[str, float]:
+    from explain.bundle.load import load_bundle
+
+    bundle = load_bundle(folder)
+    scores = np.asarray(bundle.predict())[:, 0]
+    return dict(zip([str(i) for i in bundle.ids], scores.astype(float).tolist()))
+
+
+def main_text(at) -> list[str]:
+    """The analyst's words in the main area (markdown, captions, info and warnings), the popover left out."""
+    texts = [plain(str(n.value)) for n in at.main if n.type in ("markdown", "caption", "info", "warning")]
+    return [t for t in texts if not t.startswith(POPOVER)]
+
+
+def order_of(at) -> list[str]:
+    out = []
+    for node in at.main:
+        if node.type == "markdown" and "mainly because" in str(node.value):
+            out.append("answer")
+        elif node.type == "plotly_chart" and not any(o.startswith("chart") for o in out):
+            out.append("chart")
+    return out
+
+
+def test_padded_bundle_answer_outcome_reasons_and_no_jargon(folder, monkeypatch):
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
+    cid = padded.short_customers(folder)[1]
+    at = app({"customer": cid, "baseline": "mean"})
+    assert not errors(at), errors(at)
+    texts = main_text(at)
+    answer = next(t for t in texts if "mainly because" in t)
+    assert re.search(r"likely to churn \(\d+ % of customers churn\), mainly because .*\d.*\(the average customer: "
+                     r"[\d.]+\), (raising|lowering) the risk by \d", answer), answer
+    assert order_of(at)[:2] == ["answer", "chart"]  # the answer above the first chart
+    labels = pd.read_csv(folder / "static.csv", dtype={"customer_id": str}).set_index("customer_id")["churned"]
+    outcome = "churned" if labels[cid] == 1 else "stayed"
+    assert any(f"Known outcome: {outcome}." in t for t in texts), texts
+    assert any(t.startswith("A short history: ") and "no data yet" in t for t in texts), texts
+    reasons = next(t for t in texts if t.startswith("**The largest effects**"))
+    assert reasons.count("\n- ") >= 2 and re.search(r"- (raises|lowers) the risk by \d", reasons), reasons
+    found = [w for t in texts for w in JARGON if w in t.lower()]
+    assert not found, found
+    assert not any("Largest effects:" in t for t in texts)  # the old summary is gone
+
+
+def test_padded_bundle_high_risk_customer_gets_what_would_keep_them(folder, monkeypatch):
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
+    scores = scores_of(folder)
+    high = max(scores, key=scores.get)
+    assert scores[high] >= 0.5
+    at = app({"customer": high})
+    assert not errors(at), errors(at)
+    card = [plain(m.value) for m in at.markdown if "What would keep this customer?" in m.value]
+    assert card and ("would bring the churn score from" in card[0] or "No change of a few values" in card[0]), card
+
+
+def test_embedding_bundle_says_why_the_keep_search_does_not_run(monkeypatch):
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(EMBEDDING))
+    static = pd.read_csv(EMBEDDING / "static.csv", dtype={"customer_id": str})
+    at = app()  # the default customer: the highest score
+    assert not errors(at), errors(at)
+    texts = main_text(at)
+    assert any("mainly because" in t and "(the average customer: " in t for t in texts), texts
+    note = [t for t in texts if t.startswith("**What would keep this customer?**")]
+    assert note and "not searched here" in note[0] and "Contract and Plan" in note[0], texts
+    cid = at.session_state["customer"]
+    outcome = "churned" if int(static.set_index("customer_id").loc[cid, "churned"]) == 1 else "stayed"
+    assert any(f"Known outcome: {outcome}" in t for t in texts)
+    assert not [w for t in texts for w in JARGON if w in t.lower()]
+
+
+def test_the_models_misses_picker_opens_a_miss_and_the_page_says_so():
+    at = app()
+    box = at.selectbox(key="_miss_pick")
+    assert box.options, "the demo model misses some customers"
+    static = pd.read_csv(DEMO / "static.csv", dtype={"customer_id": str}).set_index("customer_id")["churned"]
+    first = box.options[0]
+    cid = first.split()[0]
+    assert first.endswith("· stayed") and static[cid] == 0  # high risk first, most wrong first
+    box.set_value(cid).run()
+    assert at.session_state["customer"] == cid and not at.exception
+    said = [plain(m.value) for m in at.markdown if "Known outcome" in m.value]
+    assert said and ("Known outcome: stayed. The model missed this one: it scores them high risk (0.6 and above), "
+                     "but they stayed.") in said[0], said
+    last = at.selectbox(key="_miss_pick").options[-1]
+    assert last.endswith("· churned") and static[last.split()[0]] == 1  # then low risk who churned
