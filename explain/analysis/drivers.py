@@ -574,13 +574,14 @@ def relation(values: np.ndarray, attributions: np.ndarray, seed: int = SEED, siz
     at most ``size`` customers with data (0 where it cannot be measured): > 0, a higher value goes
     with a higher prediction."""
     rows = _sample_rows(values.shape[0], size, seed)
-    out = np.zeros(values.shape[1])
-    for j in range(values.shape[1]):
-        pair = pd.DataFrame({"v": values[rows, j], "a": attributions[rows, j]}).dropna()
-        if len(pair) >= 10 and pair["v"].nunique() > 1 and pair["a"].nunique() > 1:
-            rho = float(pair["v"].rank().corr(pair["a"].rank()))
-            out[j] = rho if np.isfinite(rho) else 0.0
-    return out
+    v, a = np.asarray(values[rows], np.float64), np.asarray(attributions[rows], np.float64)  # (m, p)
+    both = np.isfinite(v) & np.isfinite(a)
+    rv = pd.DataFrame(np.where(both, v, np.nan)).rank().to_numpy()  # ranks over the rows with both (ties: average)
+    ra = pd.DataFrame(np.where(both, a, np.nan)).rank().to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rv, ra = rv - _nanmean(rv, 0), ra - _nanmean(ra, 0)
+        rho = np.nansum(rv * ra, 0) / np.sqrt(np.nansum(rv * rv, 0) * np.nansum(ra * ra, 0))
+    return np.where((both.sum(axis=0) >= 10) & np.isfinite(rho), rho, 0.0)
 
 
 # ----------------------------------------------------------------------------- what effects are against
