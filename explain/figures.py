@@ -350,8 +350,8 @@ def _heatmaps(a, bundle, row: int, ids, cid: str, reference: dict, views: dict, 
                                         units=_units(bundle, bundle.temporal_features), plan=plan, title=title))]
 
 
-def customer(a, bundle, customer=0, *, ids=None, settings=None, reference=None, scores=None, views=None,
-             top=None) -> CustomerView:
+def customer_view(a, bundle, customer=0, *, ids=None, settings=None, reference=None, scores=None, views=None,
+                  top=None) -> CustomerView:
     """The Customer page for one customer of ``a``, words and figures: ``explain.figures.customer(a, bundle,
     "C00042").story.text()``; ``.figures``: (heading, kind, go.Figure). Arguments as in :func:`customer_story`
     and :func:`customer_figures`."""
@@ -361,6 +361,9 @@ def customer(a, bundle, customer=0, *, ids=None, settings=None, reference=None, 
         reference = words.references(bundle, cid, settings) if settings.baseline is not None else {}
     return CustomerView(words.story(a, bundle, row, cid, settings=settings, reference=reference, scores=scores),
                         customer_figures(a, bundle, row, ids=ids, reference=reference, views=views, top=top))
+
+
+customer = customer_view  # explain.figures.customer(a, bundle, "C00042"): the Customer page, words and figures
 
 
 # ----------------------------------------------------------------------------- what-if
@@ -421,7 +424,7 @@ def html(attribution, bundle, customer=0, path=None, *, ids=None, baseline=None)
     if isinstance(baseline, str):
         settings = settings.replace(baseline=baseline)
     reference = _baseline_of(bundle, cid, baseline) if isinstance(baseline, dict) else None
-    view = customer(attribution, bundle, row, ids=ids, settings=settings, reference=reference)
+    view = customer_view(attribution, bundle, row, ids=ids, settings=settings, reference=reference)
     text = html_page.html_report(attribution, bundle, attribution_ids(attribution, bundle, ids), row,
                                  settings if settings.baseline is not None else None,
                                  [(shown.heading, shown.figure) for shown in view.figures], story=view.story)

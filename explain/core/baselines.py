@@ -79,8 +79,6 @@ SHORT_HISTORY_ANALYST = (
     "data. So its score also comes from a short history, and the effects explain the customer's values, not how "
     "long the history is."
 )
-CATEGORICAL_ANALYST = {"mean-embedding": "Categorical features ({names}) are at a mix of their categories, each "
-                                         "weighted by how often it occurs (no single category)."}
 SHORT_HISTORY_WHERE = {
     "zero": "0 is placed", "mean": "each feature's mean over every customer's real {units} is placed",
     "median": "each feature's median over every customer's real {units} is placed",
@@ -482,8 +480,7 @@ def describe(spec: str | Baseline, *, layout=None, categorical: str = "mode", un
     if names and spec.kind not in ("flat", "blur", "customer", "sample"):
         rule, chosen = parse_categorical(categorical, layout)
         shown = ", ".join(f"{k}={v}" for k, v in chosen.items())
-        words = (CATEGORICAL_ANALYST if analyst else {}).get(rule, CATEGORICAL_WORDS[rule])
-        text += " " + words.format(names=", ".join(names), chosen=shown)
+        text += " " + CATEGORICAL_WORDS[rule].format(names=", ".join(names), chosen=shown)
     padded = any(s.padded_by for s in layout.specs)
     if analyst and padded:
         text += " " + NO_DATA_WORDS.format(**period)

@@ -174,6 +174,7 @@ def test_the_analysts_baseline_words_say_no_data_yet_and_the_engineers_keep_the_
         assert "Weeks before a customer's first week are no data yet" in analyst
         assert not [w for w in ("mask", "offset", "padding", "1e-06") if w in analyst.lower()], analyst
         assert "mask value" in baselines.describe(spec, layout=bundle.layout, unit="week")
-    embedding = load_bundle(EMBEDDING)
-    words_ = baselines.describe("mean", layout=embedding.layout, categorical="mean-embedding", analyst=True)
-    assert "embedding" not in words_.lower() and "mix of their categories" in words_
+    embedding = load_bundle(EMBEDDING)  # categories and months padded behind Masking(0)
+    words_ = baselines.describe("mean", layout=embedding.layout, categorical="mode", analyst=True)
+    assert "most frequent category" in words_ and "Months before a customer's first month are no data yet" in words_
+    assert not [w for w in ("mask", "offset", "padding") if w in words_.lower()], words_
