@@ -93,7 +93,8 @@ def test_customer_history_lines_follow_the_heatmaps_bins_and_rows(bundle_env):
         figs = set_view(at, "customer_temporal", bin=bin) if bin else charts(at)
         rows = list(effects(figs["temporal_heatmap"])["y"])
         history = figs["history"]
-        assert [n["text"] for n in history["layout"]["annotations"][:-1]] == rows[:11]  # the heatmap's own rows
+        *names, span, note = history["layout"]["annotations"]  # the charts' names, the span under them, the note
+        assert [n["text"] for n in names] == rows[:11] and span["text"] == "1 Jan 2025 to 31 Dec 2025"
         assert "the 11 of 24 features with the largest effects" in history["layout"]["annotations"][-1]["text"]
         by = [d[:7] for d in year.DAYS] if bin == "month" else pd.to_datetime(
             pd.Series(year.DAYS)).dt.strftime("%G-W%V").to_numpy()
