@@ -216,3 +216,35 @@ def test_a_failed_background_job_says_why_and_tries_again(tmp_path, monkeypatch)
     monkeypatch.setattr(stores, "run_batch_job", real)
     next(b for b in at.button if b.label == "Try again").click().run()
     assert "drivers_ranking" in wait_for_charts(at)
+
+
+def test_the_page_on_a_real_padded_bundle(tmp_path_factory, monkeypatch):
+    """Rossi (tests/support/real_data.py: 52 weeks padded at the end, Masking + LSTM, a store made with
+    adaptive steps): the words say what they are relative to, the employment features are one group
+    (on by default), the cards speak the bundle's units, the time profile draws the shares its title counts."""
+    from explain.analysis.drivers import reason_text
+    from tests.support import real_data
+
+    folder = real_data.rossi(tmp_path_factory)
+    bundle = load_bundle(folder)
+    run_batch_job(bundle, folder / "attributions" / "auto", Settings(steps="auto"), progress=False)
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
+    monkeypatch.setenv(stores.ENV, str(tmp_path_factory.mktemp("rossi-stores")))
+    at = app(page=PAGE)
+    shown = wait_for_charts(at)
+    d = explain.drivers(folder, folder / "attributions" / "auto")
+    assert plain(at.info[0].value) == d.group_sentence
+    assert "relative to the average customer (the baseline)" in d.group_sentence
+    assert any({f.name for f in g.members} >= {"employed", "employed_share"} for g in d.groups)
+    texts = [plain(m.value) for m in at.markdown]
+    for segment in d.segments:
+        for x in segment.drivers:
+            assert any(reason_text(x) in t for t in texts)
+    aged = [x for s in d.segments for x in s.drivers if x.feature.name == "age"]
+    assert all(f"{x.segment_value:.3g} years on average here against {x.everyone_value:.3g} years" in reason_text(x)
+               for x in aged)  # bundle.json's unit
+    (profile,) = d.time_profiles
+    bars = shown["drivers_time_0"]["data"][0]
+    assert np.allclose(array(bars["y"]), 100 * profile.shares)
+    title = shown["drivers_time_0"]["layout"]["title"]["text"]
+    assert f"The last {profile.recent_periods} of 52 periods hold 90 %" in title
