@@ -188,7 +188,7 @@ def history_ticks(periods, chart_px: float) -> Ticks:
         days = _step_candidates(labels, DAY_STEPS, lambda i: _day_text(dates[i])) if kind == "day" else []
         candidates = [*months, *days]  # months first: a short span of dates falls back to days
     else:
-        candidates = _step_candidates(labels, PERIOD_STEPS, lambda i: _short(labels[i]))
+        candidates = _step_candidates(labels, (*PERIOD_STEPS, -(-t // 2)), lambda i: _short(labels[i]))
     best = None
     for indices, texts_of in candidates:
         indices = _trimmed(indices, texts_of(indices), t, px)
