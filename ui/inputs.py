@@ -1,6 +1,7 @@
-"""The dashboard's views of a bundle with more inputs (categorical ids into embeddings, padded
-histories, several histories): one heatmap per history, every static feature together, and the
-Data & model page's description of the inputs. The figures come from ``explain.figures``."""
+"""The dashboard's views of a bundle's inputs, whatever their kind (plain, categorical ids into embeddings,
+padded histories, several histories): the Customer page's figures (one heatmap per history, every static
+feature together, the history) and downloads, the pages' notes on what they cannot show, and the Data & model
+page's description of the inputs. The figures come from ``explain.figures``."""
 
 from __future__ import annotations
 

@@ -348,6 +348,7 @@ def why_sentence(customer: str, score: float, target: str, found: list[Driver], 
     effect. ``found``: drivers largest first; those that push the score the way it moved (``gap``: prediction minus
     the baseline's; default the sum of the effects) are named."""
     probability = space == "output" and 0.0 <= score <= 1.0
+    customer = f"Customer {customer}" if str(customer).isdigit() else customer  # "Customer 7", not "7 is ..."
     likely = "less than 1 %" if score < 0.005 else "over 99 %" if score >= 0.995 else _percent(f"{score:.0%}")
     head = f"{customer} is {likely} likely to {target}" if probability else (
         f"{customer} scores {score:.2f} for {target}" + (" (log-odds)" if space != "output" else ""))

@@ -109,3 +109,26 @@ def test_the_models_misses_picker_opens_a_miss_and_the_page_says_so():
                      "but they stayed.") in said[0], said
     last = at.selectbox(key="_miss_pick").options[-1]
     assert last.endswith("· churned") and static[last.split()[0]] == 1  # then low risk who churned
+
+
+def test_without_labels_no_outcome_and_no_misses_picker(tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    folder = tmp_path / "nolabels"
+    folder.mkdir()
+    for name in ("model.keras", "temporal.csv"):
+        shutil.copy(DEMO / name, folder / name)
+    pd.read_csv(DEMO / "static.csv", dtype={"customer_id": str}).drop(columns="churned").to_csv(
+        folder / "static.csv", index=False)
+    config = json.loads((DEMO / "bundle.json").read_text())
+    config.pop("label_column"), config.pop("positive_label", None)
+    (folder / "bundle.json").write_text(json.dumps(config))
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
+    at = app()
+    assert not errors(at)
+    texts = main_text(at)
+    answer = next(t for t in texts if "mainly because" in t)
+    assert "(the average customer scores " in answer  # what is usual without labels: the average score
+    assert not any("Known outcome" in t for t in texts)
+    assert "_miss_pick" not in [s.key for s in at.sidebar.selectbox]
