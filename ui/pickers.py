@@ -184,7 +184,7 @@ def misses_ui(bundle, label: dict) -> None:
     churned = analyst_words.outcome_word(bundle, labels.positive(bundle), target)
     said = {**{i: stayed for i in high}, **{i: churned for i in low}}
     st.selectbox("…or one of the model's misses", high + low, index=None, key="_miss_pick",
-                 placeholder=f"{len(high)} high risk who {stayed}, {len(low)} low risk who {churned}",
+                 placeholder=f"{len(high)} high risk, {len(low)} low risk",
                  format_func=lambda i: f"{label.get(i, i)} · {said.get(i, '')}",
                  on_change=_copy, args=("_miss_pick", "customer"),
                  help=f"Customers the model got wrong: scored {bands[-1].name} ({bands[-1].start:g} and above) but "
