@@ -132,3 +132,12 @@ def test_without_labels_no_outcome_and_no_misses_picker(tmp_path, monkeypatch):
     assert "(the average customer scores " in answer  # what is usual without labels: the average score
     assert not any("Known outcome" in t for t in texts)
     assert "_miss_pick" not in [s.key for s in at.sidebar.selectbox]
+
+
+def test_in_log_odds_the_answer_says_log_odds_and_no_percentage():
+    at = app({"customer": "C00877", "space": "logit"})
+    assert not errors(at)
+    answer = next(t for t in main_text(at) if "mainly because" in t)
+    assert re.match(r"C00877 scores -?\d+\.\d\d for churn \(log-odds\) \(26 % of customers churn\), mainly because",
+                    answer), answer  # the score as log-odds, not as a percentage
+    assert re.search(r"(raising|lowering) the log-odds by \d", answer), answer
