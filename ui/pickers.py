@@ -179,9 +179,9 @@ def misses_ui(bundle, label: dict) -> None:
     target = st.session_state.get("target") or bundle.output_names[bundle.target]
     bands = verdict.bands_of(bundle)
     high, low = analyst_words.misses(bundle, state.predictions(bundle, target), bands)
-    found = labels.values(bundle)
+    found, positive, _ = analyst_words.label_facts(bundle)
     stayed = analyst_words.outcome_word(bundle, found[0], target) if len(found) > 1 else "negative"
-    churned = analyst_words.outcome_word(bundle, labels.positive(bundle), target)
+    churned = analyst_words.outcome_word(bundle, positive, target)
     said = {**{i: stayed for i in high}, **{i: churned for i in low}}
     st.selectbox("…or one of the model's misses", high + low, index=None, key="_miss_pick",
                  placeholder=f"{len(high)} high risk, {len(low)} low risk",

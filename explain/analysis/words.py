@@ -15,6 +15,8 @@ is built from the data, as the engine builds it).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,12 +89,12 @@ def churn_like(bundle, target: str) -> bool:
 def outcome_word(bundle, value, target: str = "churn") -> str:
     """A label value in words: "churned" / "stayed" for a churn label; "arrest" / "no arrest" for another label
     with two values (the positive one first); else "<label> = <value>"."""
-    positive = labels.positive(bundle)
+    found, positive, _ = label_facts(bundle)
     yes = positive is not None and labels.same(value, positive)
     if churn_like(bundle, target):
         return "churned" if yes else "stayed"
     name = getattr(bundle, "label_name", None) or "label"
-    if len(labels.values(bundle)) == 2:
+    if len(found) == 2:
         return name if yes else f"no {name}"
     return f"{name} = {labels.text(value)}"
 
@@ -116,13 +118,38 @@ def reference_name(spec, bundle=None, target: str = "churn") -> str:
 def base_rate(bundle, target: str, scores=None) -> str:
     """What is usual, in words: the share of customers with the positive label ("26 % of customers churn"), else
     the average of ``scores`` (every customer's); "" when neither is known."""
-    positive = labels.positive(bundle)
+    _, positive, rows = label_facts(bundle)
     if positive is not None:
-        share = float(np.mean(_positive_rows(bundle, positive)))
+        share = float(np.mean(rows))
         return _percent(f"{share:.0%} of customers {target}")
     if scores is not None and len(scores):
         return _percent(f"the average customer scores {float(np.mean(scores)):.0%}")
     return ""
+
+
+_FACTS: OrderedDict = OrderedDict()  # content hash -> label_facts(bundle): read once per bundle, not per page run
+_FACTS_LOCK = threading.Lock()
+FACTS_KEPT = 8
+
+
+def label_facts(bundle) -> tuple[list[str], str | None, np.ndarray | None]:
+    """(the label values as text, the positive label, (n,) bool: customers with the positive label), or
+    ([], None, None) without labels; kept per bundle content (``content_hash``), so that a page run does not read
+    every label again (a Python pass over 10^6 labels takes about a second)."""
+    hashed, found = getattr(bundle, "content_hash", ""), getattr(bundle, "labels", None)
+    key = (hashed, None if found is None else len(found)) if hashed else None  # a copy without labels: its own
+    with _FACTS_LOCK:
+        if key is not None and key in _FACTS:
+            _FACTS.move_to_end(key)
+            return _FACTS[key]
+    found, positive = labels.values(bundle), labels.positive(bundle)
+    facts = (found, positive, None if positive is None else _positive_rows(bundle, positive))
+    if key is not None:
+        with _FACTS_LOCK:
+            _FACTS[key] = facts
+            while len(_FACTS) > FACTS_KEPT:
+                _FACTS.popitem(last=False)
+    return facts
 
 
 def _positive_rows(bundle, positive: str) -> np.ndarray:
@@ -382,7 +409,7 @@ def known_outcome(bundle, customer: str, said: verdicts.Verdict | None, target: 
     if getattr(bundle, "labels", None) is None:
         return None, False
     value = bundle.labels[bundle.index_of(customer)]
-    positive = labels.positive(bundle)
+    _, positive, _ = label_facts(bundle)
     churned = positive is not None and labels.same(value, positive)
     word = outcome_word(bundle, value, target)
     text = f"Known outcome: {word}."
@@ -396,12 +423,11 @@ def misses(bundle, scores, bands=None, limit: int = MISSES) -> tuple[list[str], 
     """The model's misses among customers with a known outcome: (ids in the highest risk band who did not have the
     positive outcome, ids in the lowest band who did), each most wrong first, at most ``limit`` of each; ([], [])
     without labels. ``scores``: every customer's score (the verdict's); ``bands``: the verdict's risk bands."""
-    positive = labels.positive(bundle)
+    _, positive, churned = label_facts(bundle)
     if positive is None:
         return [], []
     bands = tuple(bands or verdicts.bands_of(bundle))
     scores = np.asarray(scores, np.float64)
-    churned = _positive_rows(bundle, positive)
     high = np.flatnonzero((scores >= bands[-1].start) & ~churned)
     low = np.flatnonzero((scores < bands[1].start) & churned)
     high = high[np.argsort(-scores[high], kind="stable")][:limit]

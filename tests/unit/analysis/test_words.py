@@ -146,3 +146,21 @@ def test_the_gap_is_said_as_the_share_that_adds_up_and_the_share_unexplained():
     assert "99.9 % of the score difference (0.1 % unexplained" in advice, advice
     status, advice = delta_status(0.02, 0.9, 0.2)  # 2.9 %
     assert status == "check" and "97.1 % of the score difference: 2.9 % is unexplained" in advice, advice
+
+
+def test_label_facts_are_read_once_per_bundle_content_and_a_copy_without_labels_has_none(monkeypatch):
+    import dataclasses
+
+    from explain.core import labels
+
+    bundle = dataclasses.replace(_bundle(labels=[1, 0, 0]), content_hash="h-words-test")
+    calls = []
+    real = labels.values
+    monkeypatch.setattr(labels, "values", lambda b: calls.append(1) or real(b))
+    first = words.label_facts(bundle)
+    assert first[0] == ["0", "1"] and first[1] == "1" and first[2].tolist() == [True, False, False]
+    read = len(calls)
+    assert read >= 1 and words.label_facts(bundle) is first and len(calls) == read  # kept: not read again
+    assert words.base_rate(bundle, "churn") == "33 % of customers churn"
+    unlabelled = dataclasses.replace(bundle, labels=None)  # e.g. the what-if report's copy
+    assert words.label_facts(unlabelled) == ([], None, None) and words.misses(unlabelled, [0.9, 0.1, 0.5]) == ([], [])
