@@ -178,3 +178,20 @@ def test_the_analysts_baseline_words_say_no_data_yet_and_the_engineers_keep_the_
     words_ = baselines.describe("mean", layout=embedding.layout, categorical="mode", analyst=True)
     assert "most frequent category" in words_ and "Months before a customer's first month are no data yet" in words_
     assert not [w for w in ("mask", "offset", "padding") if w in words_.lower()], words_
+
+
+def test_a_notebooks_explanation_gets_the_same_story():
+    import explain
+
+    bundle = load_bundle(ROOT / "bundles" / "demo")
+    ids = [str(i) for i in bundle.ids[:6]]
+    x = bundle.inputs_for(ids)
+    a = explain.explain(bundle.model, [x["static"], x["temporal"]], baseline="mean")
+    view = figures.customer(a.attribution, a.bundle, 0)
+    mean = x["temporal"].astype(np.float64).mean(axis=(0, 1))  # the in-memory bundle's average customer
+    story = view.story
+    assert story.headline.startswith("Customer 0 is ") and story.reference == "the average customer"
+    d = next(d for d in story.drivers if d.periods is not None)
+    column = a.bundle.temporal_labels.index(d.label)
+    np.testing.assert_allclose(d.reference, mean[column], rtol=1e-5)
+    assert [s.kind for s in view.figures] == ["heatmap", "static", "history"]
