@@ -150,7 +150,8 @@ def baseline_words(bundle, settings, analyst: bool = False) -> str:
     words, padding said as "no data yet")."""
     layout = None if bundle.plain else bundle.layout
     return baselines.describe(settings.baseline, layout=layout, categorical=settings.categorical,
-                              unit=periods.words(bundle).unit, analyst=analyst)
+                              unit=periods.words(bundle).unit, analyst=analyst,
+                              padding=bundle.temporal_padding)
 
 
 def overview(bundle) -> None:

@@ -72,8 +72,12 @@ SHORT_HISTORY_WORDS = (
     "and the padded ones stay padding. So the baseline's prediction also comes from a short history, and the "
     "attributions explain the customer's values, not how long the history is."
 )
-NO_DATA_WORDS = ("{Units} before a customer's first {unit} are no data yet: they count for nothing, in the customer "
-                 "and in what the customer is compared with.")
+NO_DATA_WORDS = {  # by the side a bundle pads its short histories on (bundle.json 'temporal_padding')
+    "start": ("{Units} before a customer's first {unit} are no data yet: they count for nothing, in the customer "
+              "and in what the customer is compared with."),
+    "end": ("{Units} after a customer's last {unit} are no data: they count for nothing, in the customer and in what "
+            "the customer is compared with."),
+}
 SHORT_HISTORY_ANALYST = (
     "For a customer with a short history the comparison is as short: {where} on the customer's own {units} with "
     "data. So its score also comes from a short history, and the effects explain the customer's values, not how "
@@ -462,12 +466,12 @@ def _mode(spec, values, real) -> np.ndarray:
 
 
 def describe(spec: str | Baseline, *, layout=None, categorical: str = "mode", unit: str = "month",
-             analyst: bool = False) -> str:
+             analyst: bool = False, padding: str = "start") -> str:
     """What the baseline is, for the 'how to read this' text; with ``layout`` also what its
     categorical features are set to and how padded periods are handled. ``unit``: the history's
     period (``explain.core.periods``: day, week, month, ...), as the words say it. ``analyst``: the
     Customer page's words, padding said as "no data yet" (no layer names, mask values or offsets:
-    the engineers' pages keep those)."""
+    the engineers' pages keep those); ``padding``: the side short histories are padded on ("start", "end")."""
     spec = Baseline.parse(spec)
     said = Words(unit)
     period = {"adjective": said.adjective, "unit": said.unit, "units": said.units, "Units": said.units.capitalize()}
@@ -483,7 +487,7 @@ def describe(spec: str | Baseline, *, layout=None, categorical: str = "mode", un
         text += " " + CATEGORICAL_WORDS[rule].format(names=", ".join(names), chosen=shown)
     padded = any(s.padded_by for s in layout.specs)
     if analyst and padded:
-        text += " " + NO_DATA_WORDS.format(**period)
+        text += " " + NO_DATA_WORDS.get(padding, NO_DATA_WORDS["start"]).format(**period)
     for s in layout.specs if not analyst else ():
         if s.mask_value is not None:
             text += " " + MASK_WORDS.format(padded_by=s.padded_by, value=s.mask_value,

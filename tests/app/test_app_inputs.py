@@ -142,5 +142,6 @@ def test_the_categorical_baseline_rule_is_picked_in_the_sidebar_and_said(monkeyp
     radio.set_value("mean-embedding").run()
     assert not errors(at)
     assert "mean embedding of their categories" in words(at) and "most frequent category" not in words(at)
-    assert "Months that are padding" in words(at)  # the history's padding, in the baseline's words
+    assert "Months before a customer's first month are no data yet" in words(at)  # padding, in the analyst's words
+    assert "mask" not in words(at).lower()
     assert {"temporal_heatmap_0", "static_bars"} <= set(charts(at))

@@ -49,6 +49,15 @@ def test_the_baseline_says_what_it_does_with_a_short_history(bundle):
     assert "short history" not in baselines.describe("flat", layout=bundle.layout, unit="week")  # its own history
 
 
+def test_the_analysts_words_say_no_data_on_the_side_the_bundle_pads(bundle):
+    start = baselines.describe("mean", layout=bundle.layout, unit="week", analyst=True)
+    end = baselines.describe("mean", layout=bundle.layout, unit="week", analyst=True, padding="end")
+    assert "Weeks before a customer's first week are no data yet" in start
+    assert "Weeks after a customer's last week are no data" in end and "before a customer's first" not in end
+    for words in (start, end):
+        assert not [w for w in ("mask", "masking", "offset", "padding") if w in words.lower()]
+
+
 @pytest.mark.parametrize("fx, fb, warned", [(0.999, 0.989, True), (0.5, 0.5, True), (0.30, 0.28, True),
                                             (0.30, 0.279, False), (0.9, 0.2, False)])
 def test_a_baseline_within_002_of_the_customer_is_warned_about(fx, fb, warned):
