@@ -255,7 +255,7 @@ def model_problems(bundle) -> list[str]:
 
 
 def cmd_attribute(args) -> int:
-    from explain.analysis import report
+    from explain.analysis import report, words
     from explain.analysis.explainer import explain_customers
 
     bundle = open_bundle(args)
@@ -265,8 +265,10 @@ def cmd_attribute(args) -> int:
     path = report.write_attributions(args.out, attribution, bundle, ids, settings)
     for note in attribution.notes:
         print(f"note: {note}")
-    for i, cid in enumerate(ids):
-        print(f"{cid}: {report.summary_text(attribution, bundle, i, customer_id=cid)}")
+    for i, cid in enumerate(ids):  # the Customer page's first sentence, then how well the effects add up
+        fx, fb = float(attribution.prediction[i]), float(attribution.baseline_prediction[i])
+        advice = report.delta_status(float(attribution.delta[i]), fx, fb, auto=settings.steps == "auto")[1]
+        print(f"{cid}: {words.story(attribution, bundle, i, cid, settings=settings).headline} {advice}")
     print(f"wrote {path}")
     return 0
 

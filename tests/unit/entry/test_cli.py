@@ -49,7 +49,9 @@ def test_attribute_json_equals_api(demo, tmp_path):
         total = np.sum(customer["static"]["values"]) + np.sum(customer["temporal"]["values"])
         assert (customer["prediction"] - customer["baseline_prediction"] - total
                 == pytest.approx(customer["delta"], abs=1e-9))
-    assert "C00002:" in result.stdout  # a summary in words per customer
+    assert "C00002:" in result.stdout  # a summary in words per customer: the Customer page's first sentence
+    line = next(line for line in result.stdout.splitlines() if line.startswith("C00010:"))
+    assert "likely to churn" in line and "(the median customer: " in line and "adds up to" in line
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
