@@ -51,7 +51,7 @@ def test_attribute_json_equals_api(demo, tmp_path):
                 == pytest.approx(customer["delta"], abs=1e-9))
     assert "C00002:" in result.stdout  # a summary in words per customer: the Customer page's first sentence
     line = next(line for line in result.stdout.splitlines() if line.startswith("C00010:"))
-    assert "likely to churn" in line and "(the median customer: " in line and "adds up to" in line
+    assert "likely to churn" in line and "(the median customer: " in line and "add up to" in line
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
