@@ -32,8 +32,9 @@ vector (what raises its prediction; with groups, the groups' summed attributions
 length (the mix of reasons, not their size; customers whom nothing pushes up share the zero vector
 and their own segment), k chosen by the silhouette score within 2-8, fitted on a seeded sample of
 at most ``FIT_SAMPLE`` customers and applied to all. A segment is named by the features with the
-largest mean effect in it, either way (those whose |mean attribution| is at least ``NAME_SHARE`` of
-the largest; a small raising effect never names a segment whose main effects lower its risk), in
+largest mean effects in it that raise its risk (those whose |mean attribution| is at least ``NAME_SHARE`` of
+the segment's largest and ``NEGLIGIBLE`` of the top feature's mean |attribution|: a small raising effect never
+names a segment whose main effects lower its risk; such a segment is "Lower risk: ..." after them), in
 words that compare the segment's mean value with everyone's mean (like with like). Drift: the
 change of each feature's mean |attribution| between two stores, with a bootstrap interval
 (``RESAMPLES`` resamples of the customers of each store, in random groups; normal interval from
@@ -66,6 +67,7 @@ BOOTSTRAP_GROUPS = 2_000  # random groups of customers the bootstrap resamples
 DRIFT_LEVEL = 0.95      # family-wise level of the drift intervals (all features together)
 NAME_DRIVERS = 2        # reasons in a segment's name, at most
 NAME_SHARE = 0.25       # a feature named has a |mean attribution| of at least this share of the largest
+NEGLIGIBLE = 0.1        # a segment's effect under this share of the top feature's mean |attribution| names nothing
 TOP_DRIVERS = 3         # drivers listed per segment
 SENTENCE_TOP = 3        # drivers named in the ranking sentence
 RELATION_SAMPLE = 20_000  # customers the value-attribution relation (Spearman) is measured on
@@ -438,8 +440,10 @@ class Drivers:
                              "seed": SEED, "method": "k-means on the unit-length positive parts of the attribution "
                                                        "vectors (the reasons that raise the prediction)"
                                                        + ("; each group's members summed" if self.groups else ""),
-                             "named_by": f"the largest mean effects, either way, each at least {NAME_SHARE:.0%} of "
-                                         "the largest; words compare the segment's mean with everyone's mean"},
+                             "named_by": f"the largest mean effects that raise the risk, each at least {NAME_SHARE:.0%} "
+                                         f"of the segment's largest and {NEGLIGIBLE:.0%} of the top feature's mean "
+                                         "|attribution| ('Lower risk: ...' after lowering ones when none raises); "
+                                         "words compare the segment's mean with everyone's mean"},
             "drift": None if self.drift is None else {
                 "sentence": self.drift.sentence, "level": self.drift.level, "resamples": self.drift.resamples,
                 "customers_before": self.drift.customers_before, "customers_after": self.drift.customers_after,
@@ -941,11 +945,12 @@ def describe_segments(assigned: np.ndarray, features, customers, prediction, out
     order = sorted(found, key=lambda g: -float(np.mean(prediction[assigned == g])))
     renumber = {g: i for i, g in enumerate(order)}
     segments, used = [], set()
+    floor = NEGLIGIBLE * float(np.nanmax(np.nanmean(np.abs(attributions), 0), initial=0.0))
     for g in order:
         members = assigned == g
         mean = np.nan_to_num(_nanmean(attributions[members], 0))
         drivers = [_driver(features[j], float(mean[j]), members, values, trend, j) for j in main_effects(mean)]
-        name = _name(drivers, min(NAME_DRIVERS, len(drivers)), used)
+        name = _name(segment_namers(drivers, floor), NAME_DRIVERS, used)
         rows = np.flatnonzero(members)
         rows = rows[np.argsort(-prediction[rows], kind="stable")]
         known = outcome[rows][np.isfinite(outcome[rows])] if outcome is not None else np.zeros(0)
@@ -968,22 +973,41 @@ def main_effects(mean: np.ndarray, top: int = TOP_DRIVERS, share: float = NAME_S
     return [int(j) for j in order[:top] if size[j] >= share * size.max()]
 
 
+def segment_namers(drivers, floor: float) -> tuple[str, list]:
+    """What names a segment: its main effects (``drivers``, largest first) that raise the risk and are not
+    negligible (at least ``floor``), these being churn-reason segments; a segment without any is named
+    "Lower risk: ..." after its main lowering effects, or, when every effect is negligible, as having no strong
+    reason. Returns (prefix, drivers to name it by)."""
+    strong = [d for d in drivers if abs(d.mean_attribution) >= floor and abs(d.mean_attribution) > 0]
+    raising = [d for d in strong if d.raises]
+    if raising:
+        return "", raising
+    if strong:
+        return "Lower risk: ", strong
+    return NO_STRONG_REASON, []
+
+
+NO_STRONG_REASON = "No strong reason either way"
+
+
 def _driver(feature: Feature, mean: float, members, values, trend, j: int) -> Driver:
     words = driver_words(feature, members, values, trend, j)
     measure, here, everyone = _measure(feature, words, members, values, trend, j)
     return Driver(feature, mean, words, here, everyone, measure)
 
 
-def _name(drivers, count: int, used: set) -> str:
-    """The first ``count`` drivers' words (the segment's main effects), more of them when another
+def _name(namers: tuple[str, list], count: int, used: set) -> str:
+    """The prefix and the first ``count`` drivers' words (:func:`segment_namers`), more of them when another
     segment has that name already, else a number."""
+    prefix, drivers = namers
     if not drivers:
-        name = "No effect (every attribution is zero)"
+        name = prefix or "No effect (every attribution is zero)"
     else:
         name = None
+        count = min(count, len(drivers))
         for count in range(max(1, count), len(drivers) + 1):
             words = ", ".join(d.words for d in drivers[:count])
-            candidate = words[:1].upper() + words[1:]
+            candidate = prefix + (words if prefix else words[:1].upper() + words[1:])
             if candidate not in used:
                 name = candidate
                 break

@@ -302,6 +302,31 @@ def static_rows(values, attributions, prediction=None):
                   np.full(n, 0.3) if prediction is None else prediction, {"profile": values}, {"profile": attributions})
 
 
+def test_a_segment_is_named_by_raising_effects_that_are_not_negligible():
+    """Churn-reason segments are named after what raises their risk; an effect under NEGLIGIBLE of the top
+    feature's mean |attribution| names nothing, so a segment with only such effects has no strong reason."""
+    n = 300
+    rng = np.random.default_rng(1)
+    values = rng.normal(10, 2, (n, 2))
+    assigned = np.repeat([0, 1, 2], n // 3)
+    attributions = np.zeros((n, 2))
+    attributions[:100] = rng.normal([0.2, 0.0], 0.001, (100, 2))       # A raises a lot
+    attributions[100:200] = rng.normal([0.004, -0.003], 0.0005, (100, 2))  # both tiny (< 0.1 * top mean |A|)
+    attributions[200:] = rng.normal([0.05, 0.06], 0.001, (100, 2))     # both raise, B more
+    values[:100, 0] += 5
+    prediction = np.where(assigned == 0, 0.8, np.where(assigned == 1, 0.2, 0.5))
+    segments, _ = D.describe_segments(assigned, STATIC2.features, np.arange(n).astype(str), prediction, None,
+                                      values, attributions, np.full((n, 2), np.nan))
+    floor = D.NEGLIGIBLE * np.abs(attributions).mean(axis=0).max()
+    by_prediction = {round(s.mean_prediction, 1): s for s in segments}
+    assert by_prediction[0.8].name == "High tenure"
+    assert by_prediction[0.2].name == D.NO_STRONG_REASON and np.abs(attributions[100:200].mean(0)).max() < floor
+    assert by_prediction[0.5].name.startswith(("First order size", "High first order size", "Low first order size"))
+    for s in segments:  # no name made of a lowering or negligible effect, unless it says "Lower risk"
+        named = [d for d in s.drivers if d.words.lower() in s.name.lower()]
+        assert all(d.raises and abs(d.mean_attribution) >= floor for d in named) or s.name.startswith("Lower risk")
+
+
 def test_a_segment_is_named_after_its_main_effect_not_a_small_raising_one():
     """A segment whose mean effects are -0.1 on A and +0.01 on B is named after A (B is under a
     quarter of the largest |mean|), and A is said to lower its risk, never listed as a reason to churn."""
@@ -318,7 +343,8 @@ def test_a_segment_is_named_after_its_main_effect_not_a_small_raising_one():
     segments, _ = D.describe_segments(assigned, features, np.arange(n).astype(str), prediction, None, values,
                                       attributions, np.full((n, 2), np.nan))
     low = next(s for s in segments if s.mean_prediction < 0.2)
-    assert low.name == "High tenure", low.name  # not "High first order size": +0.01 < 0.25 * 0.1
+    # not "High first order size" (+0.01 < 0.25 * 0.1), and said to be a lower-risk segment: its main effect lowers
+    assert low.name == "Lower risk: high tenure", low.name
     assert [d.feature.name for d in low.drivers] == ["a"]
     (main,) = low.drivers
     assert main.mean_attribution == pytest.approx(attributions[:100, 0].mean()) and not main.raises

@@ -58,8 +58,12 @@ def test_segments_are_named_after_their_main_effects_in_words_that_agree_with_th
         for j, f in enumerate(d.features):  # a feature under a quarter of the largest never names it
             if abs(s.mean_attributions[j]) < D.NAME_SHARE * largest:
                 assert all(x.feature != f for x in s.drivers)
-        for x in s.drivers[:D.NAME_DRIVERS]:
-            assert x.words in named
+        prefix, namers = D.segment_namers(s.drivers, D.NEGLIGIBLE * np.nanmax(np.nanmean(np.abs(d.attributions), 0)))
+        for x in namers[:D.NAME_DRIVERS]:  # named by raising effects (or "Lower risk: ..." by lowering ones)
+            assert x.words in named and (x.raises or named.startswith("lower risk: "))
+        for x in s.drivers:  # an effect that names nothing is not in the name
+            if x not in namers[:D.NAME_DRIVERS] and x.words not in {n.words for n in namers[:D.NAME_DRIVERS]}:
+                assert not named.startswith(x.words) and f", {x.words}" not in named, (s.name, x.words)
         members = d.segment_of == d.segments.index(s)
         for x in s.drivers:
             column = d.values[:, d.column(x.feature)]
