@@ -440,8 +440,8 @@ class Drivers:
                              "seed": SEED, "method": "k-means on the unit-length positive parts of the attribution "
                                                        "vectors (the reasons that raise the prediction)"
                                                        + ("; each group's members summed" if self.groups else ""),
-                             "named_by": f"the largest mean effects that raise the risk, each at least {NAME_SHARE:.0%} "
-                                         f"of the segment's largest and {NEGLIGIBLE:.0%} of the top feature's mean "
+                             "named_by": f"the largest mean effects that raise the risk, each at least "
+                                         f"{NAME_SHARE:.0%} of the segment's largest and {NEGLIGIBLE:.0%} of the top feature's mean "
                                          "|attribution| ('Lower risk: ...' after lowering ones when none raises); "
                                          "words compare the segment's mean with everyone's mean"},
             "drift": None if self.drift is None else {
