@@ -441,7 +441,8 @@ class Drivers:
                                                        "vectors (the reasons that raise the prediction)"
                                                        + ("; each group's members summed" if self.groups else ""),
                              "named_by": f"the largest mean effects that raise the risk, each at least "
-                                         f"{NAME_SHARE:.0%} of the segment's largest and {NEGLIGIBLE:.0%} of the top feature's mean "
+                                         f"{NAME_SHARE:.0%} of the segment's largest and {NEGLIGIBLE:.0%} of the top "
+                                         "feature's mean "
                                          "|attribution| ('Lower risk: ...' after lowering ones when none raises); "
                                          "words compare the segment's mean with everyone's mean"},
             "drift": None if self.drift is None else {
