@@ -164,3 +164,21 @@ def test_label_facts_are_read_once_per_bundle_content_and_a_copy_without_labels_
     assert words.base_rate(bundle, "churn") == "33 % of customers churn"
     unlabelled = dataclasses.replace(bundle, labels=None)  # e.g. the what-if report's copy
     assert words.label_facts(unlabelled) == ([], None, None) and words.misses(unlabelled, [0.9, 0.1, 0.5]) == ([], [])
+
+
+@pytest.mark.parametrize("effects, sign, window", [
+    # a broad effect over weeks 2-9 and a spike at the end: the window holds most of the effect, not the spike
+    ([0, 0, .04, .05, .05, .05, .05, .04, .04, .03, 0, 0, .08], 1.0, (2, 8)),
+    ([0, 0, 0, .3, 0, 0], 1.0, (3, 3)),                      # one period holds it all
+    ([0, -.2, -.2, .5, -.2, 0], -1.0, (1, 4)),               # the sign asked for: the negative cells
+    ([np.nan, np.nan, .1, .1, .1, .1], 1.0, (2, 4)),         # no data: never in it; the first of equals
+])
+def test_a_history_features_window_holds_most_of_its_effect(effects, sign, window):
+    effects = np.asarray(effects, np.float64)
+    first, last = words._window(effects, sign)
+    assert (first, last) == window
+    mass = np.where(np.isnan(effects), 0, np.maximum(sign * effects, 0))
+    assert mass[first:last + 1].sum() >= words.WINDOW_COVER * mass.sum() - 1e-12
+    for a in range(len(effects)):  # and no shorter run does
+        for b in range(a, a + (last - first)):
+            assert mass[a:b + 1].sum() < words.WINDOW_COVER * mass.sum()
