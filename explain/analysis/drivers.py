@@ -1171,7 +1171,7 @@ def drivers_of(attribution, bundle, ids: Sequence[str] | None = None, **options)
 
 # ----------------------------------------------------------------------------- as arrays and JSON (a summary file)
 
-PARTS_VERSION = 3
+PARTS_VERSION = 4  # 4: segments named by raising, non-negligible effects (a summary of 3 holds the old names)
 
 
 def to_parts(d: Drivers) -> tuple[dict, dict]:
