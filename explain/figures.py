@@ -290,14 +290,17 @@ class CustomerView(NamedTuple):
     figures: list[Shown]
 
 
-def customer_story(a, bundle, customer=0, *, ids=None, settings=None, reference=None, scores=None) -> words.Story:
+def customer_story(a, bundle, customer=0, *, ids=None, settings=None, reference=None, scores=None,
+                   groups=None) -> words.Story:
     """The Customer page's words about one customer of ``a`` (the dashboard, the HTML report and a notebook call
     this): the sentence with the score and the main reasons, each reason with the customer's value, what it is
     compared with and its effect, the known outcome, the history's length. ``settings``: the request (its baseline
     names the reference; default the attribution's); ``reference``: the baseline's values by input key
-    (``explain.analysis.words.references``; computed when None); ``scores``: every customer's score."""
+    (``explain.analysis.words.references``; computed when None); ``scores``: every customer's score; ``groups``:
+    the bundle's feature groups (``explain.analysis.groups.of``, found when None): a group's members that push the
+    same way are said as one reason with their summed effect, each member still listed with its own."""
     row, cid = customer_row(a, bundle, customer, ids)
-    return words.story(a, bundle, row, cid, settings=settings, reference=reference, scores=scores)
+    return words.story(a, bundle, row, cid, settings=settings, reference=reference, scores=scores, groups=groups)
 
 
 def customer_figures(a, bundle, customer=0, *, ids=None, reference=None, views=None, top=None,
@@ -351,7 +354,7 @@ def _heatmaps(a, bundle, row: int, ids, cid: str, reference: dict, views: dict, 
 
 
 def customer_view(a, bundle, customer=0, *, ids=None, settings=None, reference=None, scores=None, views=None,
-                  top=None) -> CustomerView:
+                  top=None, groups=None) -> CustomerView:
     """The Customer page for one customer of ``a``, words and figures: ``explain.figures.customer(a, bundle,
     "C00042").story.text()``; ``.figures``: (heading, kind, go.Figure). Arguments as in :func:`customer_story`
     and :func:`customer_figures`."""
@@ -359,7 +362,8 @@ def customer_view(a, bundle, customer=0, *, ids=None, settings=None, reference=N
     settings = settings if settings is not None else a.settings
     if reference is None:
         reference = words.references(bundle, cid, settings) if settings.baseline is not None else {}
-    return CustomerView(words.story(a, bundle, row, cid, settings=settings, reference=reference, scores=scores),
+    return CustomerView(words.story(a, bundle, row, cid, settings=settings, reference=reference, scores=scores,
+                                    groups=groups),
                         customer_figures(a, bundle, row, ids=ids, reference=reference, views=views, top=top))
 
 

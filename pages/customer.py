@@ -59,7 +59,7 @@ def customer_page():
     scores = state.predictions(bundle, attribution.settings.target)
     reference = analyst_words.references(bundle, cid, settings, state.baseline_arrays(bundle, cid, settings))
     story = figures.customer_story(attribution, bundle, 0, ids=[cid], settings=settings, reference=reference,
-                                   scores=scores)
+                                   scores=scores, groups=state.feature_groups(bundle))
 
     st.markdown(f"#### Customer {show.md(cid)}")  # small: the sentence below names the customer again
     if pickers.technical_view():  # the engineers' caption, while the IG settings are open

@@ -55,6 +55,21 @@ class Driver:
     when: str = ""  # the window in words: " in the last 2 months (2025-11 to 2025-12)", " in 2025-03"
     count: int = 1  # periods with data in the window (a value over several is their mean)
     yes_no: bool = False  # a 0/1 feature
+    column: str = ""  # the table column (what a feature group lists)
+
+
+@dataclass(frozen=True)
+class GroupDriver:
+    """Members of one feature group (``explain.analysis.groups``) that push the score the same way, said as one
+    reason: its effect is the sum of theirs (exact: IG is additive), each member keeping its value and reference."""
+
+    label: str  # the group's name
+    members: tuple  # (Driver, ...) largest effect first, two or more
+    found: bool = True  # found from the data (they move together); False: declared in bundle.json
+
+    @property
+    def effect(self) -> float:
+        return float(sum(m.effect for m in self.members))
 
 
 @dataclass(frozen=True)
@@ -71,6 +86,7 @@ class Story:
     history: str | None = None  # "No data before 2024-08-19 (the customer's first week): ..." for a short history
     keep: str | None = None  # why "What would keep this customer?" is not searched for this model, else None
     drivers: list[Driver] = field(default_factory=list)  # every reason found, largest effect first
+    groups: list[GroupDriver] = field(default_factory=list)  # the groups said as one reason, largest effect first
 
     def text(self) -> str:
         """Everything as plain text, one paragraph per part (the notebook's ``print``, the CLI)."""
@@ -220,11 +236,11 @@ def _static_drivers(bundle, view, attr, value, reference) -> list[Driver]:
         effect = float(attr[j])
         if not numeric or (getattr(bundle, "categories", None) or {}).get(column):
             ref = None if reference is None else _category(bundle, column, np.ravel(reference)[j])
-            out.append(Driver(label, effect, _category(bundle, column, value[j]), ref))
+            out.append(Driver(label, effect, _category(bundle, column, value[j]), ref, column=column))
             continue
         ref = None if reference is None else float(np.ravel(reference)[j])
         out.append(Driver(label, effect, float(value[j]), ref, None, unit_after(label, unit) or "",
-                          yes_no=unit == "0/1"))
+                          yes_no=unit == "0/1", column=column))
     return out
 
 
@@ -263,12 +279,12 @@ def _temporal_drivers(bundle, view, attr, value, reference, pad) -> list[Driver]
         when = _when(periods, a, b, said)
         if not numeric or (getattr(bundle, "categories", None) or {}).get(column):
             out.append(Driver(label, effect, _category(bundle, column, history[b, j]), None, (periods[a], periods[b]),
-                              when=when))
+                              when=when, column=column))
             continue
         own = float(np.mean(history[a:b + 1, j].astype(np.float64)[cells]))
         ref = None if base is None else _snap(float(np.mean(base[a:b + 1, j][cells])))
         out.append(Driver(label, effect, own, ref, (periods[a], periods[b]), unit_after(label, unit) or "", when,
-                          int(cells.sum()), unit == "0/1"))
+                          int(cells.sum()), unit == "0/1", column))
     return out
 
 
@@ -289,6 +305,27 @@ def drivers(attribution, bundle, i: int, values: dict, reference: dict | None = 
             found += _temporal_drivers(bundle, view, attr, values[view.key], ref, None if pad is None else pad[i])
     found = [d for d in found if d.effect != 0.0 and np.isfinite(d.effect)]
     return sorted(found, key=lambda d: -abs(d.effect))
+
+
+def grouped(found: list[Driver], groups=()) -> list:
+    """The reasons at group level, largest effect first: where two or more members of a feature group (``groups``:
+    ``explain.analysis.groups.FeatureGroup``, name and columns) are among ``found`` and all push the same way, one
+    :class:`GroupDriver` (their summed effect) in their place; members that push opposite ways stay apart."""
+    group_of = {str(c): g for g in groups for c in g.features}
+    members: dict = {}
+    for d in found:
+        if d.column in group_of:
+            members.setdefault(group_of[d.column].name, []).append(d)
+    together = {name: ds for name, ds in members.items() if len(ds) >= 2 and len({d.effect > 0 for d in ds}) == 1}
+    out, said = [], set()
+    for d in found:
+        group = group_of.get(d.column)
+        if group is None or group.name not in together:
+            out.append(d)
+        elif group.name not in said:
+            said.add(group.name)
+            out.append(GroupDriver(group.name, tuple(together[group.name]), bool(group.found)))
+    return sorted(out, key=lambda d: -abs(d.effect))
 
 
 # ----------------------------------------------------------------------------- in words
@@ -358,6 +395,19 @@ def phrase(driver: Driver, reference: str) -> str:
     return f"{name} {verb} {value}{driver.when}{compared}"
 
 
+def _and(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def group_phrase(group: GroupDriver, reference: str) -> str:
+    """A group's members with their values and references, the group named once: "employment (employed and share
+    of weeks employed so far): employed: no in the last 20 weeks (the average customer: 45 % yes) and ..." for a
+    declared group; a group found from the data is named by its members, "which move together"."""
+    labels = _and([_name(m.label) for m in group.members])
+    named = f"{labels}, which move together" if group.found else f"{_name(group.label)} ({labels})"
+    return f"{named}: {_and([phrase(m, reference) for m in group.members])}"
+
+
 def effect_words(effect: float, noun: str = "the risk", again: bool = False) -> str:
     """ "raises the risk by 0.07" / "lowers it by 0.03" (``again``: the noun said before)."""
     verb = "raises" if effect > 0 else "lowers"
@@ -375,11 +425,18 @@ def _ing(words: str) -> str:
     return words.replace("raises", "raising", 1).replace("lowers", "lowering", 1)
 
 
-def why_sentence(customer: str, score: float, target: str, found: list[Driver], *, reference: str,
+def _because(item, reference: str, noun: str, again: bool) -> str:
+    """One main reason of the first sentence: a driver, or a group with its members' values and summed effect."""
+    if isinstance(item, GroupDriver):
+        return f"{group_phrase(item, reference)}, {_ing(effect_words(item.effect, noun, again))} in all"
+    return f"{phrase(item, reference)}, {_ing(effect_words(item.effect, noun, again))}"
+
+
+def why_sentence(customer: str, score: float, target: str, found: list, *, reference: str,
                  base_rate: str = "", space: str = "output", gap: float | None = None) -> str:
     """The first sentence: the score, what is usual, and the main reasons that moved it with value, reference and
-    effect. ``found``: drivers largest first; those that push the score the way it moved (``gap``: prediction minus
-    the baseline's; default the sum of the effects) are named."""
+    effect. ``found``: drivers (and groups, :func:`grouped`) largest first; those that push the score the way it
+    moved (``gap``: prediction minus the baseline's; default the sum of the effects) are named."""
     probability = space == "output" and 0.0 <= score <= 1.0
     customer = f"Customer {customer}" if str(customer).isdigit() else customer  # "Customer 7", not "7 is ..."
     likely = "less than 1 %" if score < 0.005 else "over 99 %" if score >= 0.995 else _percent(f"{score:.0%}")
@@ -394,7 +451,7 @@ def why_sentence(customer: str, score: float, target: str, found: list[Driver], 
     total = sum(abs(d.effect) for d in pushing)
     main = [d for d in pushing if abs(d.effect) >= SHARE_MAIN * total][:HEADLINE_REASONS] or pushing[:1]
     noun = _noun(space, probability)
-    said = [f"{phrase(d, reference)}, {_ing(effect_words(d.effect, noun, again=k > 0))}" for k, d in enumerate(main)]
+    said = [_because(d, reference, noun, again=k > 0) for k, d in enumerate(main)]
     return head + ", mainly because " + "; and ".join(said) + "."
 
 
@@ -403,6 +460,26 @@ def reason(driver: Driver, reference: str, noun: str = "the risk") -> str:
     calls) - raises the risk by 0.21."."""
     text = phrase(driver, reference)
     return f"{text[:1].upper()}{text[1:]} - {effect_words(driver.effect, noun)}."
+
+
+def member_reason(driver: Driver, group: GroupDriver, reference: str, noun: str = "the risk") -> str:
+    """A group member's reason, marked with its group: "Employed: no in the last 20 weeks (the average customer:
+    45 % yes) - raises the risk by 0.25. Together with share of weeks employed so far (they move together): raises
+    the risk by 0.39."."""
+    others = _and([_name(m.label) for m in group.members if m is not driver])
+    kind = "they move together" if group.found else f"the group {group.label}"
+    return f"{reason(driver, reference, noun)} Together with {others} ({kind}): {effect_words(group.effect, noun)}."
+
+
+def reasons_of(items: list, reference: str, noun: str = "the risk", limit: int = REASONS) -> list[str]:
+    """The reasons one by one, the largest ``limit`` first (:func:`grouped`): a group's members each in its own
+    line, marked with their group, where the group stands."""
+    out = []
+    for item in items[:limit]:
+        members = item.members if isinstance(item, GroupDriver) else (item,)
+        out += [member_reason(m, item, reference, noun) if m is not item else reason(m, reference, noun)
+                for m in members]
+    return out
 
 
 # ----------------------------------------------------------------------------- known outcome and misses
@@ -509,18 +586,25 @@ def references(bundle, customer: str, settings, shown: dict | None = None) -> di
 
 
 def story(attribution, bundle, i: int, customer: str, *, settings=None, reference: dict | None = None,
-          scores=None, reasons: int = REASONS) -> Story:
+          scores=None, reasons: int = REASONS, groups=None) -> Story:
     """The Customer page's words about row ``i`` of ``attribution`` (customer id ``customer``).
 
     ``settings``: the request (its baseline names the reference; default the attribution's); ``reference``: the
     baseline's values by input key (:func:`references`; computed when None); ``scores``: every customer's score of
-    the target (the base rate without labels and the verdict; default: the attribution's prediction)."""
+    the target (the base rate without labels and the verdict; default: the attribution's prediction); ``groups``:
+    the bundle's feature groups (``explain.analysis.groups.of(bundle)`` when None): members of a group that push
+    the same way are one reason, their effects summed."""
     settings = settings if settings is not None else attribution.settings
     target = str(bundle.output_names[attribution.settings.target])
     known = getattr(settings, "baseline", None) is not None  # integrated_gradients on arrays does not record it
     refs = reference if reference is not None else references(bundle, customer, settings) if known else {}
     values = {k: np.asarray(v)[0] for k, v in bundle.inputs_for([customer]).items()}
     found = drivers(attribution, bundle, i, values, refs)
+    if groups is None:
+        from explain.analysis import groups as feature_groups
+
+        groups = feature_groups.of(bundle)
+    items = grouped(found, groups)
     named = reference_name(settings.baseline, bundle, target) if known else "the baseline"
     space = attribution.space_used
     score = float(attribution.prediction[i]) if space == "output" else None
@@ -528,9 +612,10 @@ def story(attribution, bundle, i: int, customer: str, *, settings=None, referenc
         score = float(np.asarray(scores)[bundle.index_of(customer)])
     said = None if score is None else verdicts.verdict(score, verdicts.bands_of(bundle), target)
     gap = float(attribution.prediction[i] - attribution.baseline_prediction[i])
-    headline = why_sentence(customer, float(attribution.prediction[i]), target, found, reference=named,
+    headline = why_sentence(customer, float(attribution.prediction[i]), target, items, reference=named,
                             base_rate=base_rate(bundle, target, scores), space=space, gap=gap)
     noun = _noun(space, 0.0 <= float(attribution.prediction[i]) <= 1.0)
     outcome, missed = known_outcome(bundle, customer, said, target)
-    return Story(customer, headline, [reason(d, named, noun) for d in found[:reasons]], named, said, outcome, missed,
-                 history_note(attribution, bundle, i), keep_unavailable(bundle), found)
+    return Story(customer, headline, reasons_of(items, named, noun, reasons), named, said, outcome, missed,
+                 history_note(attribution, bundle, i), keep_unavailable(bundle), found,
+                 [d for d in items if isinstance(d, GroupDriver)])

@@ -1,0 +1,120 @@
+"""A bundle's feature groups without a store: the features that carry one signal, for the words about one customer.
+
+Declared in ``bundle.json`` (``"groups"``: name -> columns; a group needs two of the bundle's features), or else
+found from the bundle's own arrays by the rule of the "What drives churn" summary (``explain.analysis.drivers``):
+each customer's customer-level values (a static value as it is; a history feature's mean over the customer's
+periods with data, padding left out; a text value is no data) on the same seeded sample of at most
+``GROUP_SAMPLE`` customers, clustered by :func:`explain.analysis.drivers.find_groups`. A found group is named as
+the summary names it (its members' display names, ``drivers._group_name``), the members in model order.
+
+The sample is read ``READ_ROWS`` customers at a time (a memory-mapped history's pages given back after each
+block), so a bundle of 20,000 customers x 365 days x 24 features is never read whole. :func:`of` keeps its answer
+per bundle content (``content_hash``): the notebook and the command line ask once per customer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from explain.analysis.drivers import GROUP_SAMPLE, SEED, Layout, _group_name, _sample_rows, find_groups
+
+READ_ROWS = 500  # customers read from the arrays at a time
+KEPT = 8  # bundles whose groups :func:`of` keeps
+
+
+@dataclass(frozen=True)
+class FeatureGroup:
+    """Features of a bundle that carry one signal (their effects on a customer add up: IG is additive)."""
+
+    name: str  # the declared name, or the members' display names ("Orders, items and spend")
+    features: tuple  # (column, ...) in model order
+    found: bool  # True: found from the data; False: declared in bundle.json
+
+
+def customer_values(bundle, rows: np.ndarray) -> np.ndarray:
+    """(k, p) float64 customer-level values of bundle rows ``rows`` (sorted), one column per feature of
+    ``Layout.of(bundle)`` in its order: a static value; a history feature's mean over the periods with data (NaN
+    when none); NaN for a text value."""
+    parts = []
+    for key, role, columns, _, periods in Layout.of(bundle).inputs:
+        raw = np.asarray(bundle.arrays[key][rows])
+        shape = (len(rows), len(columns)) if role == "static" else (len(rows), len(periods), len(columns))
+        if raw.dtype.kind not in "fiub" or raw.size != int(np.prod(shape)):
+            parts.append(np.full((len(rows), len(columns)), np.nan))
+            continue
+        values = raw.astype(np.float64).reshape(shape)  # (k, S) or (k, T, F)
+        if role == "static":
+            parts.append(values)
+            continue
+        pad = bundle.padding(key, rows)  # (k, T) True where there is no data, or None
+        real = np.ones(shape[:2], bool) if pad is None else ~np.asarray(pad, bool).reshape(shape[:2])
+        held = real.sum(axis=1)[:, None]  # (k, 1) periods with data
+        total = np.where(real[:, :, None], values, 0.0).sum(axis=1)  # (k, F)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            parts.append(np.where(held > 0, total / np.maximum(held, 1), np.nan))
+    return np.concatenate(parts, axis=1) if parts else np.zeros((len(rows), 0))
+
+
+def find(bundle, seed: int = SEED, size: int = GROUP_SAMPLE) -> tuple[FeatureGroup, ...]:
+    """The bundle's groups: the declared ones (two or more of its features each), else those found from its data
+    (see the module docstring); () when there are none."""
+    features = Layout.of(bundle).features
+    declared = getattr(bundle, "groups", None) or {}
+    if declared:
+        wanted = [(str(name), [j for j, f in enumerate(features) if f.name in {str(c) for c in members}])
+                  for name, members in declared.items()]
+    else:
+        wanted = [(None, columns) for columns in find_groups(_sample_values(bundle, seed, size), seed, size=size)]
+    out, used = [], set()
+    for name, columns in wanted:
+        if len(columns) < 2:
+            continue
+        members = [features[j] for j in columns]
+        name = name or _group_name(members)
+        while name in used or name in {f.label for j, f in enumerate(features) if j not in columns}:
+            name += " (group)"  # as the summary: never the name of another feature or group
+        used.add(name)
+        out.append(FeatureGroup(name, tuple(f.name for f in members), not declared))
+    return tuple(out)
+
+
+def _sample_values(bundle, seed: int, size: int) -> np.ndarray:
+    """(k, p) :func:`customer_values` of the summary's seeded sample (that of a store holding every customer), read
+    ``READ_ROWS`` customers at a time, each block's pages of a memory-mapped array given back once read."""
+    sample = _sample_rows(len(bundle.ids), size, seed)
+    blocks = []
+    for at in range(0, len(sample), READ_ROWS):
+        rows = sample[at:at + READ_ROWS]
+        blocks.append(customer_values(bundle, rows))
+        _release(bundle, rows)
+    return np.concatenate(blocks) if blocks else np.zeros((0, len(Layout.of(bundle).features)))
+
+
+def _release(bundle, rows: np.ndarray) -> None:
+    release = getattr(bundle, "release", None)
+    if release is not None and len(rows):
+        release([str(bundle.ids[rows[0]]), str(bundle.ids[rows[-1]])])
+
+
+_KEPT: OrderedDict = OrderedDict()  # content hash -> find(bundle)
+_LOCK = threading.Lock()
+
+
+def of(bundle) -> tuple[FeatureGroup, ...]:
+    """:func:`find`, kept per bundle content (``content_hash``; a bundle without one is read each time)."""
+    key = getattr(bundle, "content_hash", "") or None
+    with _LOCK:
+        if key is not None and key in _KEPT:
+            _KEPT.move_to_end(key)
+            return _KEPT[key]
+    found = find(bundle)
+    if key is not None:
+        with _LOCK:
+            _KEPT[key] = found
+            while len(_KEPT) > KEPT:
+                _KEPT.popitem(last=False)
+    return found
