@@ -141,3 +141,28 @@ def test_in_log_odds_the_answer_says_log_odds_and_no_percentage():
     assert re.match(r"C00877 scores -?\d+\.\d\d for churn \(log-odds\) \(26 % of customers churn\), mainly because",
                     answer), answer  # the score as log-odds, not as a percentage
     assert re.search(r"(raising|lowering) the log-odds by \d", answer), answer
+
+
+def test_rossi_r414_correlated_employment_features_are_one_reason_and_listed_one_by_one(tmp_path_factory,
+                                                                                        monkeypatch):
+    from tests.support import real_data
+
+    folder = real_data.rossi(tmp_path_factory)
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
+    at = app({"customer": "R414", "baseline": "mean"})
+    assert not errors(at), errors(at)
+    texts = main_text(at)
+    answer = next(t for t in texts if "mainly because" in t)
+    group = "employed and share of weeks employed so far, which move together: "
+    assert answer.count(group) == 1, answer
+    assert re.search(re.escape(group) + r"employed: no in .*\(the average customer: \d+ % yes\) and share of "
+                     r"weeks employed so far averaged .*\(the average customer: [\d.]+\), raising the risk by "
+                     r"[\d.]+ in all", answer), answer
+    total = float(re.search(r"raising the risk by ([\d.]+) in all", answer).group(1))
+    reasons = next(t for t in texts if t.startswith("**The largest effects**"))
+    members = [line for line in reasons.split("\n") if "(they move together): raises the risk by" in line]
+    assert len(members) == 2 and members[0].startswith("- Employed: no") and "Share of weeks" in members[1], reasons
+    own = [float(re.search(r" - raises the risk by ([\d.]+)\.", line).group(1)) for line in members]
+    assert sum(own) == pytest.approx(total, abs=0.011)  # each said to 2 decimals: their sum is the group's
+    assert all(line.endswith(f"raises the risk by {total:.2f}.") for line in members)
+    assert not [w for t in texts for w in JARGON if w in t.lower()]

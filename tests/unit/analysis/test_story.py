@@ -195,3 +195,59 @@ def test_a_notebooks_explanation_gets_the_same_story():
     column = a.bundle.temporal_labels.index(d.label)
     np.testing.assert_allclose(d.reference, mean[column], rtol=1e-5)
     assert [s.kind for s in view.figures] == ["heatmap", "static", "history"]
+
+
+def _window_sum(a, bundle, i: int, driver) -> float:
+    """A history feature's effect over its window, summed from the attribution array itself (periods by label)."""
+    first, last = (list(bundle.periods).index(p) for p in driver.periods)
+    column = bundle.temporal_labels.index(driver.label)
+    return float(np.sum(np.asarray(a.temporal[i], np.float64)[first:last + 1, column]))
+
+
+def test_rossi_r414s_employment_is_one_reason_with_its_members_summed_and_listed(tmp_path_factory):
+    folder = real_data.rossi(tmp_path_factory)
+    bundle = load_bundle(folder)
+    settings = Settings(baseline="mean")
+    a = explain_customers(bundle, ["R414"], settings)
+    story = figures.customer_story(a, bundle, "R414", ids=["R414"], settings=settings)
+    named = "employed and share of weeks employed so far, which move together: "
+    assert story.headline.count(named) == 1, story.headline  # found from the data: named by its members, once
+    (group,) = story.groups
+    assert {m.label for m in group.members} == {"Employed", "Share of weeks employed so far"}
+    sums = [_window_sum(a, bundle, 0, m) for m in group.members]  # independently, from the attribution array
+    np.testing.assert_allclose([m.effect for m in group.members], sums, rtol=1e-9)
+    np.testing.assert_allclose(group.effect, sum(sums), rtol=1e-9)
+    assert all(s > 0 for s in sums)  # both raise R414's risk
+    said = re.search(re.escape(named) + r"(.*), raising the risk by ([\d.]+) in all", story.headline)
+    assert said and float(said.group(2)) == pytest.approx(sum(sums), abs=0.005), story.headline
+    for m in group.members:  # each member keeps its value, reference and window in the sentence
+        assert f"{words.phrase(m, 'the average customer')}" in said.group(1)
+        assert "(the average customer: " in words.phrase(m, "the average customer")
+    # the reasons list keeps the members, each with its own effect, marked with the group, side by side
+    marked = [r for r in story.reasons if "(they move together): raises the risk by" in r]
+    assert len(marked) == 2 and story.reasons.index(marked[1]) == story.reasons.index(marked[0]) + 1
+    for m, line in zip(group.members, marked):
+        assert line.startswith(m.label) and f"- raises the risk by {m.effect:.2f}." in line
+        assert line.endswith(f"raises the risk by {sum(sums):.2f}.")
+    assert not no_jargon(story.text()), story.text()
+
+
+def test_rossi_with_a_declared_group_names_it_once(tmp_path_factory, tmp_path):
+    import json
+    import shutil
+
+    folder = tmp_path / "rossi"
+    shutil.copytree(real_data.rossi(tmp_path_factory), folder)
+    config = json.loads((folder / "bundle.json").read_text())
+    (folder / "bundle.json").write_text(json.dumps({**config, "groups": {"Employment": ["employed",
+                                                                                      "employed_share"]}}))
+    bundle = load_bundle(folder)
+    settings = Settings(baseline="mean")
+    a = explain_customers(bundle, ["R414"], settings)
+    story = words.story(a, bundle, 0, "R414", settings=settings)
+    assert story.headline.count("employment") == 1 and "which move together" not in story.headline
+    assert re.search(r"mainly because employment \(employed and share of weeks employed so far\): employed: no in "
+                     r"[\d-]+ to [\d-]+ \(the average customer: \d+ % yes\) and share of weeks employed so far "
+                     r"averaged [\d.]+ .*\(the average customer: [\d.]+\), raising the risk by [\d.]+ in all",
+                     story.headline), story.headline
+    assert sum("(the group Employment): raises the risk by" in r for r in story.reasons) == 2, story.reasons

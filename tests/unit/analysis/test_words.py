@@ -1,6 +1,8 @@
 """The Customer page's words (explain.analysis.words), on a linear model whose attributions are known exactly:
 every sentence names the customer's value, what it is compared with and the effect with its direction."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -182,3 +184,120 @@ def test_a_history_features_window_holds_most_of_its_effect(effects, sign, windo
     for a in range(len(effects)):  # and no shorter run does
         for b in range(a, a + (last - first)):
             assert mass[a:b + 1].sum() < words.WINDOW_COVER * mass.sum()
+
+
+# ----------------------------------------------------------------------------- feature groups (issue 38, item 4)
+
+N_GROUPED = 40
+
+
+def _grouped_bundle(groups=None, n: int = N_GROUPED):
+    """A linear model on three static features (tenure, monthly charge, bill) and one history (calls): the
+    attribution of a static feature against the mean baseline is exactly w * (x - mean). Charge and bill move
+    together over the customers (bill = charge + a little noise); customer G0 pays much more than everyone on both,
+    G1 has a high charge and a low bill."""
+    s_in, t_in = keras.Input((3,), name="account"), keras.Input((T, 1), name="usage")
+    out = keras.layers.Dense(1, name="lin")(keras.layers.Concatenate()([s_in, keras.layers.Flatten()(t_in)]))
+    model = keras.Model([s_in, t_in], out)
+    w = np.zeros((3 + T, 1), "float32")
+    w[:3, 0] = [-0.002, 0.003, 0.002]  # tenure, charge, bill
+    w[3 + T - 1, 0] = 0.01  # calls in the last month
+    model.get_layer("lin").set_weights([w, np.full(1, 0.3, "float32")])
+    rng = np.random.default_rng(3)
+    charge = rng.uniform(20, 80, n)
+    static = np.stack([rng.uniform(1, 60, n), charge, charge + rng.normal(0, 2, n)], axis=1)
+    static[0, 1:] = [95.0, 97.0]  # G0: both far above the average customer
+    static[1, 1:] = [90.0, 15.0]  # G1: a high charge and a low bill
+    temporal = rng.uniform(0, 3, (n, T, 1))
+    return explain.Bundle.from_objects(model, static.astype("float32"), temporal.astype("float32"),
+                                       ids=[f"G{k}" for k in range(n)],
+                                       static_features=["Tenure", "Charge", "Bill"], temporal_features=["Calls"],
+                                       periods=[f"2025-0{m}" for m in range(1, 7)],
+                                       units={"Tenure": "months", "Charge": "USD", "Bill": "USD"},
+                                       groups=groups, output_names=["churn"])
+
+
+def _exact(bundle, column: int, cid: str) -> float:
+    """The exact attribution of a static feature of the linear model against the mean baseline."""
+    weights = {0: -0.002, 1: 0.003, 2: 0.002}
+    return weights[column] * float(bundle.static[bundle.index_of(cid), column] - bundle.static[:, column].mean())
+
+
+def test_a_declared_groups_members_that_push_the_same_way_are_one_reason_with_their_summed_effect():
+    from explain.analysis import groups
+
+    bundle = _grouped_bundle({"Billing": ["Charge", "Bill"]})
+    assert groups.find(bundle) == (groups.FeatureGroup("Billing", ("Charge", "Bill"), False),)
+    settings = explain.Settings(baseline="mean", steps=4)
+    a = explain.explain_customers(bundle, ["G0"], settings)
+    story = words.story(a, bundle, 0, "G0", settings=settings)
+    charge, bill = _exact(bundle, 1, "G0"), _exact(bundle, 2, "G0")  # both raise the risk
+    assert charge > 0.05 and bill > 0.05
+    head = story.headline
+    assert head.count("billing") == 1 and "Billing" not in head, head  # the group named once
+    mean_charge, mean_bill = bundle.static[:, 1].mean(), bundle.static[:, 2].mean()
+    assert (f"mainly because billing (charge and bill): charge is 95 USD (the average customer: {mean_charge:.0f} "
+            f"USD) and bill is 97 USD (the average customer: {mean_bill:.0f} USD), raising the risk by "
+            f"{charge + bill:.2f} in all") in head, head
+    (group,) = story.groups
+    assert group.label == "Billing" and [m.label for m in group.members] == ["Charge", "Bill"]
+    np.testing.assert_allclose(group.effect, charge + bill, rtol=1e-4)  # exact: the members' attributions summed
+    np.testing.assert_allclose(group.effect, float(a.static[0, 1] + a.static[0, 2]), rtol=1e-9)
+    # the members one by one below, each with its value, reference and own effect, marked with the group
+    lines = {r.split(" is ")[0]: r for r in story.reasons}
+    assert lines["Charge"] == (f"Charge is 95 USD (the average customer: {mean_charge:.0f} USD) - raises the risk by "
+                               f"{charge:.2f}. Together with bill (the group Billing): raises the risk by "
+                               f"{charge + bill:.2f}.")
+    assert lines["Bill"].startswith(f"Bill is 97 USD (the average customer: {mean_bill:.0f} USD) - raises the "
+                                    f"risk by {bill:.2f}. Together with charge (the group Billing)")
+    assert list(lines).index("Charge") + 1 == list(lines).index("Bill")  # side by side, where the group stands
+
+
+def test_members_that_push_opposite_ways_are_said_apart():
+    bundle = _grouped_bundle({"Billing": ["Charge", "Bill"]})
+    settings = explain.Settings(baseline="mean", steps=4)
+    a = explain.explain_customers(bundle, ["G1"], settings)
+    story = words.story(a, bundle, 0, "G1", settings=settings)
+    assert _exact(bundle, 1, "G1") > 0 > _exact(bundle, 2, "G1")  # charge raises, bill lowers
+    assert story.groups == [] and "billing" not in story.headline.lower()
+    assert not any("Together with" in r for r in story.reasons), story.reasons
+    assert any(r.startswith("Charge is 90 USD") and "raises the risk" in r for r in story.reasons)
+    assert any(r.startswith("Bill is 15 USD") and "lowers the risk" in r for r in story.reasons)
+
+
+def test_groups_found_from_the_data_are_named_by_their_members_and_a_bundle_without_any_has_no_group_phrase():
+    from explain.analysis import groups
+
+    bundle = _grouped_bundle()  # nothing declared: charge and bill are found (Spearman ~ 0.99), nothing else
+    (found,) = groups.find(bundle)
+    assert found == groups.FeatureGroup("Charge and bill", ("Charge", "Bill"), True)
+    settings = explain.Settings(baseline="mean", steps=4)
+    a = explain.explain_customers(bundle, ["G0"], settings)
+    story = words.story(a, bundle, 0, "G0", settings=settings, groups=groups.of(bundle))
+    assert story.headline.count("charge and bill, which move together: charge is 95 USD") == 1, story.headline
+    assert "Together with bill (they move together): raises the risk by" in story.reasons[0]
+    alone = words.story(a, bundle, 0, "G0", settings=settings, groups=())  # no groups: each feature its own reason
+    assert alone.groups == [] and "move together" not in alone.text() and "Together with" not in alone.text()
+    assert re.search(r"charge is 95 USD \(the average customer: \d+ USD\), raising the risk by", alone.headline)
+    uncorrelated = _grouped_bundle()
+    static = uncorrelated.static.copy()
+    static[:, 2] = np.random.default_rng(9).permutation(static[:, 2])  # bill shuffled: no partner left
+    plain = explain.Bundle.from_objects(uncorrelated.model, static, uncorrelated.temporal,
+                                        static_features=["Tenure", "Charge", "Bill"], temporal_features=["Calls"])
+    assert groups.find(plain) == ()
+
+
+def test_grouped_sums_members_only_when_two_or_more_push_the_same_way():
+    from explain.analysis.groups import FeatureGroup
+
+    d = lambda label, effect: words.Driver(label, effect, 1.0, 0.0, column=label.lower())  # noqa: E731
+    found = [d("A", 0.3), d("B", 0.2), d("C", -0.15), d("D", 0.1), d("E", 0.05)]
+    both = FeatureGroup("AB", ("a", "b"), True)
+    mixed = FeatureGroup("CD", ("c", "d"), True)
+    lonely = FeatureGroup("EZ", ("e", "z"), False)  # z has no effect: E is said alone
+    items = words.grouped(found, [both, mixed, lonely])
+    assert [getattr(i, "label") for i in items] == ["AB", "C", "D", "E"]
+    assert items[0].effect == 0.3 + 0.2 and [m.label for m in items[0].members] == ["A", "B"]
+    lines = words.reasons_of(items, "the average customer", limit=2)
+    assert len(lines) == 3 and lines[2].startswith("C is 1 ")  # the group counts as one reason, its members listed
+    assert lines[0].endswith("Together with B (they move together): raises the risk by 0.50.")
