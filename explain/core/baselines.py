@@ -95,17 +95,17 @@ DESCRIPTIONS = {
     "zero": "every feature at 0 (in the model's raw units): 'nothing at all'. Simple, but 0 may "
             "be an unrealistic customer (zero tenure, zero charge).",
     "mean": "the average customer: each static feature at its mean, each {adjective} feature at its "
-            "mean over all customers and {units}. Attributions say how this customer differs from average.",
+            "mean over all customers and {units}. The effects say how this customer differs from average.",
     "median": "the typical customer: each feature at its median, robust to outliers.",
-    "customer": "another real customer: attributions explain the difference between the two scores.",
+    "customer": "another real customer: the effects explain the difference between the two scores.",
     "cohort": "the average of a group of customers sharing a label (for example customers who stayed): "
-              "attributions explain why this customer scores differently from that group.",
+              "the effects explain why this customer scores differently from that group.",
     "flat": "the customer's own data with each {adjective} feature held flat at its own average: "
-            "static features get no attribution; the heatmap shows which {units}' ups and downs matter.",
-    "blur": "the customer's own history smoothed over time: static features get no attribution; "
-            "attributions show the effect of sudden changes, not of overall levels.",
-    "sample": "K customers drawn at random (expected gradients): IG is averaged over K baselines, "
-              "so no single reference point dominates.",
+            "static features get no effect; the heatmap shows which {units}' ups and downs matter.",
+    "blur": "the customer's own history smoothed over time: static features get no effect; "
+            "the effects show what sudden changes do, not overall levels.",
+    "sample": "K customers drawn at random (expected gradients): the effects are averaged over K "
+              "comparisons, so no single reference point dominates.",
 }
 
 
