@@ -1,11 +1,12 @@
 """Questions asked of a bundle's attributions: explaining customers, drivers across customers (segments,
-drift), cohorts, diagnostics, faithfulness, what-if, counterfactuals, and their exports (JSON, long tables,
-sentences)."""
+drift), feature groups, cohorts, diagnostics, faithfulness, what-if, counterfactuals, and their exports (JSON,
+long tables, sentences)."""
 
 import importlib
 
 _MODULES = (
-    'cohort', 'counterfactual', 'diagnostics', 'drivers', 'explainer', 'faithfulness', 'report', 'whatif', 'words'
+    'cohort', 'counterfactual', 'diagnostics', 'drivers', 'explainer', 'faithfulness', 'groups', 'report', 'whatif',
+    'words'
 )
 
 
