@@ -9,7 +9,10 @@ its effect, in the bundle's display names and units), the known outcome when the
 missed this one"), the customer's history length when it is padded ("no data before ...") and why the "What would
 keep this customer?" search cannot run, where it cannot. The same code for plain, padded, embedding and many-input
 bundles: every input is read by its key, and padded periods are no data (never in a window, never averaged into a
-value or a reference). Arrays in, text out: no model call (the categorical baseline of a model with categories
+value or a reference). Features of one group (``explain.analysis.groups``: declared in bundle.json, or found
+because they move together) that push the score the same way are one reason in the first sentence, their effects
+summed (exact: IG is additive), each member still said with its value and reference and listed below, marked with
+its group. Arrays in, text out: no model call (the categorical baseline of a model with categories
 is built from the data, as the engine builds it).
 """
 
