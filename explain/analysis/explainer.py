@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-import threading
-from collections import OrderedDict
 
 import numpy as np
 
 from explain.core import baselines as baseline_builders
 from explain.core.engine import StopCheck
 from explain.core.ig import Attribution, integrated_gradients
+from explain.core.kept import Kept
 from explain.core.settings import Baseline, Settings
 
 Request = Settings  # the name this module used before settings.py; the same class
 
 # Baselines computed from the whole data set (not from the customers explained), kept per
 # bundle content and spec: a batch job or the dashboard asks for the same one per chunk.
-_CACHE: "OrderedDict[tuple, dict]" = OrderedDict()
-_CACHE_SIZE = 32
-_CACHE_LOCK = threading.Lock()
+_CACHE = Kept(32)  # (bundle content, baseline, seed, categorical rule) -> the baseline arrays
 
 
 def baseline_for(bundle, inputs: dict, spec: Baseline | str, seed: int = 0, categorical: str = "mode") -> dict:
@@ -29,26 +26,21 @@ def baseline_for(bundle, inputs: dict, spec: Baseline | str, seed: int = 0, cate
     input (``explain.core.baselines`` with its layout), categorical ones by the ``categorical`` rule."""
     spec = Baseline.parse(spec)
     layout = getattr(bundle, "engine_layout", None)
-    build = {"layout": layout, "categorical": categorical} if layout is not None else {}
-    build["statistics"] = getattr(bundle, "statistics", None)  # data-wide means stored with the bundle's cache
+    build_args = {"layout": layout, "categorical": categorical} if layout is not None else {}
+    build_args["statistics"] = getattr(bundle, "statistics", None)  # data-wide means stored with the bundle's cache
     if not spec.data_wide or not bundle.content_hash:  # in-memory bundles have no hash
         return baseline_builders.from_spec(spec, bundle.data(), inputs, ids=bundle.ids, labels=bundle.labels,
-                                           seed=seed, **build)
-    key = (bundle.content_hash, str(spec), seed if spec.kind == "sample" else 0, categorical)
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
-    arrays = baseline_builders.from_spec(spec, bundle.data(), inputs, ids=bundle.ids, labels=bundle.labels,
-                                         seed=seed, **build)
-    for array in arrays.values():
-        if isinstance(array, np.ndarray):  # a MeanEmbedding is frozen already
-            array.flags.writeable = False
-    with _CACHE_LOCK:
-        _CACHE[key] = arrays
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return arrays
+                                           seed=seed, **build_args)
+
+    def build():
+        arrays = baseline_builders.from_spec(spec, bundle.data(), inputs, ids=bundle.ids, labels=bundle.labels,
+                                             seed=seed, **build_args)
+        for array in arrays.values():
+            if isinstance(array, np.ndarray):  # a MeanEmbedding is frozen already
+                array.flags.writeable = False
+        return arrays
+
+    return _CACHE.get((bundle.content_hash, str(spec), seed if spec.kind == "sample" else 0, categorical), build)
 
 
 def explain_customers(bundle, ids, settings: Settings = Settings(), *, batch_size: int | None = None,

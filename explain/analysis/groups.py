@@ -14,13 +14,12 @@ per bundle content (``content_hash``): the notebook and the command line ask onc
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from explain.analysis.drivers import GROUP_SAMPLE, SEED, Layout, _group_name, _sample_rows, find_groups
+from explain.core.kept import Kept
 
 READ_ROWS = 500  # customers read from the arrays at a time
 KEPT = 8  # bundles whose groups :func:`of` keeps
@@ -100,21 +99,10 @@ def _release(bundle, rows: np.ndarray) -> None:
         release([str(bundle.ids[rows[0]]), str(bundle.ids[rows[-1]])])
 
 
-_KEPT: OrderedDict = OrderedDict()  # content hash -> find(bundle)
-_LOCK = threading.Lock()
+_KEPT = Kept(KEPT)  # content hash -> find(bundle)
 
 
 def of(bundle) -> tuple[FeatureGroup, ...]:
     """:func:`find`, kept per bundle content (``content_hash``; a bundle without one is read each time)."""
     key = getattr(bundle, "content_hash", "") or None
-    with _LOCK:
-        if key is not None and key in _KEPT:
-            _KEPT.move_to_end(key)
-            return _KEPT[key]
-    found = find(bundle)
-    if key is not None:
-        with _LOCK:
-            _KEPT[key] = found
-            while len(_KEPT) > KEPT:
-                _KEPT.popitem(last=False)
-    return found
+    return _KEPT.get(key, lambda: find(bundle))

@@ -18,14 +18,13 @@ is built from the data, as the engine builds it).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from explain.core import labels
 from explain.core import verdict as verdicts
+from explain.core.kept import Kept
 from explain.core.periods import Words, unit_of
 from explain.core.periods import words as periods_words
 from explain.core.settings import Baseline
@@ -146,9 +145,7 @@ def base_rate(bundle, target: str, scores=None) -> str:
     return ""
 
 
-_FACTS: OrderedDict = OrderedDict()  # content hash -> label_facts(bundle): read once per bundle, not per page run
-_FACTS_LOCK = threading.Lock()
-FACTS_KEPT = 8
+_FACTS = Kept(8)  # content hash -> label_facts(bundle): read once per bundle, not per page run
 
 
 def label_facts(bundle) -> tuple[list[str], str | None, np.ndarray | None]:
@@ -157,18 +154,12 @@ def label_facts(bundle) -> tuple[list[str], str | None, np.ndarray | None]:
     every label again (a Python pass over 10^6 labels takes about a second)."""
     hashed, found = getattr(bundle, "content_hash", ""), getattr(bundle, "labels", None)
     key = (hashed, None if found is None else len(found)) if hashed else None  # a copy without labels: its own
-    with _FACTS_LOCK:
-        if key is not None and key in _FACTS:
-            _FACTS.move_to_end(key)
-            return _FACTS[key]
-    found, positive = labels.values(bundle), labels.positive(bundle)
-    facts = (found, positive, None if positive is None else _positive_rows(bundle, positive))
-    if key is not None:
-        with _FACTS_LOCK:
-            _FACTS[key] = facts
-            while len(_FACTS) > FACTS_KEPT:
-                _FACTS.popitem(last=False)
-    return facts
+
+    def read():
+        found, positive = labels.values(bundle), labels.positive(bundle)
+        return found, positive, None if positive is None else _positive_rows(bundle, positive)
+
+    return _FACTS.get(key, read)
 
 
 def _positive_rows(bundle, positive: str) -> np.ndarray:
