@@ -6,7 +6,8 @@ import importlib
 
 _MODULES = (
     'access', 'adaptive', 'backend', 'backend_jax', 'backend_tf', 'baselines', 'bounded_json', 'chunks', 'engine',
-    'errors', 'files', 'ig', 'inputs', 'kept', 'labels', 'periods', 'points', 'quadrature', 'settings', 'text', 'verdict', 'xla'
+    'errors', 'files', 'ig', 'inputs', 'kept', 'labels', 'periods', 'points', 'quadrature', 'settings', 'text',
+    'verdict', 'xla'
 )
 
 
