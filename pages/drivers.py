@@ -29,9 +29,10 @@ def drivers_page():
               key="drivers_ranking")
     parts.groups_ui(d)
     show.plot(parts.chart(d, "beeswarm", plots.beeswarm), key="drivers_beeswarm")
-    st.subheader("Churn-reason segments")
-    st.caption("Customers grouped by what raises their score (k-means on each customer's risk-raising attributions; "
-               "the number of segments chosen by the silhouette score), each named by its largest effects.")
+    st.subheader(f"Segments by what raises the {show.md(bundle.output_names[choice.settings.target])} risk")
+    st.caption("Customers grouped by what raises their score (k-means on each customer's risk-raising effects; the "
+               "number of segments chosen by the silhouette score), each named by its largest effects that raise it "
+               "("Lower risk: ..." when none stands out).")
     parts.segment_cards(d)
     show.plot(parts.chart(d, "segments", lambda d, grouped: plots.segments(d, grouped=grouped), grouped),
               key="drivers_segments")
