@@ -32,7 +32,7 @@ def drivers_page():
     st.subheader(f"Segments by what raises the {show.md(bundle.output_names[choice.settings.target])} risk")
     st.caption("Customers grouped by what raises their score (k-means on each customer's risk-raising effects; the "
                "number of segments chosen by the silhouette score), each named by its largest effects that raise it "
-               "("Lower risk: ..." when none stands out).")
+               "('Lower risk: ...' when none stands out).")
     parts.segment_cards(d)
     show.plot(parts.chart(d, "segments", lambda d, grouped: plots.segments(d, grouped=grouped), grouped),
               key="drivers_segments")
