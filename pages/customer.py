@@ -61,7 +61,10 @@ def customer_page():
     story = figures.customer_story(attribution, bundle, 0, ids=[cid], settings=settings, reference=reference,
                                    scores=scores, groups=state.feature_groups(bundle))
 
-    st.markdown(f"#### Customer {show.md(cid)}")  # small: the sentence below names the customer again
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):  # one line: a laptop's screen
+        st.markdown(f"#### Customer {show.md(cid)}", width="content")  # small: the sentence names them again
+        if story.outcome:  # the known outcome, and whether the model missed it
+            st.markdown(f":orange[**{show.md(story.outcome)}**]" if story.missed else show.md(story.outcome))
     if pickers.technical_view():  # the engineers' caption, while the IG settings are open
         st.caption(show.md(f"Explaining {target}{unit} · baseline: {settings.baseline} · {attribution.steps[0]} "
                            f"steps ({settings.method}) · {settings.path} path"))
@@ -74,8 +77,6 @@ def customer_page():
     v1, m1, m2, m3 = st.columns([2.2, 1, 1, 1.2])
     with v1:
         show.verdict_headline(said)
-        if story.outcome:  # the known outcome, and whether the model missed it
-            st.markdown(f":orange[**{show.md(story.outcome)}**]" if story.missed else show.md(story.outcome))
         show.quality_badge(status, advice, verdict.quality(delta, fx, fb), {
             "Gap left over (delta)": f"{delta:+.3e} (prediction - baseline prediction - sum of all attributions)",
             "Steps": f"{attribution.steps[0]} ({settings.method}, {settings.path} path)",
