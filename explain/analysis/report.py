@@ -26,9 +26,9 @@ BAD_SUFFIX = "Output file {path!r} must end in one of {suffixes}: the suffix pic
 
 CLOSE_BASELINE = 0.02  # |f(x) - f(b)| below this: the baseline scores (almost) like the customer
 CLOSE_BASELINE_NOTE = (
-    "The baseline's prediction ({fb:.3f}) is within {limit:g} of this customer's ({fx:.3f}): there is almost no "
-    "difference for the attributions to share out, so every effect is small whatever drives the score. Compare "
-    "with a baseline that scores differently (for example a cohort of customers with the other label, or zero)."
+    "The comparison's prediction ({fb:.3f}) is within {limit:g} of this customer's ({fx:.3f}): there is almost no "
+    "difference for the effects to share out, so every effect is small whatever drives the score. Compare "
+    "with someone who scores differently (for example the average customer with the other outcome, or zero)."
 )
 
 # Delta badge: |delta| relative to |f(x) - f(b)| (at least 0.01 of it, so tiny differences do not alarm).
