@@ -1,7 +1,8 @@
 """Why one customer scores what they score, in the analyst's words: one story for every kind of bundle.
 
-    C00877 is 99 % likely to churn (26 % of customers churn), mainly because support calls averaged 6 calls in
-    the last 2 months (the average customer: 1.2 calls), raising the risk by 0.21.
+    C00877 is 99 % likely to churn (26 % of customers churn): higher than for the average customer (6 %), mainly
+    because support calls averaged 6 calls in the last 2 months (the average customer: 1.2 calls), raising the risk
+    by 0.21.
 
 :func:`story` writes the Customer page's words (the dashboard, ``explain.figures.customer`` and the HTML report
 call it): the sentence above, the reasons one by one (each with the customer's value, what it is compared with and
@@ -426,6 +427,15 @@ def _because(item, reference: str, noun: str, again: bool) -> str:
     return f"{phrase(item, reference)}, {_ing(effect_words(item.effect, noun, again))}"
 
 
+def compared_with(reference_score: float, gap: float, reference: str, probability: bool = True) -> str:
+    """ "higher than for the average customer (6 %)": the customer's score against the reference's (``gap``: the
+    customer's minus the reference's)."""
+    said = ("less than 1 %" if reference_score < 0.005 else "over 99 %" if reference_score >= 0.995 else
+            _percent(f"{reference_score:.0%}")) if probability else f"{reference_score:.2f}"
+    who = "a customer with every value at 0" if reference == REFERENCES["zero"] else reference
+    return f"{'higher' if gap > 0 else 'lower'} than for {who} ({said})"
+
+
 def why_sentence(customer: str, score: float, target: str, found: list, *, reference: str,
                  base_rate: str = "", space: str = "output", gap: float | None = None) -> str:
     """The first sentence: the score, what is usual, and the main reasons that moved it with value, reference and
@@ -439,6 +449,8 @@ def why_sentence(customer: str, score: float, target: str, found: list, *, refer
     if base_rate:
         head += f" ({base_rate})"
     gap = sum(d.effect for d in found) if gap is None else gap
+    if gap != 0.0:  # what the effects explain: the difference from the reference's score, said with its direction
+        head += ": " + compared_with(score - gap, gap, reference, probability)
     pushing = [d for d in found if d.effect * (1 if gap >= 0 else -1) > 0]
     if not pushing:
         return head + "."

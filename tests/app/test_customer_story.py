@@ -54,8 +54,9 @@ def test_padded_bundle_answer_outcome_reasons_and_no_jargon(folder, monkeypatch)
     assert not errors(at), errors(at)
     texts = main_text(at)
     answer = next(t for t in texts if "mainly because" in t)
-    assert re.search(r"likely to churn \(\d+ % of customers churn\), mainly because .*\d.*\(the average customer: "
-                     r"[\d.]+\), (raising|lowering) the risk by \d", answer), answer
+    assert re.search(r"likely to churn \(\d+ % of customers churn\): (higher|lower) than for the average customer "
+                     r"\(\d+ %\), mainly because .*\d.*\(the average customer: [\d.]+\), (raising|lowering) the risk "
+                     r"by \d", answer), answer
     assert order_of(at)[:2] == ["answer", "chart"]  # the answer above the first chart
     labels = pd.read_csv(folder / "static.csv", dtype={"customer_id": str}).set_index("customer_id")["churned"]
     outcome = "churned" if labels[cid] == 1 else "stayed"
@@ -138,8 +139,8 @@ def test_in_log_odds_the_answer_says_log_odds_and_no_percentage():
     at = app({"customer": "C00877", "space": "logit"})
     assert not errors(at)
     answer = next(t for t in main_text(at) if "mainly because" in t)
-    assert re.match(r"C00877 scores -?\d+\.\d\d for churn \(log-odds\) \(26 % of customers churn\), mainly because",
-                    answer), answer  # the score as log-odds, not as a percentage
+    assert re.match(r"C00877 scores -?\d+\.\d\d for churn \(log-odds\) \(26 % of customers churn\): higher than for "
+                    r"the average customer \(-?\d+\.\d\d\), mainly because", answer), answer  # log-odds, no percentage
     assert re.search(r"(raising|lowering) the log-odds by \d", answer), answer
 
 

@@ -301,3 +301,16 @@ def test_grouped_sums_members_only_when_two_or_more_push_the_same_way():
     lines = words.reasons_of(items, "the average customer", limit=2)
     assert len(lines) == 3 and lines[2].startswith("C is 1 ")  # the group counts as one reason, its members listed
     assert lines[0].endswith("Together with B (they move together): raises the risk by 0.50.")
+
+
+@pytest.mark.parametrize("score, gap, reference, probability, said", [
+    (0.99, 0.93, "the average customer", True, "higher than for the average customer (6 %)"),
+    (0.58, -0.22, "the average customer", True, "lower than for the average customer (80 %)"),
+    (0.4, 0.1, "zero", True, "higher than for a customer with every value at 0 (30 %)"),
+    (4.34, 7.16, "customer C00012", False, "higher than for customer C00012 (-2.82)"),
+])
+def test_the_first_sentence_says_which_way_the_score_differs_from_whom(score, gap, reference, probability, said):
+    assert words.compared_with(score - gap, gap, reference, probability) == said
+    sentence = words.why_sentence("C1", score, "churn", [], reference=reference, gap=gap,
+                                  space="output" if probability else "logit")
+    assert sentence.endswith(f": {said}.")
