@@ -55,6 +55,7 @@ import pandas as pd
 from explain.analysis.report import input_views
 from explain.core import labels as label_text
 from explain.core.errors import ExplainError
+from explain.core.text import unit_after
 
 RECENT_SHARE = 0.9      # the time profile's "recent periods holding 90 % of the attribution"
 K_RANGE = (2, 8)        # segment counts tried
@@ -743,15 +744,16 @@ def _number(value: float, unit: str = "", measure: str = "mean") -> str:
     if measure == "share":
         return f"{100 * value:.0f} %"
     text = f"{value:+.3g}" if measure == "change" else f"{value:.3g}"
-    return f"{text} {unit}".strip() if unit and unit not in ("0/1", "share") else text
+    return f"{text} {unit}" if unit and unit != "share" else text
 
 
 def reason_text(driver: Driver) -> str:
     """One of a segment's effects in the user's units: its value against everyone's, and the effect.
     "Tenure (months): 4.1 months on average here against 12.3 for everyone; lowers the risk by 0.083"."""
     f, m = driver.feature, driver.measure
-    here = _number(driver.segment_value, f.unit, m)
-    everyone = _number(driver.everyone_value, f.unit, m)
+    unit = unit_after(f.label, f.unit) or ""  # "Tenure (months): 9.75 on average", not "9.75 months"
+    here = _number(driver.segment_value, unit, m)
+    everyone = _number(driver.everyone_value, unit, m)
     if m == "share":
         value = f"{here} of this segment have it against {everyone} of everyone"
     elif m == "change":
