@@ -33,7 +33,7 @@ import streamlit as st
 
 from explain.analysis import cohort, counterfactual, diagnostics, faithfulness, whatif
 from explain.analysis.explainer import explain_customers
-from explain.analysis.groups import find as feature_groups_of
+from explain.analysis.groups import of as feature_groups_of
 from explain.batch import drivers as batch_drivers
 from explain.batch.format import SUMMARY_DIR
 from explain.batch.store import find_store, open_store, store_dirs
@@ -353,15 +353,10 @@ def baseline_arrays(bundle, customer: str, settings: Settings) -> dict:
     return _baseline_arrays(bundle, bundle.content_hash, str(customer), settings.key())
 
 
-@st.cache_data(max_entries=16, ttl=TTL, show_spinner=False)
-def _feature_groups(_bundle, content_hash: str) -> tuple:
-    return feature_groups_of(_bundle)
-
-
 def feature_groups(bundle) -> tuple:
-    """The bundle's feature groups (declared, else found from a seeded sample of its data), once per bundle content:
-    what the Customer page's words say as one reason."""
-    return _feature_groups(bundle, bundle.content_hash)
+    """The bundle's feature groups (declared, else found from a seeded sample of its data), once per bundle content
+    (``explain.analysis.groups.of`` keeps them): what the Customer page's words say as one reason."""
+    return feature_groups_of(bundle)
 
 
 # ----------------------------------------------------------------------------- what-if
