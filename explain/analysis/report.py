@@ -292,7 +292,7 @@ def delta_status(delta: float, prediction: float, baseline_prediction: float, *,
                          f"(gap {delta:+.2g}). Raise the steps to be sure.")
     more = ("Raise the budget of 'auto' (--max-points)" if auto else "Choose 'auto' (or raise the steps)")
     return "too few steps", (
-        f"The attributions add up to {verdict.quality(delta, prediction, baseline_prediction)} of the difference "
+        f"The attributions add up to {total} of the difference "
         f"(gap {delta:+.2g}): the integral has not converged, so their sizes and signs cannot be trusted. "
         f"{more} before reading them."
     )

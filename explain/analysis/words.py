@@ -254,9 +254,15 @@ def _snap(value: float) -> float:
     return float(round(value)) if abs(value - round(value)) <= 2e-6 else value
 
 
+def _period_words(bundle, periods: list[str]) -> Words:
+    """How a history's periods are said: the bundle's words (its period unit) for its own periods, else found from
+    these periods' labels (another history of a many-input bundle)."""
+    return periods_words(bundle) if periods == [str(p) for p in bundle.periods] else Words(unit_of(periods))
+
+
 def _temporal_drivers(bundle, view, attr, value, reference, pad) -> list[Driver]:
     periods = [str(p) for p in view.periods]
-    said = periods_words(bundle) if periods == [str(p) for p in bundle.periods] else Words(unit_of(periods))
+    said = _period_words(bundle, periods)
     attr = np.asarray(attr, np.float64).reshape(len(periods), -1)  # (T, F)
     real = np.ones(len(periods), bool) if pad is None else ~np.asarray(pad, bool)  # periods with data
     attr = np.where(real[:, None], attr, np.nan)
@@ -535,7 +541,7 @@ def history_note(attribution, bundle, i: int) -> str | None:
             continue
         real = ~np.asarray(pad[i], bool)
         periods = [str(p) for p in view.periods]
-        said = periods_words(bundle) if periods == [str(p) for p in bundle.periods] else Words(unit_of(periods))
+        said = _period_words(bundle, periods)
         if not real.any():
             return f"No data yet: this customer has no {said.unit} of history, so only the other features count."
         first, last = int(np.argmax(real)), len(real) - 1 - int(np.argmax(real[::-1]))

@@ -33,7 +33,6 @@ from explain.plots import periods as periods_display
 # explain.plots.style; the Diagnostics page's figures in explain.plots.diagnostics.
 from explain.plots.style import (  # noqa: F401 (RED, BLUE, ... re-exported: the figures' colours)
     ATTRIBUTION_TITLE,
-    AXIS,
     BLUE,
     DIVERGING,
     GREY,
