@@ -349,6 +349,18 @@ def _groups(value, features: list[str], problems: _Problems) -> dict[str, list[s
     return groups
 
 
+def padding_side(layout, temporal: np.ndarray) -> str:
+    """The side a two-input model's histories are padded at, "start" or "end": the side more customers' histories
+    are padded at alone (the model's Masking value or mask_zero; "start" when nothing is padded). What the notebook's
+    bundle and the bundle.json that ``save_bundle`` writes both say."""
+    padding = layout.spec("temporal").padding(temporal)
+    if padding is None or padding.shape[1] < 2:
+        return "start"
+    at_end = int((padding[:, -1] & ~padding[:, 0]).sum())
+    at_start = int((padding[:, 0] & ~padding[:, -1]).sum())
+    return "end" if at_end > at_start else "start"
+
+
 def layout_fields(model, static: np.ndarray, temporal: np.ndarray, static_features: list[str],
                   temporal_features: list[str], periods: list[str], feature_labels: dict[str, str]) -> dict:
     """The fields of an in-memory two-input bundle that ``load_bundle`` fills from the model's input layout
@@ -359,14 +371,8 @@ def layout_fields(model, static: np.ndarray, temporal: np.ndarray, static_featur
     layout = input_layout(model)
     if layout.problem is not None or layout.roles is None or set(layout.engine_keys) != {"static", "temporal"}:
         return {}
-    spec = layout.spec("temporal")
     plain = all(s.embedding is None and s.padded_by is None for s in layout.specs)
-    side = "start"
-    padding = spec.padding(temporal)
-    if padding is not None and padding.shape[1] > 1:
-        at_end = int((padding[:, -1] & ~padding[:, 0]).sum())
-        at_start = int((padding[:, 0] & ~padding[:, -1]).sum())
-        side = "end" if at_end > at_start else "start"
+    side = padding_side(layout, temporal)
     return dict(
         layout=layout, input_roles=tuple(s.role for s in layout.specs),
         input_arrays={} if plain else {"static": static, "temporal": temporal},

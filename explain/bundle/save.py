@@ -28,9 +28,11 @@ from explain.bundle.objects import (
     UNKNOWN_TABLE_FORMAT,
     _examples,
     gather,
+    padding_side,
 )
 from explain.core.errors import BundleError, ExplainError
 from explain.core.files import make_readable
+from explain.core.inputs import input_layout
 
 ARRAYS_ABOVE = 10_000_000  # temporal cells above which save_bundle writes the array layout by default
 
@@ -74,6 +76,11 @@ def save_bundle(path: str | os.PathLike, model, static, temporal=None, *, tables
     else:
         extra = {key: names.pop(key) for key in ("target", "period_unit") if names.get(key) is not None}
         fields = gather(model, static, temporal, **names)
+        model_layout = input_layout(model)
+        if (model_layout.problem is None and model_layout.roles is not None
+                and set(model_layout.engine_keys) == {"static", "temporal"}
+                and padding_side(model_layout, fields["temporal"]) == "end"):  # as the notebook's bundle says
+            extra["temporal_padding"] = "end"
         chosen = layout or ("arrays" if fields["temporal"].size > ARRAYS_ABOVE else "long")
 
         def write(folder):

@@ -141,3 +141,15 @@ def test_the_notebooks_figures_and_table_show_padding_as_no_data(both):
     np.testing.assert_allclose(rows[~padded].value.to_numpy(), temporal[0, T - SHORT[0]:].reshape(-1), atol=1e-6)
     names = [trace.name for trace in a.heatmap(0).data if trace.type == "heatmap"]
     assert "no data" in names
+
+
+def test_histories_padded_at_the_end_are_said_so_by_the_notebook_and_the_saved_folder(tmp_path):
+    model = masked_model()
+    static, temporal = padded_data()
+    temporal = temporal[:, ::-1].copy()  # the same short histories, padded after their last period
+    notebook = explain.Bundle.from_objects(model, static, temporal, ids=IDS, periods=PERIODS)
+    folder = explain.save_bundle(tmp_path / "end", model, static, temporal, ids=IDS, periods=PERIODS)
+    assert json.loads((folder / "bundle.json").read_text())["temporal_padding"] == "end"
+    assert notebook.temporal_padding == load_bundle(folder).temporal_padding == "end"
+    start = explain.save_bundle(tmp_path / "start", model, *padded_data(), ids=IDS, periods=PERIODS)
+    assert "temporal_padding" not in json.loads((start / "bundle.json").read_text())  # the default, unsaid
