@@ -3,6 +3,7 @@ first, the segments cover every customer, the JSON holds DESIGN.md's keys, HTML 
 
 import html
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,9 +16,9 @@ from explain.cli import main
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def run_cli(*args):
+def run_cli(*args, env=None):
     return subprocess.run([sys.executable, "-m", "explain", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=600)
+                          timeout=600, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +79,9 @@ def test_drivers_bad_input_is_one_clear_line(demo_store, tmp_path, capsys, args,
 def test_drivers_without_a_store_names_the_command(tmp_path):
     bundle = tmp_path / "demo"
     shutil.copytree(ROOT / "bundles" / "demo", bundle, ignore=shutil.ignore_patterns("attributions"))
-    result = run_cli("drivers", "--bundle", str(bundle), "--out", str(tmp_path / "d.json"))
+    # an empty $EXPLAIN_STORES: the session's own (tests/conftest.py) may hold a store of the demo's content,
+    # computed by a dashboard test that ran before this one
+    env = {**os.environ, "EXPLAIN_STORES": str(tmp_path / "no-stores")}
+    result = run_cli("drivers", "--bundle", str(bundle), "--out", str(tmp_path / "d.json"), env=env)
     assert result.returncode == 2 and "python -m explain batch --bundle" in result.stderr
     assert not (tmp_path / "d.json").exists()
