@@ -22,8 +22,12 @@ page file of ``pages/`` runs for a visitor who is not let in.
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
+import urllib.request
 from pathlib import Path
+from urllib.parse import urlparse
 
 import streamlit as st
 
@@ -41,6 +45,10 @@ UNVERIFIED_TEXT = ("You are signed in as **{who}**, but your identity provider h
                    "so the dashboard cannot tell who you are. Verify the address at your provider, then log in again.")
 NO_ALLOW_LIST = ("The owner has configured a login but no list of allowed users ([access] allow in "
                  ".streamlit/secrets.toml), so nobody is let in.")
+PROVIDER_DOWN = ("The login provider cannot be reached, so nobody can log in now: {url} {why}. The dashboard's owner "
+                 "can check `server_metadata_url` in .streamlit/secrets.toml (`explain serve --oidc-metadata`) and "
+                 "that this server reaches that address; then try again.")
+PROVIDER_TIMEOUT_S = 3.0  # the discovery document's answer, name lookup included
 SECRETS_UNREADABLE = ("The login's settings (.streamlit/secrets.toml) cannot be read, so the dashboard shows nothing. "
                       "The owner can fix the file and restart the server.")
 
@@ -84,8 +92,54 @@ def visitor() -> tuple[str, str]:
     return ALLOWED, show.md(str(user.get("name") or email))
 
 
+def _metadata_urls(auth) -> list[str]:
+    """Every ``server_metadata_url`` of the ``[auth]`` section: its own, and each named provider's ([auth.NAME])."""
+    urls = [auth.get("server_metadata_url")] + [v.get("server_metadata_url") for v in auth.values()
+                                                 if hasattr(v, "get")]
+    return [str(u) for u in urls if u]
+
+
+def _fetch_problem(url: str) -> str | None:
+    """Why the discovery document at ``url`` cannot be read (a short clause), or None when it can."""
+    try:
+        with urllib.request.urlopen(url, timeout=PROVIDER_TIMEOUT_S) as answer:  # noqa: S310 - the owner's URL
+            document = json.loads(answer.read(1_000_000))
+        if not isinstance(document, dict) or "authorization_endpoint" not in document:
+            return "answers, but not with an OpenID Connect discovery document (no authorization_endpoint)"
+        return None
+    except Exception as error:  # noqa: BLE001 - any failure is the same answer to the visitor
+        reason = getattr(error, "reason", None) or error
+        return f"does not answer ({str(reason)[:120]})"
+
+
+def _code(url: str) -> str:
+    return "`" + url.replace("`", "") + "`"  # an address as code: Markdown does not touch it
+
+
+def provider_problem(auth) -> str | None:
+    """The words for a login provider that cannot be reached (its discovery document, within
+    ``PROVIDER_TIMEOUT_S`` seconds, a slow name lookup included), or None when every provider answers.
+    Streamlit's own "Log in" would otherwise end on a bare "Authentication error" page."""
+    for url in _metadata_urls(auth):
+        if urlparse(url).scheme not in ("http", "https"):
+            return PROVIDER_DOWN.format(url=_code(url), why="is not an http(s) address")
+        found = ["does not answer within %g s" % PROVIDER_TIMEOUT_S]
+        worker = threading.Thread(target=lambda u=url: found.__setitem__(0, _fetch_problem(u)), daemon=True)
+        worker.start()
+        worker.join(PROVIDER_TIMEOUT_S + 0.5)
+        if found[0]:
+            LOG.warning("the login provider %s %s", url, found[0])
+            return PROVIDER_DOWN.format(url=_code(url), why=show.md(found[0]))
+    return None
+
+
 def _sign_in_screen() -> None:
     st.title(APP_TITLE)
+    problem = provider_problem(st.secrets.get("auth") or {})
+    if problem:
+        st.error(problem, icon=":material/cloud_off:")
+        st.button("Try again", type="primary", icon=":material/refresh:", key="auth_retry")
+        return
     st.write(SIGN_IN_TEXT)
     st.button("Log in", type="primary", icon=":material/login:", on_click=st.login, key="auth_login")
 

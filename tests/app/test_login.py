@@ -3,12 +3,17 @@ visitor who has not logged in, or whose address is not on the [access] allow-lis
 page, a sidebar picker or a customer id; an allowed user gets the app and their name with a Log out button.
 Without [auth] the app opens as it always did. (The real login flow, with a provider: tests/browser/test_login.py.)"""
 
+import json
 import re
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support.apptest import APP
+from tests.support.oidc_provider import OidcProvider
 from ui import auth
 
 SECRETS = {"auth": {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret": "c" * 32,
@@ -42,10 +47,57 @@ def kept_out(at) -> None:
     assert "Log out" not in [b.label for b in at.sidebar.button]
 
 
+def with_metadata(url: str) -> dict:
+    return {**SECRETS, "auth": {**SECRETS["auth"], "server_metadata_url": url}}
+
+
 def test_a_visitor_who_has_not_logged_in_gets_the_login_screen_only():
-    at = run({"is_logged_in": False})
+    with OidcProvider("dashboard", "s", [SECRETS["auth"]["redirect_uri"]]) as provider:
+        at = run({"is_logged_in": False}, with_metadata(provider.metadata_url))
     assert [b.label for b in at.button] == ["Log in"] and auth.SIGN_IN_TEXT in shown(at)
     kept_out(at)
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when the block ends: nothing listens there
+
+
+class NotOidc(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - http.server's name
+        body = json.dumps({"hello": "a web server, not a login provider"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_provider_that_cannot_be_reached_is_said_before_log_in_with_a_way_to_try_again():
+    url = f"http://127.0.0.1:{closed_port()}/.well-known/openid-configuration"
+    at = run({"is_logged_in": False}, with_metadata(url))
+    assert [b.label for b in at.button] == ["Try again"]  # no "Log in" that ends on "Authentication error"
+    error = at.error[0].value
+    assert "login provider cannot be reached" in error and url in error and "server_metadata_url" in error
+    kept_out(at)
+    at.button(key="auth_retry").click().run()  # still down: the same words, nothing lost
+    assert [b.label for b in at.button] == ["Try again"] and not at.exception
+
+
+def test_a_metadata_address_that_is_not_a_provider_is_said():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotOidc)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        at = run({"is_logged_in": False}, with_metadata(f"http://127.0.0.1:{server.server_address[1]}/x"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "not with an OpenID Connect discovery document" in at.error[0].value
+    assert [b.label for b in at.button] == ["Try again"]
 
 
 @pytest.mark.parametrize("user", [
