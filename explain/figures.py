@@ -20,7 +20,6 @@ from explain.analysis.diagnostics import shown_baseline
 from explain.analysis.report import DELTA_FINE
 from explain.core.errors import ExplainError
 from explain.core.files import write_atomic
-from explain.core.periods import heatmap_plan
 from explain.core.periods import words as periods_words
 from explain.core.settings import Settings
 from explain.plots import html as html_page
@@ -40,6 +39,7 @@ from explain.plots.figures import (
     temporal_panel,
     temporal_panel_spec,
 )
+from explain.plots.periods import heatmap_plan
 
 # ----------------------------------------------------------------------------- from Python
 # The dashboard's views for a notebook: an ``Attribution`` and its bundle in, Plotly figures
@@ -119,7 +119,7 @@ def _units(bundle, names) -> list:
 def heatmap(a, bundle, customer=0, *, ids=None, baseline=None, title: str | None = "", view=None) -> go.Figure:
     """The Customer page's period x feature heatmap with its totals per period and per feature
     (``title`` "": "Monthly features: effect of each feature in each period", in the bundle's period;
-    ``view``: the bin and zoom of a long history, ``explain.core.periods.View``)."""
+    ``view``: the bin and zoom of a long history, ``explain.plots.periods.View``)."""
     if title == "":
         title = f"{periods_words(bundle).adjective.capitalize()} features: effect of each feature in each period"
     row, cid = customer_row(a, bundle, customer, ids)
@@ -134,7 +134,7 @@ def heatmap(a, bundle, customer=0, *, ids=None, baseline=None, title: str | None
 def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None, views=None) -> list[tuple[str, go.Figure]]:
     """(title, heatmap panel) of every temporal input of the customer, padded periods grey
     ("no data"): one for a plain bundle (``heatmap``), one per history for more inputs. ``views``:
-    {input key: ``explain.core.periods.View``}, the bin and zoom of long histories."""
+    {input key: ``explain.plots.periods.View``}, the bin and zoom of long histories."""
     row, cid = customer_row(a, bundle, customer, ids)
     views = views or {}
     titles = history_titles(bundle)
@@ -214,7 +214,7 @@ def history(a, bundle, customer=0, *, ids=None, baseline=None, columns: int = 2,
             title: str | None = "", view=None) -> go.Figure:
     """The Customer page's raw history of the customer, one small chart per feature (``title`` "":
     "The customer's monthly history (dashed: the baseline)", in the bundle's period). A long history
-    is drawn as its heatmap is (``view``: its bin and zoom, ``explain.core.periods.View``): the mean
+    is drawn as its heatmap is (``view``: its bin and zoom, ``explain.plots.periods.View``): the mean
     of each bin, the features the heatmap shows on rows of their own; padded periods are gaps."""
     row, cid = customer_row(a, bundle, customer, ids)
     if title == "":
@@ -236,7 +236,7 @@ def history_values(a, bundle, row: int, cid: str, baseline=None) -> tuple[np.nda
 
 def history_plan(a, bundle, row: int, view=None):
     """The plan of the customer's first history as its heatmap draws it (the same bins, zoom and
-    rows: ``explain.core.periods.heatmap_plan`` of its attributions): what the history lines follow."""
+    rows: ``explain.plots.periods.heatmap_plan`` of its attributions): what the history lines follow."""
     pad = cohorts.padding_of(a)[row]
     return heatmap_plan(bundle.periods, bundle.temporal_labels, np.asarray(a.temporal[row], np.float64),
                         padding=pad if pad.any() else None, view=view)
@@ -308,7 +308,7 @@ def customer_figures(a, bundle, customer=0, *, ids=None, reference=None, views=N
     """The Customer page's figures of one customer, in order: each history's heatmap (padded periods grey, "no
     data"), the static bars, and (one history) the customer's history against the baseline in the heatmap's bins.
     ``reference``: the baseline's values by input key (hover text and the dashed history; default the
-    attribution's baseline); ``views``: {input key: ``explain.core.periods.View``}; ``top``: static bars shown
+    attribution's baseline); ``views``: {input key: ``explain.plots.periods.View``}; ``top``: static bars shown
     before the rest fold; ``spec``: plain figure dicts where a builder has them (the dashboard's fast path)."""
     row, cid = customer_row(a, bundle, customer, ids)
     views = views or {}

@@ -1,6 +1,6 @@
 """How long histories and long rankings are shown, chosen by the reader: one bin/zoom control for
 every long heatmap (Customer, Compare, What-if, Cohort) and one "Show all N features" toggle for
-every ranking. The numbers are binned and folded by ``explain.core.periods``; the figures draw them.
+every ranking. The numbers are binned and folded by ``explain.plots.periods``; the figures draw them.
 
 Session state, per control ``key``: ``_view_KEY_bin`` ("auto", "none", "week", ...),
 ``_view_KEY_range`` ((first label, last label)), ``_all_KEY`` (bool).
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explain.core import periods as P
+from explain.core.periods import GENERIC, unit_of
+from explain.plots import periods as P
 
 BIN_WORDS = {P.AUTO: "auto", "week": "weeks", "month": "months", "quarter": "quarters", "year": "years"}
 BIN_HELP = ("A long history is drawn in bins: each cell is the sum of the attributions of its periods (totals "
@@ -45,8 +46,8 @@ def view_ui(periods, key: str) -> P.View | None:
     first, last = (periods.index(p) for p in ss[range_key])
     auto = P.auto_unit(periods[first:last + 1])
     said = "" if auto == "period" else f" ({auto if auto.endswith('periods') else auto + 's'})"
-    unit = P.unit_of(periods)  # "every period" said in the labels' own unit: "days"
-    words = {**BIN_WORDS, P.AUTO: f"auto{said}", P.NONE: "every period" if unit == P.GENERIC else f"{unit}s"}
+    unit = unit_of(periods)  # "every period" said in the labels' own unit: "days"
+    words = {**BIN_WORDS, P.AUTO: f"auto{said}", P.NONE: "every period" if unit == GENERIC else f"{unit}s"}
     left, right = st.columns([3, 2])
     with left:
         st.segmented_control("Periods shown as", choices, format_func=lambda c: words.get(c, c), key=f"w{bin_key}",

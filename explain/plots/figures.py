@@ -28,6 +28,7 @@ from plotly.subplots import make_subplots
 
 from explain.core.text import unit_after
 from explain.plots import periods as periods_display
+from explain.plots.periods import Plan
 
 # The style every figure shares (colours, escaping, number format, layout) lives in
 # explain.plots.style; the Diagnostics page's figures in explain.plots.diagnostics.
@@ -150,7 +151,7 @@ def _spec(data: list, layout: dict) -> dict:
 
 
 def _folded_static(labels, attributions, values, base, units, top):
-    """The static bars' inputs cut to the ``top`` largest |attribution| (``explain.core.periods.fold_ranking``):
+    """The static bars' inputs cut to the ``top`` largest |attribution| (``explain.plots.periods.fold_ranking``):
     the folded row's value None."""
     cut = periods_display.fold_ranking(attributions, attributions, base, top=top)
     if not len(cut.folded):
@@ -206,7 +207,7 @@ def static_bars(labels, attributions, values, *, units=None, baseline=None, titl
                                       x_title=x_title, top=top))
 
 
-def _cell_text(periods, features, attributions, values, baseline, units, padding=None):
+def _cell_text(periods, features, attributions, *, values, baseline, units, padding=None):
     """(F, T) hover text per cell: period, feature, value (unit), baseline value, attribution
     ("no data" at padded periods)."""
     t, f = attributions.shape
@@ -250,7 +251,8 @@ def heatmap_dict(periods, features, attributions, *, values=None, baseline=None,
     z = attributions.T.copy() if padding is None else np.where(padding[None, :], np.nan, attributions.T)
     return dict(
         type="heatmap", z=z, x=esc_all(periods), y=esc_all(features), colorscale=_colorscale(colorscale), **scale,
-        text=_cell_text(hover_periods or periods, features, attributions, values, baseline, units, padding),
+        text=_cell_text(hover_periods or periods, features, attributions, values=values, baseline=baseline,
+                        units=units, padding=padding),
         hovertemplate="%{text}<extra></extra>", colorbar=bar, xgap=_gap(periods), ygap=1, hoverongaps=False,
     )
 
@@ -295,11 +297,12 @@ def no_data_trace(periods, features, padding) -> go.Heatmap | None:
     return None if grey is None else go.Heatmap(grey)
 
 
-def _plan(periods, features, *arrays, padding=None, view=None) -> "periods_display.Plan":
-    """How a heatmap of ``arrays`` (T, F) each shows long histories and many features, as
-    ``view`` (``explain.core.periods.View``: the bin and the zoom) asks: computed by
-    ``explain.core.periods.heatmap_plan`` (one plan for figures that are compared)."""
-    return periods_display.heatmap_plan(periods, features, *arrays, padding=padding, view=view)
+def _plan_of(plan, periods, features, *arrays, padding=None, view=None) -> Plan:
+    """The finished ``plan`` the caller made (``explain.plots.periods.heatmap_plan``), else the one of ``arrays``
+    as ``view`` asks. The second is a compatibility path for the callers that still pass a ``view`` (the Cohort,
+    Compare and What-if pages): a figure draws a plan, it does not make one."""
+    return plan if plan is not None else periods_display.heatmap_plan(periods, features, *arrays, padding=padding,
+                                                                      view=view)
 
 
 def _period_title(plan) -> str:
@@ -315,12 +318,12 @@ def _units_shown(plan, features, units) -> list:
 def temporal_heatmap(periods, features, attributions, *, values=None, baseline=None, units=None,
                      zmax: float | None = None, title: str | None = None,
                      colorbar_title: str = ATTRIBUTION_TITLE, height: int | None = None, padding=None,
-                     view=None) -> go.Figure:
+                     view=None, plan: Plan | None = None) -> go.Figure:
     """One heatmap of ``attributions`` (T, F): periods on x, features on y (first at the top);
-    padded periods (``padding`` (T,) bool) grey, "no data". A long history is binned and many
-    features folded (``explain.core.periods``; ``view``: the bin and zoom asked for; the axis
-    title says how)."""
-    plan = _plan(periods, features, attributions, padding=padding, view=view)
+    padded periods grey, "no data". A long history is drawn binned and many features folded as
+    ``plan`` says (``explain.plots.periods.heatmap_plan`` of these attributions and their padding;
+    the axis title says how). Without a plan: the one of ``padding`` (T,) bool and ``view``."""
+    plan = _plan_of(plan, periods, features, attributions, padding=padding, view=view)
     return _heatmap_figure(plan, features, plan.sums(attributions), values=plan.means(values),
                            baseline=plan.means(baseline), units=_units_shown(plan, features, units), zmax=zmax,
                            title=title, colorbar_title=colorbar_title, height=height)
@@ -341,10 +344,11 @@ def _heatmap_figure(plan, features, shown, *, values=None, baseline=None, units=
 
 
 def magnitude_heatmap(periods, features, magnitudes, *, title: str | None = None,
-                      colorbar_title: str = MAGNITUDE_TITLE, view=None) -> go.Figure:
+                      colorbar_title: str = MAGNITUDE_TITLE, view=None, plan: Plan | None = None) -> go.Figure:
     """Sequential heatmap of non-negative sizes (T, F), from 0 to the largest (a robust limit on a
-    large heatmap with an extreme cell); long histories binned (or as ``view`` asks), many features folded."""
-    plan = _plan(periods, features, magnitudes, view=view)
+    large heatmap with an extreme cell); long histories binned and many features folded as ``plan``
+    says (``heatmap_plan`` of these sizes; without one: as ``view`` asks)."""
+    plan = _plan_of(plan, periods, features, magnitudes, view=view)
     shown = plan.sums(magnitudes)
     m, clipped = periods_display.robust_limit(shown)
     return _heatmap_figure(plan, features, shown, zmax=m, zmin=0.0, colorscale=SEQUENTIAL, title=title,
@@ -358,9 +362,9 @@ PANEL_GRID = dict(rows=2, cols=2, column_widths=(0.8, 0.2), row_heights=(0.24, 0
 
 def temporal_panel_spec(periods, features, attributions, *, values=None, baseline=None, units=None,
                         zmax: float | None = None, title: str | None = None, padding=None, view=None,
-                        plan=None) -> dict:
+                        plan: Plan | None = None) -> dict:
     """:func:`temporal_panel` as a plain figure dict (no template)."""
-    plan = plan or _plan(periods, features, attributions, padding=padding, view=view)
+    plan = _plan_of(plan, periods, features, attributions, padding=padding, view=view)
     attributions, values, baseline = plan.sums(attributions), plan.means(values), plan.means(baseline)
     units, periods, padding = _units_shown(plan, features, units), plan.labels, plan.padding
     features = plan.row_names(features)
@@ -396,14 +400,14 @@ def temporal_panel_spec(periods, features, attributions, *, values=None, baselin
 
 def temporal_panel(periods, features, attributions, *, values=None, baseline=None, units=None,
                    zmax: float | None = None, title: str | None = None, padding=None, view=None,
-                   plan=None) -> go.Figure:
+                   plan: Plan | None = None) -> go.Figure:
     """The heatmap with its totals beside it: per period above, per feature on the right.
 
     The totals are sums of the signed attributions (same colours: red raises, blue lowers).
-    Padded periods (``padding`` (T,) bool) are grey, "no data". ``view``: the bin and zoom of a
-    long history (``explain.core.periods.View``; default: binned when longer than 60 periods).
-    ``plan``: that view's finished plan (``explain.core.periods.heatmap_plan`` of these attributions
-    and padding), when the caller has made it (the history beside it draws the same one).
+    Padded periods are grey, "no data". ``plan``: the finished plan of this heatmap
+    (``explain.plots.periods.heatmap_plan`` of these attributions, their padding and the reader's
+    ``View``), made once by the caller: the history beside it draws the same one. Without a plan:
+    the one of ``padding`` (T,) bool and ``view`` (default: binned when longer than 60 periods).
     """
     return subplots_figure(temporal_panel_spec(periods, features, attributions, values=values, baseline=baseline,
                                                units=units, zmax=zmax, title=title, padding=padding, view=view,
@@ -449,9 +453,10 @@ def wrapped(text: str, width: int = TITLE_CHARS) -> list[str]:
 
 
 def history_spec(periods, labels, values, *, baseline=None, units=None, title: str | None = None,
-                 columns: int = 3, plan=None) -> dict:
+                 columns: int = 3, plan: Plan | None = None) -> dict:
     """:func:`history_figure` as a plain figure dict (no template)."""
-    return _history(periods, labels, values, baseline, units, title, columns, plan)[0]
+    return _history(periods, labels, values, baseline=baseline, units=units, title=title, columns=columns,
+                    plan=plan)[0]
 
 
 def _history_axes(layout: dict, x: list, ticks, rows: int, cols: int, f: int) -> None:
@@ -473,75 +478,110 @@ def _history_axes(layout: dict, x: list, ticks, rows: int, cols: int, f: int) ->
         merge(layout[ykey], dict(gridcolor="#eee", rangemode="tozero", automargin=True))
 
 
-def _history(periods, labels, values, baseline, units, title, columns, plan=None) -> tuple[dict, dict]:
-    """(:func:`history_spec`'s figure dict, its subplot grid's arguments)."""
+class _Lines(NamedTuple):
+    """What a history's small charts draw: the periods on x (a bin's label once binned) and the raw periods
+    drawn (for the line under the charts), a chart's name, values and baseline (T', K) and unit per feature,
+    what a point is (" (mean)" of a bin, else "") and the plan's note in lines."""
+
+    periods: list
+    raw: list
+    labels: list
+    values: np.ndarray
+    baseline: np.ndarray | None
+    units: list
+    what: str
+    notes: list
+
+
+def _lines(periods, labels, values, baseline, units, plan) -> _Lines:
+    """The history as ``plan`` draws it: a long one in the heatmap's bins (the mean of each bin's periods with
+    data) and only the features the heatmap shows on rows of their own (None: every period and feature)."""
     values = np.asarray(values, np.float64)
     base = None if baseline is None else np.asarray(baseline, np.float64)
-    units, raw = _units_for(labels, units), periods
-    binned = plan is not None and (plan.periods_changed or len(plan.folded))
-    if binned:  # the heatmap's bins and rows: means per bin of the features it shows on their own rows
-        values, base = plan.kept_means(values), plan.kept_means(base)
-        labels, units, periods = [labels[j] for j in plan.kept], [units[j] for j in plan.kept], plan.labels
-    f = values.shape[1]
-    grid = _history_grid(labels, units, columns, f)
-    rows, cols, names = grid["rows"], grid["cols"], grid["subplot_titles"]
-    layout = subplots_layout(**grid)
-    x = esc_all(periods)
-    what = " (mean)" if binned and plan.periods_changed else ""
+    units = _units_for(labels, units)
+    if plan is None or not (plan.periods_changed or len(plan.folded)):
+        return _Lines(list(periods), list(periods), list(labels), values, base, units, "", [])
+    raw = [p for p, k in zip(periods, plan.which) if k >= 0]  # the raw periods drawn
+    return _Lines(plan.labels, raw, [labels[j] for j in plan.kept], plan.kept_means(values), plan.kept_means(base),
+                  [units[j] for j in plan.kept], " (mean)" if plan.periods_changed else "",
+                  plan.history_note.split("; ") if plan.history_note else [])
+
+
+def _line_traces(lines: _Lines, names, cols: int) -> list:
+    """Each chart's line of the customer, and the baseline's dashed beside it."""
+    x = esc_all(lines.periods)
     mode = "lines+markers" if len(x) <= periods_display.MAX_PERIODS else "lines"  # no blur of dots at 365
     data = []
-    for j in range(f):
+    for j in range(lines.values.shape[1]):
         r, c = j // cols + 1, j % cols + 1
-        data.append(_placed(dict(type="scatter", x=x, y=values[:, j].copy(), mode=mode,
+        data.append(_placed(dict(type="scatter", x=x, y=lines.values[:, j].copy(), mode=mode,
                                  line=dict(color="#333"), name="customer", showlegend=j == 0, legendgroup="customer",
-                                 hovertemplate=f"{names[j]}<br>%{{x}}{what}: %{{y:.4g}}<extra>customer</extra>"),
+                                 hovertemplate=f"{names[j]}<br>%{{x}}{lines.what}: %{{y:.4g}}<extra>customer</extra>"),
                             r, c, cols))
-        if base is not None:
-            data.append(_placed(dict(type="scatter", x=x, y=base[:, j].copy(), mode="lines",
+        if lines.baseline is not None:
+            data.append(_placed(dict(type="scatter", x=x, y=lines.baseline[:, j].copy(), mode="lines",
                                      line=dict(color=GREY, dash="dash"), name="baseline", showlegend=j == 0,
                                      legendgroup="baseline",
-                                     hovertemplate=f"{names[j]}<br>%{{x}}{what}: %{{y:.4g}}<extra>baseline</extra>"),
+                                     hovertemplate=f"{names[j]}<br>%{{x}}{lines.what}: %{{y:.4g}}"
+                                                   "<extra>baseline</extra>"),
                                 r, c, cols))
+    return data
+
+
+def _history_text(layout: dict, lines: _Lines, title, rows: int, names_px: int) -> dict:
+    """``layout`` with the history's words around its charts: the title's lines, the plan's note above the
+    charts and the first and last period under them; the figure's height and margins to hold them."""
+    note_px = 16 * len(lines.notes) + 10 if lines.notes else 0  # the note's height above the charts
+    heading = wrapped(title) if title else []
+    above = names_px + note_px + LINE_PX * max(0, len(heading) - 1)  # more room above the charts
+    layout = _styled(layout, title, height=170 * rows + 80 + above + SPAN_PX, showlegend=False)
+    layout["margin"]["b"] += SPAN_PX
+    layout.setdefault("annotations", []).append(dict(  # the first and the last period, once, under the charts
+        text=esc(periods_display.history_span(lines.raw)), xref="paper", yref="paper", x=0.5, y=0, xanchor="center",
+        yanchor="top", yshift=-20, showarrow=False, font=dict(size=11, color="#555")))
+    if lines.notes:  # what was binned, zoomed and left out: small grey lines between the title and the charts
+        layout["annotations"].append(dict(
+            text="<br>".join(esc(line) for line in lines.notes), xref="paper", yref="paper", x=0, y=1,
+            xanchor="left", yanchor="bottom", yshift=24 + names_px, align="left", showarrow=False,
+            font=dict(size=11, color="#555")))
+    if heading:  # the title's lines from the top down (Plotly hangs a title's further lines below its first)
+        layout["title"].update(text="<br>".join(esc(line) for line in heading), yref="container",
+                               y=1 - (TITLE_TOP_PX + LINE_PX) / layout["height"], yanchor="bottom")
+    layout["margin"]["t"] = (TITLE_TOP_PX + LINE_PX * len(heading) + 6 if heading else 10) + names_px + 20 + note_px
+    return layout
+
+
+def _history(periods, labels, values, *, baseline, units, title, columns: int, plan) -> tuple[dict, dict]:
+    """(:func:`history_spec`'s figure dict, its subplot grid's arguments)."""
+    lines = _lines(periods, labels, values, baseline, units, plan)
+    f = lines.values.shape[1]
+    grid = _history_grid(lines.labels, lines.units, columns, f)
+    rows, cols = grid["rows"], grid["cols"]
+    layout = subplots_layout(**grid)
+    data = _line_traces(lines, grid["subplot_titles"], cols)
     # the narrowest chart planned for: HISTORY_PX shared by the columns and the gaps between them
     chart_px = HISTORY_PX * (1 - grid["horizontal_spacing"] * (cols - 1)) / cols
-    _history_axes(layout, x, periods_display.history_ticks(periods, chart_px), rows, cols, f)
+    _history_axes(layout, esc_all(lines.periods), periods_display.history_ticks(lines.periods, chart_px), rows,
+                  cols, f)
     names_px = 0
     for note in layout.get("annotations", []):  # the charts' names, in lines that fit a chart
         parts = wrapped(note["text"], max(8, int(chart_px // NAME_CHAR_PX)))
         note.update(text="<br>".join(parts), font=dict(size=12))
         names_px = max(names_px, NAME_LINE_PX * (len(parts) - 1))
-    lines = plan.history_note.split("; ") if binned and plan.history_note else []
-    note_px = 16 * len(lines) + 10 if lines else 0  # the note's height above the charts
-    heading = wrapped(title) if title else []
-    above = names_px + note_px + LINE_PX * max(0, len(heading) - 1)  # more room above the charts
-    layout = _styled(layout, title, height=170 * rows + 80 + above + SPAN_PX, showlegend=False)
-    layout["margin"]["b"] += SPAN_PX
-    shown = periods if not binned else [p for p, k in zip(raw, plan.which) if k >= 0]  # the raw periods drawn
-    layout.setdefault("annotations", []).append(dict(  # the first and the last period, once, under the charts
-        text=esc(periods_display.history_span(shown)), xref="paper", yref="paper", x=0.5, y=0, xanchor="center",
-        yanchor="top", yshift=-20, showarrow=False, font=dict(size=11, color="#555")))
-    if lines:  # what was binned, zoomed and left out: small grey lines between the title and the charts
-        layout["annotations"].append(dict(
-            text="<br>".join(esc(line) for line in lines), xref="paper", yref="paper", x=0, y=1, xanchor="left",
-            yanchor="bottom", yshift=24 + names_px, align="left", showarrow=False, font=dict(size=11, color="#555")))
-    if heading:  # the title's lines from the top down (Plotly hangs a title's further lines below its first)
-        layout["title"].update(text="<br>".join(esc(line) for line in heading), yref="container",
-                               y=1 - (TITLE_TOP_PX + LINE_PX) / layout["height"], yanchor="bottom")
-    layout["margin"]["t"] = (TITLE_TOP_PX + LINE_PX * len(heading) + 6 if heading else 10) + names_px + 20 + (
-        note_px if lines else 0)
-    return _spec(data, layout), grid
+    return _spec(data, _history_text(layout, lines, title, rows, names_px)), grid
 
 
 def history_figure(periods, labels, values, *, baseline=None, units=None, title: str | None = None,
-                   columns: int = 3, plan=None) -> go.Figure:
+                   columns: int = 3, plan: Plan | None = None) -> go.Figure:
     """The customer's raw monthly history, one small chart per feature (each in its own unit).
 
     values, baseline: (T, F). The baseline, when given, is drawn dashed in grey. ``plan``: the
-    ``explain.core.periods.Plan`` of the customer's heatmap (``heatmap_plan``): a long history is
+    ``explain.plots.periods.Plan`` of the customer's heatmap (``heatmap_plan``): a long history is
     drawn in its bins (the mean of each bin's periods with data) and only the features it shows on
     rows of their own, as the title says (None: every period and feature).
     """
-    spec, grid = _history(periods, labels, values, baseline, units, title, columns, plan)
+    spec, grid = _history(periods, labels, values, baseline=baseline, units=units, title=title, columns=columns,
+                          plan=plan)
     return subplots_figure(spec, **grid)
 
 
@@ -549,21 +589,23 @@ def history_figure(periods, labels, values, *, baseline=None, units=None, title:
 
 
 def compare_figures(periods, features, first, second, *, names=("A", "B"), values=(None, None),
-                    units=None, padding=(None, None), view=None) -> tuple[go.Figure, go.Figure, go.Figure]:
+                    units=None, padding=(None, None), view=None,
+                    plan: Plan | None = None) -> tuple[go.Figure, go.Figure, go.Figure]:
     """Two heatmaps on ONE shared scale (same zmin/zmax) and their difference (first - second).
 
     first, second: (T, F) attributions aligned by period; ``padding``: each one's padded periods
     (T,) bool (or None), grey "no data"; the difference is no data where either has none. The
-    difference has its own symmetric scale, titled as such.
+    difference has its own symmetric scale, titled as such. ``plan``: the three's one plan
+    (``explain.plots.periods.compare_plan`` of these attributions and paddings); without one: that
+    plan as ``view`` asks.
     """
     pads = [None if p is None else np.asarray(p, bool) for p in padding]
     first, second = (np.where(p[:, None], np.nan, np.asarray(a, np.float64)) if p is not None
                      else np.asarray(a, np.float64) for a, p in zip((first, second), pads))
-    either = None if pads[0] is None and pads[1] is None else np.logical_or(*(
-        p if p is not None else np.zeros(len(periods), bool) for p in pads))
+    if plan is None:  # compatibility: the pages that pass a view
+        plan = periods_display.compare_plan(periods, features, first, second, padding=pads, view=view)
     # one binning and row order for the three (the same importance); each grey where it has no data
-    plans = [_plan(periods, features, first, second, padding=p, view=view) for p in (*pads, either)]
-    plan = plans[2]
+    plans = [plan.with_padding(p) for p in pads]
     first, second = plans[0].sums(first), plans[1].sums(second)
     shown_units = _units_shown(plan, features, units)
     m, clipped = periods_display.robust_limit(first, second)
@@ -618,7 +660,7 @@ def signed_legend(name: str) -> list[go.Scatter]:
 def feature_ranking(labels, mean_abs, signed_mean, *, title: str | None = None, top: int | None = None) -> go.Figure:
     """Features ranked by mean |attribution| (purple), with the signed mean beside (red/blue);
     ``top``: more features than that are cut to the ``top - 1`` largest and one pair of bars, "the
-    other K features", their sums (``explain.core.periods.fold_ranking``; None: every feature)."""
+    other K features", their sums (``explain.plots.periods.fold_ranking``; None: every feature)."""
     cut = periods_display.fold_ranking(mean_abs, mean_abs, signed_mean, top=top)
     labels, (mean_abs, signed_mean) = cut.names(labels), cut.columns
     order = np.arange(len(labels))[::-1]  # largest at the top, the other features together at the bottom
@@ -668,23 +710,28 @@ def risk_histogram(predictions, bands=None, *, title: str | None = None, x_title
 
 
 def whatif_figures(periods, features, original, edited, *, changed=None, values=(None, None), units=None,
-                   names=("Original", "What-if"), padding=None, view=None) -> tuple[go.Figure, go.Figure, go.Figure]:
+                   names=("Original", "What-if"), padding=None, view=None,
+                   plan: Plan | None = None) -> tuple[go.Figure, go.Figure, go.Figure]:
     """The original's and the edited customer's heatmaps on ONE shared symmetric scale, and the
     change (edited minus original) on its own; ``changed`` (T, F) bool outlines the edited cells.
 
     original, edited: (T, F) attributions; values: their raw values (T, F) for the hover text;
     ``padding`` (T,) bool: the customer's padded periods (never edited), grey "no data" in all three.
+    ``plan``: the three's one plan (``explain.plots.periods.compare_plan(periods, features, edited,
+    original, padding=(padding, padding), view=...)``); without one: that plan as ``view`` asks.
     """
+    if plan is None:  # compatibility: the pages that pass a view
+        plan = periods_display.compare_plan(periods, features, edited, original, padding=(padding, padding),
+                                            view=view)
     fig_edited, fig_original, fig_change = compare_figures(
         periods, features, edited, original, names=(names[1], names[0]), values=(values[1], values[0]),
-        padding=(padding, padding), units=units, view=view)
+        padding=(padding, padding), units=units, plan=plan)
     fig_original.update_traces(showscale=False)
     fig_edited.update_traces(showscale=True, selector=lambda trace: trace.name != "no data")
     fig_change.update_layout(title_text=esc(f"Change: {names[1]} minus {names[0]} (own scale)"))
     fig_change.update_traces(colorbar_title_text="Change<br>red: the edit<br>raised the effect<br>"
                                                  "blue: lowered it", selector=dict(type="heatmap"))
     if changed is not None and np.asarray(changed).any():
-        plan = _plan(periods, features, edited, original, view=view)  # the plan compare_figures drew with
         rows, cols = np.nonzero(np.asarray(changed, bool))  # (period, feature) of each edited cell
         cells = sorted({(int(plan.which[i]), plan.row_of(int(j))) for i, j in zip(rows, cols) if plan.which[i] >= 0})
         names_shown = plan.row_names(features)

@@ -11,8 +11,8 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
-from explain.core import periods as core_periods
 from explain.plots import figures
+from explain.plots.periods import heatmap_plan
 from tests.browser.test_browser import browser  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.browser
@@ -49,7 +49,7 @@ def figure(periods, f, plan=False):
     rng = np.random.default_rng(0)
     values = rng.uniform(0, 1, (len(periods), f))
     values[40:] = np.nan  # a history that stops (padded at the end)
-    made = core_periods.heatmap_plan(periods, NAMES[:f], rng.normal(size=(len(periods), f))) if plan else None
+    made = heatmap_plan(periods, NAMES[:f], rng.normal(size=(len(periods), f))) if plan else None
     return figures.history_figure(periods, NAMES[:f], values, baseline=np.full_like(values, 0.5), title=TITLE,
                                   columns=2, plan=made)
 

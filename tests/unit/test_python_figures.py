@@ -169,7 +169,7 @@ def test_history_of_a_padded_long_bundle_follows_its_heatmap(tmp_path):
     ``view`` asks for every week."""
     import pandas as pd
 
-    from explain.core.periods import View
+    from explain.plots.periods import View
     from tests.support import padded
 
     folder = padded.write(tmp_path / "padded")

@@ -12,9 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explain.core import periods as core_periods
 from explain.plots import figures
-from explain.plots.periods import TICKS_AT_MOST, history_span, history_ticks
+from explain.plots.periods import TICKS_AT_MOST, heatmap_plan, history_span, history_ticks
 
 TITLE = "The customer's weekly history (dashed: the baseline; gaps: no data)"
 WEEKS_1970 = [(date(1970, 1, 5) + timedelta(weeks=k)).isoformat() for k in range(52)]
@@ -52,7 +51,7 @@ CASES = {
 def test_few_short_ticks_once_under_each_column(case):
     periods, f, columns, plan = CASES[case]
     if plan:
-        plan = core_periods.heatmap_plan(periods, FEATURES[:f], np.ones((len(periods), f)))
+        plan = heatmap_plan(periods, FEATURES[:f], np.ones((len(periods), f)))
     spec = spec_of(periods, f=f, columns=columns, plan=plan)
     axes = x_axes(spec)
     cols = min(columns, f)

@@ -1,4 +1,4 @@
-"""Long histories binned and zoomed (explain.core.periods.plan): the bins a reader may choose come
+"""Long histories binned and zoomed (explain.plots.periods.plan): the bins a reader may choose come
 from the labels, every bin's attribution is exactly the sum of its periods (per feature, per bin,
 in total: completeness survives binning), a zoom keeps exactly the periods chosen, and a long
 ranking is cut to its top with the rest summed in one row."""
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explain.core import periods as P
+from explain.plots import periods as P
 
 DAYS = [d.strftime("%Y-%m-%d") for d in pd.date_range("2025-01-01", periods=365)]
 WEEKS = [d.strftime("%Y-%m-%d") for d in pd.date_range("2024-01-01", periods=104, freq="7D")]
