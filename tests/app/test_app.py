@@ -218,9 +218,9 @@ def test_cohort_job_stopped_halfway_keeps_partial_results_and_continues():
 
 
 def test_cohort_page_reads_a_matching_batch_store_instead_of_computing(tmp_path, monkeypatch):
-    from explain.analysis.explainer import Request
     from explain.batch.local import run_batch_job
     from explain.bundle.load import load_bundle
+    from explain.core.settings import Settings
 
     folder = tmp_path / "demo"
     shutil.copytree(DEMO, folder, ignore=shutil.ignore_patterns("attributions"))
@@ -231,7 +231,7 @@ def test_cohort_page_reads_a_matching_batch_store_instead_of_computing(tmp_path,
     computed = heatmap(charts(at)["cohort_signed"])["z"]
 
     # the page's default settings, precomputed for every customer, as a nightly job would
-    run_batch_job(load_bundle(folder), folder / "attributions" / "nightly", Request(), progress=False)
+    run_batch_job(load_bundle(folder), folder / "attributions" / "nightly", Settings(), progress=False)
     del at.session_state["cohort_job"]
     at.run()  # the new store is found at the next rerun
     assert not at.exception and "cohort_job" not in at.session_state  # nothing computed

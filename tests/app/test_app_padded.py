@@ -45,9 +45,9 @@ def check_cohort(at):
 
 
 def test_cohort_page_computed_and_from_a_store_no_nan_planted_driver_first(folder, monkeypatch):
-    from explain.analysis.explainer import Request
     from explain.batch.local import run_batch_job
     from explain.bundle.load import load_bundle
+    from explain.core.settings import Settings
 
     monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
     at = app({"sample": "all"}, page="pages/cohort.py")
@@ -55,7 +55,7 @@ def test_cohort_page_computed_and_from_a_store_no_nan_planted_driver_first(folde
     assert at.session_state["cohort_job"]["parts"] and not at.success  # computed here
     computed = check_cohort(at)
 
-    run_batch_job(load_bundle(folder), folder / "attributions" / "nightly", Request(), progress=False)
+    run_batch_job(load_bundle(folder), folder / "attributions" / "nightly", Settings(), progress=False)
     del at.session_state["cohort_job"]
     at.run()
     assert not at.exception and "cohort_job" not in at.session_state

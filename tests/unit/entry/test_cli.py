@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explain.analysis.explainer import Request, explain_customers
+from explain.analysis.explainer import explain_customers
 from explain.analysis.report import LONG_COLUMNS, POINTS_COLUMNS
 from explain.bundle.load import load_bundle
 from explain.cli import main
+from explain.core.settings import Settings
 
 DEMO = Path(__file__).resolve().parents[3] / "bundles" / "demo"
 ROOT = DEMO.parent.parent
@@ -37,7 +38,7 @@ def test_attribute_json_equals_api(demo, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["settings"] == {**doc["settings"], "baseline": "median", "steps": 32, "method": "trapezoid",
                                "target": 0, "space": "output", "path": "joint"}
-    api = explain_customers(demo, ["C00002", "C00010"], Request(baseline="median", steps=32, method="trapezoid"))
+    api = explain_customers(demo, ["C00002", "C00010"], Settings(baseline="median", steps=32, method="trapezoid"))
     for i, customer in enumerate(doc["customers"]):
         assert customer["id"] == ["C00002", "C00010"][i]
         assert customer["static"]["features"] == list(demo.static_features)
@@ -78,7 +79,7 @@ def test_attribute_long_format_says_what_auto_spent_on_each_customer(demo, tmp_p
                  "--out", str(out)]) == 0
     frame = (pd.read_csv(out, dtype={"customer_id": str}, keep_default_na=False) if suffix == ".csv"
              else pd.read_parquet(out))
-    api = explain_customers(demo, ids, Request(steps="auto"))
+    api = explain_customers(demo, ids, Settings(steps="auto"))
     spent = frame.groupby("customer_id", sort=False)[POINTS_COLUMNS].agg(["min", "max"])
     assert list(spent.index) == ids
     for name in POINTS_COLUMNS:  # one value per customer, on every row of theirs: the API's
@@ -133,7 +134,7 @@ def test_auto_reports_points_and_batch_counts_customers_outside_the_tolerance(de
                  "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["settings"]["max_points"] == 48
-    api = explain_customers(demo, ids, Request(steps="auto", tolerance=0.0005, max_points=48))
+    api = explain_customers(demo, ids, Settings(steps="auto", tolerance=0.0005, max_points=48))
     points = [c["gradient_points"] for c in doc["customers"]]
     assert points == api.gradient_points.tolist() and max(points) <= 48 and min(points) >= 16
     assert [c["forward_points"] for c in doc["customers"]] == api.forward_points.tolist()

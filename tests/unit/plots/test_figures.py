@@ -106,8 +106,9 @@ def test_delta_by_steps_uses_log_axes():
 
 def test_html_report_is_standalone_and_escapes_names():
     from explain.analysis import report
-    from explain.analysis.explainer import Request, explain_customers
+    from explain.analysis.explainer import explain_customers
     from explain.bundle.load import Bundle
+    from explain.core.settings import Settings
     from explain.plots import html as html_report
     from tests.support import models
 
@@ -116,7 +117,7 @@ def test_html_report_is_standalone_and_escapes_names():
     bundle = Bundle.from_arrays(models.lstm_model(), inputs["static"], inputs["temporal"],
                                 ids=["<b>C1</b>", "C2", "C3"], static_features=names,
                                 temporal_features=[EVIL, "t1", "t2"])
-    request = Request(baseline="zero", steps=16)
+    request = Settings(baseline="zero", steps=16)
     ids = ["<b>C1</b>"]
     attribution = explain_customers(bundle, ids, request)
     fig = figures.temporal_heatmap(bundle.periods, bundle.temporal_labels, attribution.temporal[0])
