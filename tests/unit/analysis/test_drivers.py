@@ -6,8 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from explain.analysis.explainer import Request, explain_customers
+from explain.analysis.explainer import explain_customers
 from explain.bundle.load import load_bundle
+from explain.core.settings import Settings
 
 DEMO = Path(__file__).resolve().parents[3] / "bundles" / "demo"
 
@@ -33,7 +34,7 @@ def test_planted_drivers_rank_at_the_top_for_churners():
     planted = set(planted["static"]) | set(planted["temporal"])
     features = list(bundle.static_features) + list(bundle.temporal_features)
     churners = [cid for cid, label in zip(bundle.ids, bundle.labels) if label == 1]
-    a = explain_customers(bundle, churners, Request(baseline="mean", steps=32))
+    a = explain_customers(bundle, churners, Settings(baseline="mean", steps=32))
     top1, top3, planted_worst, unplanted_best = driver_ranks(a, features, planted)
     assert top1 >= 0.9, top1  # measured: 1.00
     assert top3 >= 2.5, top3  # measured: 2.86 of the 3 largest pushes are planted drivers
@@ -54,7 +55,7 @@ def test_planted_drivers_on_the_embedding_demo():
     planted = set(planted["static"]) | set(planted["temporal"])
     features = list(bundle.static_features) + list(bundle.temporal_features)
     churners = [cid for cid, label in zip(bundle.ids, bundle.labels) if label == 1]
-    a = explain_customers(bundle, churners, Request(baseline="mean", steps=32, categorical="mean-embedding"))
+    a = explain_customers(bundle, churners, Settings(baseline="mean", steps=32, categorical="mean-embedding"))
     top1, top3, planted_worst, unplanted_best = driver_ranks(a, features, planted)
     assert top1 >= 0.9, top1  # measured: 0.97
     assert top3 >= 2.5, top3  # measured: 2.79

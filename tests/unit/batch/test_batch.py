@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from explain.analysis.explainer import Request, explain_customers
+from explain.analysis.explainer import explain_customers
 from explain.analysis.report import LONG_COLUMNS, SUMMARY_COLUMNS, long_frame
 from explain.batch import local as batch
 from explain.batch.format import FORMAT_VERSION, LOCK, MANIFEST, METADATA_KEY, SUCCESS, SUMMARY_DIR, StoreError
@@ -27,6 +27,7 @@ from explain.batch.store import find_store, open_store, read_store
 from explain.bundle.load import load_bundle
 from explain.cli import main
 from explain.core.errors import ExplainError
+from explain.core.settings import Settings
 from tests.support.old_store import write_old_store
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[3]
 # chunk, customer or setting moves attributions by 1e-4 or more.
 CHUNK_ATOL = 1e-7
 
-REQUEST = Request(steps=8)
+REQUEST = Settings(steps=8)
 SETTINGS = ["--steps", "8"]
 
 # The CLI, slowed down by a sleep before each chunk, so that a kill lands in the middle of the run.
@@ -255,8 +256,8 @@ def _foreign_beside_a_store(folder, small):
     (_corrupt_manifest, REQUEST, 10, r"its manifest .*_manifest.json cannot be read \(JSONDecodeError"),
     (_foreign, REQUEST, 10, r"holds 1 file\(s\) this tool did not write: 'notes.txt'"),
     (_foreign_beside_a_store, REQUEST, 10, r"this tool did not write: 'notes.txt'"),
-    (shutil.copytree, Request(steps=16), 10, r"differs from this one: setting steps: stored 8, requested 16"),
-    (shutil.copytree, Request(steps=8, baseline="median"), 10, r"setting baseline: stored 'mean', requested 'median'"),
+    (shutil.copytree, Settings(steps=16), 10, r"differs from this one: setting steps: stored 8, requested 16"),
+    (shutil.copytree, Settings(steps=8, baseline="median"), 10, r"setting baseline: stored 'mean', requested 'median'"),
     (shutil.copytree, REQUEST, 5, r"chunk size \(--batch-size\): stored 10, requested 5"),
 ], ids=["corrupt-manifest", "foreign-folder", "foreign-file-in-store", "other-steps", "other-baseline",
         "other-chunk-size"])
@@ -324,7 +325,7 @@ def test_find_store_matches_hash_and_settings(tmp_path, bundle_dir, bundle, ids)
         full = stores / "all-steps8"
         run_batch_job(bundle, full, REQUEST, chunk_size=1000, progress=False)
         subset = stores / "subset-steps16"
-        run_batch_job(bundle, subset, Request(steps=16), chunk_size=10, ids=ids[:20], progress=False)
+        run_batch_job(bundle, subset, Settings(steps=16), chunk_size=10, ids=ids[:20], progress=False)
         partial = stores / "partial-steps8"  # same settings, but not finished: ignored
         shutil.copytree(full, partial)
         (partial / SUCCESS).unlink()
@@ -333,12 +334,12 @@ def test_find_store_matches_hash_and_settings(tmp_path, bundle_dir, bundle, ids)
         (stores / "junk" / MANIFEST).write_text("{oops")
 
         assert find_store(bundle, REQUEST) == full
-        assert find_store(bundle, Request(steps=8, target="churn")) == full  # the same target, by name
-        assert find_store(bundle, Request(steps=8, baseline="median")) is None
-        assert find_store(bundle, Request(steps=8, tolerance=0.01)) is None
-        assert find_store(bundle, Request(steps=16)) is None  # holds 20 customers, not all
-        assert find_store(bundle, Request(steps=16), ids=ids[3:7]) == subset
-        assert find_store(bundle, Request(steps=16), ids=[*ids[3:7], ids[25]]) is None
+        assert find_store(bundle, Settings(steps=8, target="churn")) == full  # the same target, by name
+        assert find_store(bundle, Settings(steps=8, baseline="median")) is None
+        assert find_store(bundle, Settings(steps=8, tolerance=0.01)) is None
+        assert find_store(bundle, Settings(steps=16)) is None  # holds 20 customers, not all
+        assert find_store(bundle, Settings(steps=16), ids=ids[3:7]) == subset
+        assert find_store(bundle, Settings(steps=16), ids=[*ids[3:7], ids[25]]) is None
         assert find_store(dataclasses.replace(bundle, content_hash="0" * 64), REQUEST) is None
         assert find_store(bundle, REQUEST, search_dirs=[tmp_path]) is None
         assert find_store(bundle, REQUEST, search_dirs=[full]) == full
