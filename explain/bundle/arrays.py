@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -130,25 +131,54 @@ def stem_of(plan_tables: tuple[str, str]) -> str:
     return plan_tables[0].rsplit(".", 1)[0]
 
 
-def histories(folder: Path, config, plan: dict, static: dict | None, static_file: str | None,
-              report: ValidationReport, digest=None) -> dict | None:
+class Source(NamedTuple):
+    """The bundle whose histories are checked: its folder, bundle.json (:class:`explain.bundle.config.Config`),
+    the input plan (:func:`explain.bundle.config.input_plan`) and the report its problems go to."""
+
+    folder: Path
+    config: Any
+    plan: dict
+    report: ValidationReport
+
+
+class Rows(NamedTuple):
+    """The customers a history's rows must be: the static table's ids in its order (None when the static table
+    has a problem) and that table's file name."""
+
+    ids: Any
+    static_file: str | None
+
+
+class Npy(NamedTuple):
+    """One history's ``.npy`` file and what it must hold: the model input's spec
+    (:class:`explain.core.inputs.InputSpec`), its listed features and its periods' labels."""
+
+    path: Path
+    file: str
+    header: Header
+    spec: Any
+    features: list
+    periods: list | None = None
+
+
+def histories(source: Source, static: dict | None, static_file: str | None, digest=None) -> dict | None:
     """Every history of an array-layout bundle checked: {"arrays": {key: read-only memmap}, "periods": {key:
     labels}, "features": {key: columns}, "files": [file names], "statistics": {key: {"mean": (F,) float64,
     "mask_value": value}} (numeric histories: each feature's mean over the real periods)}, or None after its
-    problems went to ``report``.
+    problems went to ``source.report``.
     ``static``: what ``check_static`` found (its ids give the rows), None when the static table has a problem
     (the arrays are checked all the same). ``digest``: a sha256 object fed the files' bytes as they are read."""
-    entries = config.arrays or {}
+    entries = source.config.arrays or {}
     version = entries.get("version", VERSION)
     if version != VERSION:
-        report.add(CONFIG_FILE, ARRAYS_VERSION.format(version=version, known=VERSION), column="arrays")
+        source.report.add(CONFIG_FILE, ARRAYS_VERSION.format(version=version, known=VERSION), column="arrays")
         return None
-    ids = None if static is None else np.asarray(static["ids"], dtype=object)
+    rows = Rows(None if static is None else np.asarray(static["ids"], dtype=object), static_file)
     found: dict = {"arrays": {}, "periods": {}, "features": {}, "files": [], "statistics": {}}
     ok = True
-    for key, tables in plan["tables"].items():
-        spec, stem = plan["specs"].get(key), stem_of(tables)
-        one = _history(folder, config, plan, key, spec, stem, ids, static_file, report, digest)
+    for key, tables in source.plan["tables"].items():
+        spec, stem = source.plan["specs"].get(key), stem_of(tables)
+        one = _history(source, key, stem, rows, digest)
         if one is None:
             ok = False
             continue
@@ -159,24 +189,36 @@ def histories(folder: Path, config, plan: dict, static: dict | None, static_file
     return found if ok else None
 
 
-def _history(folder, config, plan, key, spec, stem, ids, static_file, report, digest):
+def _history(source: Source, key: str, stem: str, rows: Rows, digest):
     """(memmap, periods, features, FeatureSums or None) of one history, or None after its problems."""
-    file = stem + SUFFIX
+    spec, report = source.plan["specs"].get(key), source.report
+    npy = _opened(source, key, stem)
+    if npy is None or spec is None or not _fits(npy, rows, report):
+        return None
+    entry = source.config.arrays["histories"][stem]
+    npy = npy._replace(periods=_periods(npy.file, entry["periods"], spec.shape[0], report))
+    if npy.periods is None:
+        return None
+    header = npy.header
+    sums = FeatureSums(header.shape[-1]) if spec.embedding is None and len(header.shape) == 3 else None
+    if not scan(npy, rows.ids, source.config.temporal_padding, report, digest=digest, sums=sums):
+        return None
+    mapped = np.load(npy.path, mmap_mode="r", allow_pickle=False)
+    return mapped, npy.periods, list(npy.features), sums
+
+
+def _opened(source: Source, key: str, stem: str) -> Npy | None:
+    """The history's file found, its header read and matching bundle.json's 'arrays' entry; None after a problem
+    (every problem of the header, the entry and the listed features is reported)."""
+    path = _located(source, key, stem)
+    if path is None:
+        return None
+    file, report = stem + SUFFIX, source.report
+    spec = source.plan["specs"].get(key)
     name = spec.name if spec is not None else key
-    if not stem or "/" in stem or "\\" in stem or stem.startswith("."):
-        report.add(CONFIG_FILE, BAD_STEM.format(stem=stem), column="inputs")
-        return None
-    path = folder / file
-    for table in (f"{stem}.csv", f"{stem}.parquet"):
-        if (folder / table).exists():
-            report.add(file, NPY_TABLE_TOO.format(file=file, table=table, folder=folder))
-            return None
-    if not path.is_file():
-        report.add(file, NPY_MISSING.format(file=file, folder=folder, input=name))
-        return None
     header = read_header(path, file, report)
-    entry = (config.arrays or {}).get("histories", {}).get(stem)
-    features = plan["listed"].get(key)
+    entry = (source.config.arrays or {}).get("histories", {}).get(stem)
+    features = source.plan["listed"].get(key)
     ok = header is not None
     if entry is None:
         report.add(CONFIG_FILE, ARRAYS_ENTRY.format(file=file, input=name, stem=stem), column="arrays")
@@ -190,31 +232,40 @@ def _history(folder, config, plan, key, spec, stem, ids, static_file, report, di
         report.add(file, NPY_DECLARED.format(file=file, shape=header.shape, dtype=header.dtype,
                                              declared_shape=tuple(entry["shape"]), declared_dtype=entry["dtype"]))
         return None
-    if spec is None or not _fits(file, header, spec, features, ids, static_file, report):
-        return None
-    periods = _periods(file, entry["periods"], spec.shape[0], report)
-    if periods is None:
-        return None
-    sums = FeatureSums(header.shape[-1]) if spec.embedding is None and len(header.shape) == 3 else None
-    if not scan(path, file, header, spec, features, periods, ids, config.temporal_padding, report, digest, sums):
-        return None
-    mapped = np.load(path, mmap_mode="r", allow_pickle=False)
-    return mapped, periods, list(features), sums
+    return Npy(path, file, header, spec, features)
 
 
-def _fits(file: str, header: Header, spec, features: list, ids, static_file, report: ValidationReport) -> bool:
+def _located(source: Source, key: str, stem: str) -> Path | None:
+    """The path of the history's ``.npy`` file: a plain name, no table of the same stem beside it, present."""
+    file, folder, report = stem + SUFFIX, source.folder, source.report
+    spec = source.plan["specs"].get(key)
+    if not stem or "/" in stem or "\\" in stem or stem.startswith("."):
+        report.add(CONFIG_FILE, BAD_STEM.format(stem=stem), column="inputs")
+        return None
+    for table in (f"{stem}.csv", f"{stem}.parquet"):
+        if (folder / table).exists():
+            report.add(file, NPY_TABLE_TOO.format(file=file, table=table, folder=folder))
+            return None
+    if not (folder / file).is_file():
+        report.add(file, NPY_MISSING.format(file=file, folder=folder, input=spec.name if spec is not None else key))
+        return None
+    return folder / file
+
+
+def _fits(npy: Npy, rows: Rows, report: ValidationReport) -> bool:
     """The array's shape and dtype are what the model's input takes, one row per customer of the static table."""
+    file, header, spec, features = npy.file, npy.header, npy.spec, npy.features
     width = spec.shape[1] if len(spec.shape) > 1 else None
     expected = (spec.shape[0],) if width is None else (spec.shape[0], len(features))
-    rows = len(ids) if ids is not None else header.shape[0] if header.shape else 0
+    count = len(rows.ids) if rows.ids is not None else header.shape[0] if header.shape else 0
     what = f"T={spec.shape[0]} periods" + ("" if width is None else f" x the {len(features)} listed features")
     ok = True
-    if header.shape != (rows, *expected) or (width is not None and width != len(features)):
+    if header.shape != (count, *expected) or (width is not None and width != len(features)):
         if width is not None and width != len(features):
             what += f" (the model reads F={width}: list {width} features)"
-        report.add(file, NPY_SHAPE.format(file=file, shape=header.shape, input=spec.name, rows=rows,
+        report.add(file, NPY_SHAPE.format(file=file, shape=header.shape, input=spec.name, rows=count,
                                           expected=", ".join(str(d) for d in expected),
-                                          static=static_file or "the static table", what=what))
+                                          static=rows.static_file or "the static table", what=what))
         ok = False
     reads = _reads(spec)
     kind = header.dtype.kind
@@ -268,19 +319,20 @@ class _Cells:
         return f"{_examples(shown, total=int(self.counts[j]), quote=False)} in {file}"
 
 
-def scan(path: Path, file: str, header: Header, spec, features: list, periods: list, ids, side: str,
-         report: ValidationReport, digest=None, sums: FeatureSums | None = None) -> bool:
+def scan(npy: Npy, ids, side: str, report: ValidationReport, *, digest=None, sums: FeatureSums | None = None
+         ) -> bool:
     """Read every value once, a chunk of customers at a time (plain reads into one buffer, never the whole file):
     missing or infinite numbers, category ids out of range (problems, per feature), padded and all-padding
     histories (notes). ``digest`` is fed every byte of the file, ``sums`` every real period's values (a numeric
     history). True when there is no problem."""
+    header, spec = npy.header, npy.spec
     n = header.shape[0]
     row_bytes = max(1, int(np.prod(header.shape[1:], dtype=np.int64)) * header.dtype.itemsize)
     chunk = max(1, CHUNK_BYTES // row_bytes)
-    found = _Found(len(features) if len(header.shape) > 2 else 1,
+    found = _Found(len(npy.features) if len(header.shape) > 2 else 1,
                    int(spec.embedding.input_dim) - 1 if spec.embedding is not None else 0)
     buffer = bytearray(min(n, chunk) * row_bytes)
-    with open(path, "rb") as handle:
+    with open(npy.path, "rb") as handle:
         head = handle.read(header.offset)
         if digest is not None:
             digest.update(head)
@@ -288,13 +340,13 @@ def scan(path: Path, file: str, header: Header, spec, features: list, periods: l
             rows = min(chunk, n - start)
             view = memoryview(buffer)[:rows * row_bytes]
             if handle.readinto(view) != len(view):
-                report.add(file, NPY_UNREADABLE.format(file=file, reason="the file changed while it was read"))
+                report.add(npy.file, NPY_UNREADABLE.format(file=npy.file, reason="the file changed while it was read"))
                 return False
             if digest is not None:
                 digest.update(view)
             found.add(np.frombuffer(view, dtype=header.dtype).reshape(rows, *header.shape[1:]), start, spec, side,
                       sums)
-    return found.report(file, spec, features, periods, ids, side, report)
+    return found.report(npy, ids, side, report)
 
 
 class _Found:
@@ -322,7 +374,8 @@ class _Found:
             self.empty += len(full)
             self.empty_rows += (start + full[:EXAMPLES_SHOWN]).tolist()[:EXAMPLES_SHOWN - len(self.empty_rows)]
 
-    def report(self, file, spec, features, periods, ids, side, report: ValidationReport) -> bool:
+    def report(self, npy: Npy, ids, side: str, report: ValidationReport) -> bool:
+        file, spec, features, periods = npy.file, npy.spec, npy.features, npy.periods
         ok = True
         for j, column in enumerate(features):
             for cells, template in ((self.missing, MISSING_VALUES), (self.infinite, INFINITE_VALUES)):

@@ -35,7 +35,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -502,7 +502,7 @@ def _open_cached(folder: Path, cached: array_cache.Checked, loader: ModelLoader 
     if not report.ok:
         return None
     report.notes[:] = cached.notes
-    return report, _assemble(folder, config, model_info, layout, plan, cached, target, report)
+    return report, _assemble(_Parts(folder, config, model_info, layout, plan, report), cached, target)
 
 
 def _outputs(config: Config, model_info: _ModelInfo | None, report: ValidationReport) -> int:
@@ -540,7 +540,7 @@ def _check(folder: Path, loader: ModelLoader | None, limits: Limits) -> tuple[Va
     layout = _model_layout(model_info, config, report)
     plan = input_plan(config, layout, report)
     if config.layout == "arrays":
-        return _check_arrays(folder, config, static_table, model_info, layout, plan, report, limits)
+        return _check_arrays(_Parts(folder, config, model_info, layout, plan, report), static_table, limits)
     temporal_tables = {key: read_table(folder, "temporal", report, names, limits)
                        for key, names in plan["tables"].items()}
 
@@ -573,20 +573,20 @@ def _check(folder: Path, loader: ModelLoader | None, limits: Limits) -> tuple[Va
     files = [t.path.name for t in temporal_tables.values()]
     absent = [name for table in temporal_tables.values() for name in _formats(table.path.name)
               if name != table.path.name]
-    return _finish(folder, config, model_info, layout, plan, static, static_table,
-                   (histories, periods, files, absent, None, {}), target, report, limits)
+    return _finish(_Parts(folder, config, model_info, layout, plan, report), static, static_table,
+                   _Histories(histories, periods, files, absent, None, {}), target, limits)
 
 
-def _check_arrays(folder: Path, config: Config, static_table, model_info, layout, plan: dict,
-                  report: ValidationReport, limits: Limits) -> tuple[ValidationReport, Bundle | None]:
+def _check_arrays(parts: _Parts, static_table, limits: Limits) -> tuple[ValidationReport, Bundle | None]:
     """The rest of :func:`_check` for a bundle of the array layout: the static table as usual, each history a
     memory-mapped ``.npy`` file checked by :mod:`explain.bundle.arrays` (one read of every value)."""
+    folder, config, model_info, layout, plan, report = parts
     static = _checked(check_static, static_table, config, plan, report)
     first = [name for name in (model_info.path.name if model_info else None,
                                static_table.path.name if static_table else None) if name]
     digest = array_io.new_digest(folder, first) if len(first) == 2 else None
-    found = array_io.histories(folder, config, plan, static, static_table.file if static_table else None,
-                               report, digest)
+    found = array_io.histories(array_io.Source(folder, config, plan, report),
+                               static, static_table.file if static_table else None, digest)
     if found is not None:
         plan["features"].update(found["features"])
         check_config_columns(config, static_table, _Columns(found["features"]), report)
@@ -600,9 +600,9 @@ def _check_arrays(folder: Path, config: Config, static_table, model_info, layout
     absent = [f"{stem}.{ext}" for stem in stems for ext in ("csv", "parquet")]
     if config.present:
         digest.update((folder / CONFIG_FILE).read_bytes())
-    return _finish(folder, config, model_info, layout, plan, static, static_table,
-                   (found["arrays"], found["periods"], found["files"], absent, digest.hexdigest(), found["statistics"]),
-                   target, report, limits)
+    histories = _Histories(found["arrays"], found["periods"], found["files"], absent, digest.hexdigest(),
+                           found["statistics"])
+    return _finish(parts, static, static_table, histories, target, limits)
 
 
 def _check_groups(config: Config, layout, plan: dict, report: ValidationReport) -> None:
@@ -619,29 +619,56 @@ class _Columns:
         self.columns = [c for names in features.values() for c in names]
 
 
-def _finish(folder: Path, config: Config, model_info, layout, plan: dict, static: dict, static_table,
-            histories: tuple, target: int, report: ValidationReport, limits: Limits
+class _Parts(NamedTuple):
+    """What every step after reading bundle.json and the model works from: the folder, bundle.json, the model,
+    the model's input layout, the input plan (:func:`explain.bundle.config.input_plan`) and the report that the
+    problems and notes go to."""
+
+    folder: Path
+    config: Config
+    model_info: _ModelInfo
+    layout: Any                                   # explain.core.inputs.InputLayout
+    plan: dict
+    report: ValidationReport
+
+
+class _Histories(NamedTuple):
+    """The checked histories of a bundle, whichever layout they were read from."""
+
+    arrays: dict                                  # input key -> (n, T, F) array
+    periods: dict                                 # input key -> its period labels
+    files: list                                   # the files they were read from
+    absent: list                                  # the other accepted names of those files
+    content: str | None                           # the content hash already computed (array layout), else None
+    statistics: dict                              # means already computed while reading (array layout)
+
+
+def _finish(parts: _Parts, static: dict, static_table, histories: _Histories, target: int, limits: Limits
             ) -> tuple[ValidationReport, Bundle]:
     """The checked bundle from its static table's and its histories' arrays; the arrays go to the array cache
     (an array-layout bundle's histories are its own files: the cache only records that they were checked)."""
-    arrays_by_key, periods, files, absent, content, statistics = histories
-    arrays = {**static["values"], **arrays_by_key}
-    used = [model_info.path.name, static_table.path.name, *files, *([CONFIG_FILE] if config.present else [])]
-    absent = [*absent, *[name for name in _formats(static_table.path.name) if name != static_table.path.name]]
+    folder, config, model_info, layout, plan, report = parts
+    arrays = {**static["values"], **histories.arrays}
+    used = [model_info.path.name, static_table.path.name, *histories.files,
+            *([CONFIG_FILE] if config.present else [])]
+    absent = [*histories.absent, *[name for name in _formats(static_table.path.name)
+                                   if name != static_table.path.name]]
     absent += [MODEL_FILE] if model_info.path.name != MODEL_FILE else []
     absent += [] if config.present else [CONFIG_FILE]
-    mapped = {key: name for key, name in zip(arrays_by_key, files)} if config.layout == "arrays" else {}
+    mapped = dict(zip(histories.arrays, histories.files)) if config.layout == "arrays" else {}
+    statistics = histories.statistics
     if array_cache.worth_writing(folder, used):  # a long layout's means from the checked arrays, once
         statistics = array_cache.statistics(layout, arrays, statistics)
     checked = array_cache.Checked(
         ids=np.asarray(static["ids"], dtype=object), arrays=arrays, labels=static["labels"],
-        periods=periods, features=dict(plan["features"]), notes=list(report.notes),
-        content_hash=content or array_cache.content_hash(folder, used), mapped=mapped, statistics=statistics)
+        periods=histories.periods, features=dict(plan["features"]), notes=list(report.notes),
+        content_hash=histories.content or array_cache.content_hash(folder, used), mapped=mapped,
+        statistics=statistics)
     if array_cache.write(folder, array_cache.Sources(used, absent), checked, _table_limits(limits)) is not None:
         # the arrays just written, memory-mapped as any later open's: this process then holds the rows it reads,
         # not the whole history for as long as the bundle lives (0.7 GB at 20,000 x 365 x 24: a batch job's peak)
         checked = array_cache.read(folder, _table_limits(limits)) or checked
-    return report, _assemble(folder, config, model_info, layout, plan, checked, target, report)
+    return report, _assemble(parts, checked, target)
 
 
 def _formats(name: str) -> tuple[str, str]:
@@ -650,30 +677,32 @@ def _formats(name: str) -> tuple[str, str]:
     return f"{stem}.csv", f"{stem}.parquet"
 
 
-def _assemble(folder: Path, config: Config, model_info: _ModelInfo, layout, plan: dict,
-              checked: array_cache.Checked, target: int, report: ValidationReport) -> Bundle:
+def _assemble(parts: _Parts, checked: array_cache.Checked, target: int) -> Bundle:
     """The Bundle from checked arrays (just checked, or memory-mapped from the array cache)."""
-    arrays = checked.arrays
-    names = {**config.display_names}
-    labels = checked.labels
-    if labels is not None and config.positive_label is not None:
-        if not label_values.occurs(labels, config.positive_label):  # as text and as numbers
+    config, report = parts.config, parts.report
+    if checked.labels is not None and config.positive_label is not None:
+        if not label_values.occurs(checked.labels, config.positive_label):  # as text and as numbers
             report.notes.append(POSITIVE_LABEL_NOTE.format(
                 file=CONFIG_FILE, label=config.positive_label, column=config.label_column))
+    bundle = _bundle_of(parts, checked, target)
+    report.summary = _summary(bundle, parts.layout, config, checked.arrays)
+    return bundle
+
+
+def _bundle_of(parts: _Parts, checked: array_cache.Checked, target: int) -> Bundle:
+    """The Bundle's fields: the static inputs side by side, the first history, names and labels by column."""
+    folder, config, model_info, layout, plan, report = parts
+    arrays, labels, names = checked.arrays, checked.labels, {**config.display_names}
     static_keys, temporal_keys = layout.keys_of("static"), layout.keys_of("temporal")
     first = temporal_keys[0]
-    static_x = _side_by_side([arrays[key] for key in static_keys])
-    temporal_x = arrays[first] if arrays[first].ndim == 3 else arrays[first][..., None]
     features = {key: list(plan["features"][key]) for key in layout.engine_keys}
     all_columns = [c for key in layout.engine_keys for c in features[key]]
-    plain = set(layout.engine_keys) == {"static", "temporal"} and all(
-        spec.embedding is None and spec.padded_by is None for spec in layout.specs)
-    bundle = Bundle(
+    return Bundle(
         path=folder,
         model=model_info.model,
         ids=checked.ids,
-        static=static_x,
-        temporal=temporal_x,
+        static=_side_by_side([arrays[key] for key in static_keys]),
+        temporal=arrays[first] if arrays[first].ndim == 3 else arrays[first][..., None],
         static_features=[c for key in static_keys for c in features[key]],
         temporal_features=list(features[first]),
         static_labels=[names.get(c, c) for key in static_keys for c in features[key]],
@@ -691,7 +720,7 @@ def _assemble(folder: Path, config: Config, model_info: _ModelInfo, layout, plan
         content_hash=checked.content_hash,
         notes=list(report.notes),
         input_roles=tuple(spec.role for spec in layout.specs),
-        input_arrays={} if plain else arrays,
+        input_arrays={} if _plain(layout) else arrays,
         layout=layout,
         input_features=features,
         input_labels={key: plan["labels"][key] for key in layout.engine_keys},
@@ -702,22 +731,33 @@ def _assemble(folder: Path, config: Config, model_info: _ModelInfo, layout, plan
         roles={key: spec["role"] for key, spec in (config.inputs or {}).items() if "role" in spec},
         statistics=dict(checked.statistics),
     )
-    report.summary = (f"{bundle.n_customers} customers, {bundle.n_static} static features, "
-                      f"{bundle.n_periods} periods x {bundle.n_temporal} temporal features, "
-                      f"{len(bundle.output_names)} output(s)")
-    if not plain:
-        parts = [f"{len(layout.specs)} inputs"]
-        categorical = [key for key in layout.engine_keys if layout.spec(key).kind == "categorical"]
-        if categorical:
-            parts.append(f"categorical: {', '.join(categorical)}")
-        if len(temporal_keys) > 1:
-            parts.append("histories: " + ", ".join(
-                f"{key} {arrays[key].shape[1]} periods" for key in temporal_keys))
-        padded = [key for key in temporal_keys if layout.spec(key).padded_by]
-        if padded:
-            parts.append(f"padded at the {config.temporal_padding}: {', '.join(padded)}")
-        report.summary += " (" + "; ".join(parts) + ")"
-    return bundle
+
+
+def _plain(layout) -> bool:
+    """Whether the model takes one static and one temporal input, with no embedding and no padding."""
+    return set(layout.engine_keys) == {"static", "temporal"} and all(
+        spec.embedding is None and spec.padded_by is None for spec in layout.specs)
+
+
+def _summary(bundle: Bundle, layout, config: Config, arrays: dict) -> str:
+    """The report's one line about the bundle; a model of more inputs says which, and how they differ."""
+    summary = (f"{bundle.n_customers} customers, {bundle.n_static} static features, "
+               f"{bundle.n_periods} periods x {bundle.n_temporal} temporal features, "
+               f"{len(bundle.output_names)} output(s)")
+    if _plain(layout):
+        return summary
+    temporal_keys = layout.keys_of("temporal")
+    parts = [f"{len(layout.specs)} inputs"]
+    categorical = [key for key in layout.engine_keys if layout.spec(key).kind == "categorical"]
+    if categorical:
+        parts.append(f"categorical: {', '.join(categorical)}")
+    if len(temporal_keys) > 1:
+        parts.append("histories: " + ", ".join(
+            f"{key} {arrays[key].shape[1]} periods" for key in temporal_keys))
+    padded = [key for key in temporal_keys if layout.spec(key).padded_by]
+    if padded:
+        parts.append(f"padded at the {config.temporal_padding}: {', '.join(padded)}")
+    return summary + " (" + "; ".join(parts) + ")"
 
 
 def _side_by_side(parts: list[np.ndarray]) -> np.ndarray:
