@@ -36,7 +36,8 @@ from explain.analysis.explainer import explain_customers
 from explain.analysis.groups import of as feature_groups_of
 from explain.batch import drivers as batch_drivers
 from explain.batch.format import SUMMARY_DIR
-from explain.batch.store import find_store, open_store, store_dirs
+from explain.batch.store import open_store
+from explain.batch.stores import find_store, store_dirs
 from explain.bundle import cache as array_cache
 from explain.bundle import load as bundle_io
 from explain.core.baselines import release_pages

@@ -30,16 +30,8 @@ from pathlib import Path
 
 from explain.batch.format import store_settings
 from explain.batch.local import run_batch_job
-from explain.batch.store import (
-    STORES_ENV,
-    Store,
-    best_store,
-    bundle_stores,
-    meaning,
-    open_store,
-    store_dirs,
-    stores_in,
-)
+from explain.batch.store import Store, open_store
+from explain.batch.stores import STORES_ENV, best_store, meaning, store_dirs, stores_in, stores_of
 from explain.core.errors import ExplainError
 from explain.core.settings import AUTO, Settings
 
@@ -89,7 +81,7 @@ def others(bundle, settings: Settings, chosen: Path) -> tuple[list[Store], list[
     """The bundle's other finished stores of every customer besides ``chosen``: (the less exact ones of
     the same baseline, target, space and path as ``settings``, those of other such settings)."""
     wanted = meaning(store_settings(settings, bundle))
-    rest = [s for s in bundle_stores(bundle) if s.path.resolve() != Path(chosen).resolve()]
+    rest = [s for s in stores_of(bundle).finished() if s.path.resolve() != Path(chosen).resolve()]
     return [s for s in rest if meaning(s.settings) == wanted], [s for s in rest if meaning(s.settings) != wanted]
 
 

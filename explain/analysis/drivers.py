@@ -1,7 +1,7 @@
 """What drives the model's output across every customer: the global ranking, the values and
 attributions behind a beeswarm and a dependence plot, the time profile, churn-reason segments
 and drift between two stores. Arrays in, one frozen :class:`Drivers` out; no files here
-(``explain.batch.drivers`` reads a store chunk by chunk into :class:`Rows` and calls :func:`compute`).
+(``explain.batch.drivers`` reads a store chunk by chunk, in the stores' row type, and calls :func:`compute`).
 
 Per customer and feature (``p`` features: every static column, then every temporal column of
 each history):
@@ -47,7 +47,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
@@ -87,11 +87,11 @@ OTHER_LAYOUT = ("The two stores do not hold the same features, so their drivers 
 # ----------------------------------------------------------------------------- the input
 
 
-@dataclass(frozen=True)
-class Rows:
-    """k customers as a store chunk holds them: for every model input (by the engine's key), the
-    values and the attributions in the input's shape, (k, S) or (k, T, F), float64, NaN where
-    there is no data (padding, or a text value)."""
+class Chunk(Protocol):
+    """What :func:`compute` reads: k customers as a store chunk holds them (``explain.batch.store.Rows``, the
+    stores' row type, or any object with these fields): for every model input (by the engine's key), the
+    values and the attributions in the input's shape, (k, S) or (k, T, F), float64, NaN where there is no
+    data (padding, or a text value)."""
 
     ids: np.ndarray              # (k,) str
     prediction: np.ndarray       # (k,)
@@ -174,7 +174,6 @@ class TimeProfile:
     mean_signed: np.ndarray  # (T,) the same, signed
     customers: np.ndarray    # (T,) customers with data in that period
     recent_periods: int      # the fewest last periods holding RECENT_SHARE of the total |attribution|
-    last_share: float        # share of the total |attribution| in the last period alone
 
     @property
     def before_last(self) -> np.ndarray:
@@ -193,6 +192,11 @@ class TimeProfile:
         mass = self.mass
         total = float(mass.sum())
         return mass / total if total > 0 else np.zeros_like(mass)
+
+    @property
+    def last_share(self) -> float:
+        """The last period's share of the history's total |attribution| (the last bar of :attr:`shares`)."""
+        return float(self.shares[-1]) if len(self.periods) else 0.0
 
     @property
     def peak(self) -> int:
@@ -501,7 +505,7 @@ def _nansum(values, axis):
     return np.where(np.isnan(values).all(axis=axis), np.nan, total)
 
 
-def _read(rows_iter: Iterable[Rows], layout: Layout, window, recent: int | None) -> _Pass:
+def _read(rows_iter: Iterable[Chunk], layout: Layout, window, recent: int | None) -> _Pass:
     acc = _Pass()
     for rows in rows_iter:
         k = len(rows.ids)
@@ -569,24 +573,29 @@ def _sample_rows(n: int, size: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
 
 
-def _spearman(frame: pd.DataFrame) -> np.ndarray:
-    """(p, p) Spearman's rho of the columns over the rows where both have data (NaN: too few rows,
-    or a constant column)."""
-    return frame.rank().corr(method="pearson", min_periods=10).to_numpy(np.float64)
+def spearman(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
+    """Spearman's rho, the one way this module measures it: Pearson's r of the ranks (pandas; ties: average
+    ranks; NaN: no data). Without ``y``: (p, p) between the columns of ``x`` (n, p), each pair over the rows
+    where both have data, NaN under 10 such rows or for a constant column. With ``y`` (n, p): (p,) between each
+    column of ``x`` and the same column of ``y``, ranked over the rows where both have data (NaN: no variation)."""
+    frame = pd.DataFrame(np.asarray(x, np.float64))
+    if y is None:
+        return frame.rank().corr(method="pearson", min_periods=10).to_numpy(np.float64)
+    other = pd.DataFrame(np.asarray(y, np.float64))
+    both = frame.notna() & other.notna()
+    return frame.where(both).rank().corrwith(other.where(both).rank()).to_numpy(np.float64)
 
 
 def relation(values: np.ndarray, attributions: np.ndarray, seed: int = SEED, size: int = RELATION_SAMPLE) -> np.ndarray:
-    """(p,) Spearman's rho between each feature's value and its attribution over a seeded sample of
-    at most ``size`` customers with data (0 where it cannot be measured): > 0, a higher value goes
-    with a higher prediction."""
+    """(p,) Spearman's rho (:func:`spearman`) between each feature's value and its attribution over a seeded
+    sample of at most ``size`` customers with data (0 where it cannot be measured, or with fewer than 10 such
+    customers): > 0, a higher value goes with a higher prediction."""
     rows = _sample_rows(values.shape[0], size, seed)
     v, a = np.asarray(values[rows], np.float64), np.asarray(attributions[rows], np.float64)  # (m, p)
     both = np.isfinite(v) & np.isfinite(a)
-    rv = pd.DataFrame(np.where(both, v, np.nan)).rank().to_numpy()  # ranks over the rows with both (ties: average)
-    ra = pd.DataFrame(np.where(both, a, np.nan)).rank().to_numpy()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rv, ra = rv - _nanmean(rv, 0), ra - _nanmean(ra, 0)
-        rho = np.nansum(rv * ra, 0) / np.sqrt(np.nansum(rv * rv, 0) * np.nansum(ra * ra, 0))
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", category=RuntimeWarning)  # a constant column: NaN, said as 0
+        rho = spearman(np.where(both, v, np.nan), np.where(both, a, np.nan))
     return np.where((both.sum(axis=0) >= 10) & np.isfinite(rho), rho, 0.0)
 
 
@@ -782,7 +791,7 @@ def find_groups(values: np.ndarray, seed: int = SEED, *, size: int = GROUP_SAMPL
     rows = _sample_rows(values.shape[0], size, seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=RuntimeWarning)  # a constant column: NaN, no partner
-        r = _spearman(pd.DataFrame(np.asarray(values[rows], np.float64)))
+        r = spearman(values[rows])
     distance = 1.0 - np.abs(np.nan_to_num(r, nan=0.0))
     distance = np.clip((distance + distance.T) / 2, 0.0, 1.0)
     np.fill_diagonal(distance, 0.0)
@@ -800,33 +809,46 @@ def _group_name(members: Sequence[Feature]) -> str:
     return joined if len(labels) <= GROUP_NAMED and len(joined) <= GROUP_NAME_LENGTH else f"{labels[0]} and related"
 
 
-def make_groups(features, ranking, attributions: np.ndarray, declared: Sequence = (), values: np.ndarray | None = None,
-                seed: int = SEED) -> tuple:
-    """(Group, ...) largest share first: the ``declared`` groups ((name, (column, ...)), ...) of 2+
-    features, or, when none are declared, those found in the customer-level ``values`` (:func:`find_groups`)."""
-    by_name = {}
-    for j, f in enumerate(features):
-        by_name.setdefault(f.name, []).append(j)
+def define_groups(features, declared: Sequence = (), values=None, seed: int = SEED, *, size: int = GROUP_SAMPLE,
+                  order=None) -> tuple[list, bool]:
+    """The feature groups, by the one rule of the summary and of a bundle without a store
+    (``explain.analysis.groups``): ([(name, [column, ...]), ...], found). The ``declared`` groups ((name,
+    (column name, ...)), ...) that hold 2+ of ``features``; or, when none are declared, those found in the
+    customer-level ``values`` ((n, p), or a function giving them, called only then) by :func:`find_groups` on
+    at most ``size`` customers, named after their members (:func:`_group_name`). A group's columns are in the
+    order of the key ``order`` (default: model order); a name is never another feature's or group's."""
     if declared:
+        by_name = {}
+        for j, f in enumerate(features):
+            by_name.setdefault(f.name, []).append(j)
         wanted = [(str(name), [j for c in columns for j in by_name.get(str(c), [])]) for name, columns in declared]
-        found = False
     elif values is not None:
-        wanted = [(None, g) for g in find_groups(values, seed)]
-        found = True
+        wanted = [(None, g) for g in find_groups(values() if callable(values) else values, seed, size=size)]
     else:
-        wanted, found = [], False
-    stats = {r.feature: r for r in ranking}
-    index = {f: j for j, f in enumerate(features)}
+        return [], False
     out, used = [], set()
     for name, columns in wanted:
-        columns = sorted(dict.fromkeys(columns), key=lambda j: (-stats[features[j]].mean_abs, j))
+        columns = sorted(dict.fromkeys(columns), key=order)
         if len(columns) < 2:
             continue
-        members = tuple(features[j] for j in columns)
-        name = name or _group_name(members)
-        while name in used or name in {f.label for f in features if index[f] not in columns}:
+        name = name or _group_name([features[j] for j in columns])
+        while name in used or name in {f.label for j, f in enumerate(features) if j not in columns}:
             name += " (group)"
         used.add(name)
+        out.append((name, columns))
+    return out, not declared
+
+
+def make_groups(features, ranking, attributions: np.ndarray, declared: Sequence = (), values: np.ndarray | None = None,
+                seed: int = SEED) -> tuple:
+    """(Group, ...) largest share first: the groups of :func:`define_groups` (``declared``, or found in the
+    customer-level ``values``), each with its members' numbers, its members largest mean |attribution| first."""
+    stats = {r.feature: r for r in ranking}
+    wanted, found = define_groups(features, declared, values, seed,
+                                  order=lambda j: (-stats[features[j]].mean_abs, j))
+    out = []
+    for name, columns in wanted:
+        members = tuple(features[j] for j in columns)
         summed = _nansum(attributions[:, columns], 1)          # (n,) the group's attribution per customer
         ranked = [stats[f] for f in members]
         out.append(Group(name, tuple(columns), members, found, float(sum(r.mean_abs for r in ranked)),
@@ -867,10 +889,9 @@ def _profile(key: str, periods, abs_sum, signed_sum, count, share: float = RECEN
     if total > 0:
         from_last = np.cumsum(abs_sum[::-1]) / total  # share held by the last 1, 2, ... periods
         recent = int(np.searchsorted(from_last, share - 1e-12) + 1)
-        last = float(abs_sum[-1] / total)
     else:
-        recent, last = len(abs_sum), 0.0
-    return TimeProfile(key, tuple(periods), mean_abs, mean_signed, count, min(recent, len(abs_sum)), last)
+        recent = len(abs_sum)
+    return TimeProfile(key, tuple(periods), mean_abs, mean_signed, count, min(recent, len(abs_sum)))
 
 
 def profile_sentence(profile: TimeProfile, share: float = RECENT_SHARE) -> str:
@@ -939,11 +960,22 @@ def _cluster(attributions: np.ndarray, seed: int, k_range) -> tuple[np.ndarray, 
     return np.asarray(labels, np.int64), scores
 
 
-def describe_segments(assigned: np.ndarray, features, customers, prediction, outcome, values, attributions,
-                      trend) -> tuple[tuple, np.ndarray]:
-    """(Segment, ...) highest mean prediction first, and the segment of each customer renumbered
-    in that order."""
-    n = len(customers)
+class Customers(NamedTuple):
+    """Every customer of a summary, one row each: what its segments are described from."""
+
+    ids: np.ndarray                # (n,)
+    prediction: np.ndarray         # (n,)
+    outcome: np.ndarray | None     # (n,) 1.0 positive label, 0.0 other, NaN unknown; None without labels
+    values: np.ndarray             # (n, p) static value / temporal mean over the window (NaN: no data)
+    attributions: np.ndarray       # (n, p)
+    trend: np.ndarray              # (n, p) a history's recent change (NaN: static)
+
+
+def describe_segments(assigned: np.ndarray, features, customers: Customers) -> tuple[tuple, np.ndarray]:
+    """(Segment, ...) highest mean prediction first, and the segment of each customer (``assigned``)
+    renumbered in that order."""
+    prediction, outcome, values, attributions, trend = customers[1:]
+    n = len(customers.ids)
     found = [g for g in np.unique(assigned)]
     order = sorted(found, key=lambda g: -float(np.mean(prediction[assigned == g])))
     renumber = {g: i for i, g in enumerate(order)}
@@ -961,7 +993,7 @@ def describe_segments(assigned: np.ndarray, features, customers, prediction, out
             name=name, size=int(rows.size), share=float(rows.size / n), mean_prediction=float(prediction[rows].mean()),
             churn_rate=float(known.mean()) if known.size else None, drivers=tuple(drivers),
             mean_attributions=mean, rows=rows,
-            customers=tuple(str(customers[i]) for i in rows)))
+            customers=tuple(str(customers.ids[i]) for i in rows)))
     return tuple(segments), np.array([renumber[g] for g in assigned], np.int64)
 
 
@@ -1094,155 +1126,45 @@ def outcomes(bundle, ids) -> np.ndarray | None:
     return pd.Series(np.asarray(ids, dtype=object).astype(str)).map(known).to_numpy(np.float64)
 
 
-def compute(bundle, rows: Iterable[Rows], *, window: int | None = None, against: Iterable[Rows] | None = None,
-            seed: int = SEED, source: dict | None = None, layout: Layout | None = None,
-            labels: bool = True, baseline: str | None = None) -> Drivers:
-    """:class:`Drivers` of the customers in ``rows`` (chunks of a store, or one :class:`Rows`);
+def compute(bundle, rows: Iterable[Chunk] | Chunk, *, window: int | None = None,
+            against: Iterable[Chunk] | Chunk | None = None, seed: int = SEED, source: dict | None = None,
+            layout: Layout | None = None, labels: bool = True, baseline: str | None = None) -> Drivers:
+    """:class:`Drivers` of the customers in ``rows`` (chunks of a store, or one chunk: see :class:`Chunk`);
     ``against``: the rows of an earlier store of the same layout (drift). ``labels``: take each
     customer's outcome from ``bundle`` (False when the rows come from another bundle's data).
     ``baseline``: the attributions' baseline spec (default: ``source["settings"]["baseline"]``),
     what the words compare with."""
     layout = layout or Layout.of(bundle)
-    features = layout.features
-    if isinstance(rows, Rows):
-        rows = [rows]
-    acc = _read(rows, layout, window, window)
-    p = len(features)
+    features, p = layout.features, len(layout.features)
+    acc = _read(_chunks(rows), layout, window, window)
     if not acc.ids:
         raise ExplainError(EMPTY.format(what=(source or {}).get("store", "the store")))
-    customers = np.concatenate(acc.ids)
-    prediction = np.concatenate(acc.prediction)
-    values, attributions, trend = _stack(acc.values, p), _stack(acc.attributions, p), _stack(acc.trend, p)
-    outcome = outcomes(bundle, customers) if labels else None
+    ids = np.concatenate(acc.ids)
+    everyone = Customers(ids, np.concatenate(acc.prediction), outcomes(bundle, ids) if labels else None,
+                         _stack(acc.values, p), _stack(acc.attributions, p), _stack(acc.trend, p))
+    if baseline is None and isinstance((source or {}).get("settings"), dict):
+        baseline = source["settings"].get("baseline")
+    ranking = rank(features, everyone.attributions, everyone.values, seed)
     window_text = "the whole history" if window is None else f"the last {window} period(s)"
-    if baseline is None:
-        baseline = (source or {}).get("settings", {}).get("baseline") if isinstance((source or {}).get("settings"),
-                                                                                    dict) else None
-    ranking = rank(features, attributions, values, seed)
-    sentence = ranking_sentence(ranking, len(customers), window_text, baseline)
-    whole = values if window is None else _stack(acc.whole, p)
-    groups = make_groups(features, ranking, attributions, layout.groups, whole, seed)
-    del whole
+    groups = make_groups(features, ranking, everyone.attributions, layout.groups,
+                         everyone.values if window is None else _stack(acc.whole, p), seed)
     profiles = tuple(_profile(key, periods, acc.abs_sum[key], acc.signed_sum[key], acc.count[key])
                      for key, role, _, _, periods in layout.inputs if role == "temporal")
-    assigned, scores = cluster(grouped_attributions(attributions, groups), seed)
-    segments, segment_of = describe_segments(assigned, features, customers, prediction, outcome, values,
-                                             attributions, trend)
+    assigned, scores = cluster(grouped_attributions(everyone.attributions, groups), seed)
+    segments, segment_of = describe_segments(assigned, features, everyone)
     change = None
     if against is not None:
-        if isinstance(against, Rows):
-            against = [against]
-        earlier = _read(against, layout, window, window)
+        earlier = _read(_chunks(against), layout, window, window)
         if not earlier.ids:
             raise ExplainError(EMPTY.format(what="the earlier store"))
-        change = drift(features, attributions, _stack(earlier.attributions, p), seed=seed)
-    return Drivers(features=features, customers=customers, prediction=prediction, outcome=outcome, values=values,
-                   attributions=attributions, window=window, ranking=ranking, sentence=sentence,
-                   time_profiles=profiles, segments=segments, segment_of=segment_of, silhouette=scores,
-                   drift=change, source=dict(source or {}), groups=groups,
-                   baseline=None if baseline is None else str(baseline))
+        change = drift(features, everyone.attributions, _stack(earlier.attributions, p), seed=seed)
+    return Drivers(features=features, customers=ids, prediction=everyone.prediction, outcome=everyone.outcome,
+                   values=everyone.values, attributions=everyone.attributions, window=window, ranking=ranking,
+                   sentence=ranking_sentence(ranking, len(ids), window_text, baseline), time_profiles=profiles,
+                   segments=segments, segment_of=segment_of, silhouette=scores, drift=change,
+                   source=dict(source or {}), groups=groups, baseline=None if baseline is None else str(baseline))
 
 
-def rows_of(attribution, bundle, ids: Sequence[str] | None = None) -> Rows:
-    """An ``Attribution`` of ``ids`` (default: every customer of ``bundle``) as :class:`Rows`
-    (padded cells NaN), for :func:`compute` without a store."""
-    ids = [str(i) for i in (bundle.ids if ids is None else ids)]
-    inputs = bundle.inputs_for(ids)
-    values, attrs = {}, {}
-    for key, array in attribution.inputs.items():
-        a = np.asarray(array, np.float64).copy()
-        raw = np.asarray(inputs[key])
-        v = raw.astype(np.float64) if raw.dtype.kind in "fiub" else np.full(raw.shape, np.nan)
-        v = v.reshape(a.shape) if v.size == a.size else np.full(a.shape, np.nan)
-        pad = attribution.padding.get(key)
-        if pad is not None and np.any(pad):
-            cells = np.asarray(pad, bool).reshape(pad.shape + (1,) * (a.ndim - 2))
-            a = np.where(cells, np.nan, a)
-            v = np.where(cells, np.nan, v)
-        values[key], attrs[key] = v, a
-    return Rows(np.asarray(ids, dtype=object), np.asarray(attribution.prediction, np.float64), values, attrs)
-
-
-def drivers_of(attribution, bundle, ids: Sequence[str] | None = None, **options) -> Drivers:
-    """:func:`compute` on attributions held in memory (``explain_customers``' result) instead of a store."""
-    settings = getattr(attribution, "settings", None)
-    if settings is not None and getattr(settings, "baseline", None) is not None:
-        options.setdefault("baseline", str(settings.baseline))
-    return compute(bundle, rows_of(attribution, bundle, ids), **options)
-
-
-# ----------------------------------------------------------------------------- as arrays and JSON (a summary file)
-
-PARTS_VERSION = 4  # 4: segments named by raising, non-negligible effects (a summary of 3 holds the old names)
-
-
-def to_parts(d: Drivers) -> tuple[dict, dict]:
-    """(numbers: {name: array} of numbers and text only, description: a JSON-able dict) that
-    :func:`from_parts` turns back into an equal :class:`Drivers` (what ``explain.batch.drivers``
-    writes next to a store so that its summary is computed once)."""
-    index = {f: j for j, f in enumerate(d.features)}
-    arrays = {"customers": np.asarray(d.customers).astype(str), "prediction": d.prediction, "values": d.values,
-              "attributions": d.attributions, "segment_of": d.segment_of}
-    if d.outcome is not None:
-        arrays["outcome"] = d.outcome
-    for k, p in enumerate(d.time_profiles):
-        arrays.update({f"profile{k}_mean_abs": p.mean_abs, f"profile{k}_mean_signed": p.mean_signed,
-                       f"profile{k}_customers": p.customers})
-    for k, s in enumerate(d.segments):
-        arrays[f"segment{k}_mean"] = s.mean_attributions
-    described = {
-        "version": PARTS_VERSION, "features": [[f.name, f.label, f.input, f.role, f.unit] for f in d.features],
-        "window": d.window, "sentence": d.sentence, "source": d.source, "baseline": d.baseline,
-        "groups": [[g.name, list(g.columns), g.found, g.mean_abs, g.mean_signed, g.share, g.together, g.customers,
-                    g.value_effect, g.binary] for g in d.groups],
-        "silhouette": [[k, v] for k, v in d.silhouette.items()],
-        "ranking": [[index[r.feature], r.mean_abs, r.mean_signed, r.share, r.customers, r.value_effect, r.binary]
-                    for r in d.ranking],
-        "profiles": [[p.input, list(p.periods), p.recent_periods, p.last_share] for p in d.time_profiles],
-        "segments": [[s.name, s.size, s.share, s.mean_prediction, s.churn_rate,
-                      [[index[v.feature], v.mean_attribution, v.words, _float(v.segment_value),
-                        _float(v.everyone_value), v.measure] for v in s.drivers]] for s in d.segments],
-        "drift": None if d.drift is None else {
-            "rows": [[index[r.feature], r.before, r.after, r.low, r.high] for r in d.drift.rows],
-            "customers": [d.drift.customers_before, d.drift.customers_after], "level": d.drift.level,
-            "resamples": d.drift.resamples, "sentence": d.drift.sentence}}
-    return arrays, described
-
-
-def from_parts(arrays: dict, described: dict) -> Drivers:
-    """The :class:`Drivers` that :func:`to_parts` gave these parts of."""
-    if described.get("version") != PARTS_VERSION:
-        raise ValueError(f"a drivers summary of version {described.get('version')!r}, not {PARTS_VERSION}")
-    features = tuple(Feature(*f) for f in described["features"])
-    customers = np.asarray(arrays["customers"]).astype(object)
-    prediction, segment_of = np.asarray(arrays["prediction"]), np.asarray(arrays["segment_of"], np.int64)
-    outcome = arrays.get("outcome")
-    segments = []
-    for k, (name, size, share, mean_prediction, churn, drivers) in enumerate(described["segments"]):
-        rows = np.flatnonzero(segment_of == k)
-        rows = rows[np.argsort(-prediction[rows], kind="stable")]
-        segments.append(Segment(name, size, share, mean_prediction, churn,
-                                tuple(Driver(features[j], m, w, _nan(here), _nan(everyone), measure)
-                                      for j, m, w, here, everyone, measure in drivers),
-                                np.asarray(arrays[f"segment{k}_mean"]), rows, tuple(str(customers[i]) for i in rows)))
-    profiles = tuple(TimeProfile(key, tuple(periods), np.asarray(arrays[f"profile{k}_mean_abs"]),
-                                 np.asarray(arrays[f"profile{k}_mean_signed"]),
-                                 np.asarray(arrays[f"profile{k}_customers"]), recent, last)
-                     for k, (key, periods, recent, last) in enumerate(described["profiles"]))
-    change = described["drift"]
-    if change is not None:
-        change = Drift(tuple(DriftRow(features[j], *numbers) for j, *numbers in change["rows"]), *change["customers"],
-                       change["level"], change["resamples"], change["sentence"])
-    return Drivers(features=features, customers=customers, prediction=prediction,
-                   outcome=None if outcome is None else np.asarray(outcome), values=np.asarray(arrays["values"]),
-                   attributions=np.asarray(arrays["attributions"]), window=described["window"],
-                   ranking=tuple(Ranked(features[j], *numbers) for j, *numbers in described["ranking"]),
-                   sentence=described["sentence"], time_profiles=profiles, segments=tuple(segments),
-                   segment_of=segment_of, silhouette={int(k): v for k, v in described["silhouette"]}, drift=change,
-                   source=dict(described["source"]), baseline=described["baseline"],
-                   groups=tuple(Group(name, tuple(columns), tuple(features[j] for j in columns), found, *numbers)
-                                for name, columns, found, *numbers in described["groups"]))
-
-
-def _nan(value) -> float:
-    return float("nan") if value is None else float(value)
+def _chunks(rows) -> Iterable:
+    """``rows`` as chunks: one chunk (an object with ``ids``: :class:`Chunk`) as a list of it."""
+    return [rows] if hasattr(rows, "ids") else rows

@@ -4,8 +4,8 @@ Declared in ``bundle.json`` (``"groups"``: name -> columns; a group needs two of
 found from the bundle's own arrays by the rule of the "What drives churn" summary (``explain.analysis.drivers``):
 each customer's customer-level values (a static value as it is; a history feature's mean over the customer's
 periods with data, padding left out; a text value is no data) on the same seeded sample of at most
-``GROUP_SAMPLE`` customers, clustered by :func:`explain.analysis.drivers.find_groups`. A found group is named as
-the summary names it (its members' display names, ``drivers._group_name``), the members in model order.
+``GROUP_SAMPLE`` customers: the summary's one rule, :func:`explain.analysis.drivers.define_groups` (a found group
+named as the summary names it, after its members' display names), the members in model order.
 
 The sample is read ``READ_ROWS`` customers at a time (a memory-mapped history's pages given back after each
 block), so a bundle of 20,000 customers x 365 days x 24 features is never read whole. :func:`of` keeps its answer
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explain.analysis.drivers import GROUP_SAMPLE, SEED, Layout, _group_name, _sample_rows, find_groups
+from explain.analysis.drivers import GROUP_SAMPLE, SEED, Layout, _sample_rows, define_groups
 from explain.core.kept import Kept
 
 READ_ROWS = 500  # customers read from the arrays at a time
@@ -59,26 +59,13 @@ def customer_values(bundle, rows: np.ndarray) -> np.ndarray:
 
 
 def find(bundle, seed: int = SEED, size: int = GROUP_SAMPLE) -> tuple[FeatureGroup, ...]:
-    """The bundle's groups: the declared ones (two or more of its features each), else those found from its data
-    (see the module docstring); () when there are none."""
+    """The bundle's groups by the summary's rule (:func:`explain.analysis.drivers.define_groups`): the declared
+    ones (two or more of its features each), else those found from its data (see the module docstring), the
+    members in model order; () when there are none."""
     features = Layout.of(bundle).features
-    declared = getattr(bundle, "groups", None) or {}
-    if declared:
-        wanted = [(str(name), [j for j, f in enumerate(features) if f.name in {str(c) for c in members}])
-                  for name, members in declared.items()]
-    else:
-        wanted = [(None, columns) for columns in find_groups(_sample_values(bundle, seed, size), seed, size=size)]
-    out, used = [], set()
-    for name, columns in wanted:
-        if len(columns) < 2:
-            continue
-        members = [features[j] for j in columns]
-        name = name or _group_name(members)
-        while name in used or name in {f.label for j, f in enumerate(features) if j not in columns}:
-            name += " (group)"  # as the summary: never the name of another feature or group
-        used.add(name)
-        out.append(FeatureGroup(name, tuple(f.name for f in members), not declared))
-    return tuple(out)
+    declared = tuple((getattr(bundle, "groups", None) or {}).items())
+    wanted, found = define_groups(features, declared, lambda: _sample_values(bundle, seed, size), seed, size=size)
+    return tuple(FeatureGroup(name, tuple(features[j].name for j in columns), found) for name, columns in wanted)
 
 
 def _sample_values(bundle, seed: int, size: int) -> np.ndarray:

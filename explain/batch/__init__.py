@@ -2,7 +2,7 @@
 
 import importlib
 
-_MODULES = ('drivers', 'format', 'job', 'local', 'ray_job', 'ray_store', 'ray_tables', 'store')
+_MODULES = ('drivers', 'format', 'job', 'local', 'ray_job', 'ray_store', 'ray_tables', 'store', 'stores', 'summary')
 
 
 def __getattr__(name: str):

@@ -1,29 +1,25 @@
-"""Reading a batch store (the folder ``python -m explain batch`` writes; see ``explain.batch.format``).
+"""Reading one batch store (the folder ``python -m explain batch`` writes; see ``explain.batch.format``).
 
 ``open_store(OUT)`` gives a ``Store`` (its manifest, its files read lazily, one chunk at a time):
 ``arrays(bundle, ids)`` are the engine's arrays (what the Cohort page uses), ``rows(bundle)`` the
-chunks ``explain.drivers`` reads, ``chunk_arrays(chunk)`` one chunk of a compact store as numpy.
+chunks as :class:`Rows` (the stores' row type, what ``explain.analysis.drivers.compute`` reads),
+``chunk_arrays(chunk)`` one chunk of a compact store as numpy.
 ``read_store(OUT, ids)`` reads a finished store as tables in the order of ``ids``: the long format
 (a view of a compact store: its ``value`` column from the bundle) and the summaries; with
 ``long=False`` the attributions as arrays by input. Stores of format 1 and 2 (long part files)
 are read as before. ``pandas.read_parquet(OUT / "_summary")`` reads the summaries.
 
-Where a bundle's stores live is decided here alone: ``store_dirs(bundle)`` (``<bundle>/attributions/``,
-then ``$EXPLAIN_STORES/<content hash>/``), and ``bundle_stores(bundle)`` finds the finished stores of
-this bundle there. Two choices among them: ``find_store(bundle, request)`` (exactly these settings,
-the newest: the Cohort page) and ``best_store(bundle, request)`` (the same baseline, target, space and
-path, the most exact: ``explain.drivers`` and the What drives churn page).
+Where a bundle's stores live and which one is read: ``explain.batch.stores`` (``stores_of``).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -31,7 +27,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from explain.analysis.drivers import Rows
 from explain.analysis.report import input_views, long_frame, long_layout
 from explain.batch.format import (
     LONG_SCHEMA,
@@ -41,18 +36,11 @@ from explain.batch.format import (
     StoreError,
     chunk_paths,
     compact,
-    customers_hash,
     inspect_folder,
     output_folder,
-    store_settings,
 )
-from explain.core.errors import ExplainError
-from explain.core.settings import AUTO, DEFAULT_TOLERANCE, Settings
+from explain.core.settings import AUTO, DEFAULT_TOLERANCE
 from explain.core.text import examples, one_line
-
-STORES_DIR = "attributions"  # <bundle>/attributions/<name>/ : the first folder of store_dirs
-STORES_ENV = "EXPLAIN_STORES"  # a folder: $EXPLAIN_STORES/<content hash[:16]>/ is the second (store_dirs)
-PRECISION = ("steps", "method", "tolerance", "max_points")  # settings that make a store more or less exact
 
 # ---- messages (tests match these) ------------------------------------------------------------
 NO_MANIFEST = "{folder} is not a batch output folder: it has no {manifest}. Run `python -m explain batch` to make one."
@@ -69,11 +57,42 @@ NEEDS_BUNDLE = ("The batch output {folder} is a compact store: it keeps the attr
 OLD_FORMAT_ARRAYS = ("The batch output {folder} is of format {version} (the long format): read_store(..., long=False) "
                      "reads compact stores (format 3) only; read it with read_store(...) (long) or "
                      "open_store(...).arrays(bundle, ids).")
-SEVERAL_MEANINGS = ("{count} finished stores of this bundle were made with different baselines, targets or paths, "
-                    "none with the default settings: {stores}. Pass the store's folder (--store) or its settings.")
 WRONG_LAYOUT = ("The batch output {folder} does not fit this bundle's features and periods (chunk {chunk}: "
                 "{why}). It was written with another table layout; recompute it with `python -m explain batch` "
                 "into a new --out folder.")
+
+
+@dataclass(frozen=True)
+class Rows:
+    """k customers as a store chunk holds them (the stores' row type): for every model input (by the engine's
+    key), the values and the attributions in the input's shape, (k, S) or (k, T, F), float64, NaN where
+    there is no data (padding, or a text value). ``explain.analysis.drivers.compute`` reads any object
+    with these four fields."""
+
+    ids: np.ndarray              # (k,) str
+    prediction: np.ndarray       # (k,)
+    values: dict                 # key -> (k, S) or (k, T, F)
+    attributions: dict           # key -> same shapes
+
+
+def rows_of(attribution, bundle, ids: Sequence[str] | None = None) -> Rows:
+    """An ``Attribution`` of ``ids`` (default: every customer of ``bundle``) as :class:`Rows`
+    (padded cells NaN): attributions held in memory read as a store's chunk (``explain.batch.drivers.drivers_of``)."""
+    ids = [str(i) for i in (bundle.ids if ids is None else ids)]
+    inputs = bundle.inputs_for(ids)
+    values, attrs = {}, {}
+    for key, array in attribution.inputs.items():
+        a = np.asarray(array, np.float64).copy()
+        raw = np.asarray(inputs[key])
+        v = raw.astype(np.float64) if raw.dtype.kind in "fiub" else np.full(raw.shape, np.nan)
+        v = v.reshape(a.shape) if v.size == a.size else np.full(a.shape, np.nan)
+        pad = attribution.padding.get(key)
+        if pad is not None and np.any(pad):
+            cells = np.asarray(pad, bool).reshape(pad.shape + (1,) * (a.ndim - 2))
+            a = np.where(cells, np.nan, a)
+            v = np.where(cells, np.nan, v)
+        values[key], attrs[key] = v, a
+    return Rows(np.asarray(ids, dtype=object), np.asarray(attribution.prediction, np.float64), values, attrs)
 
 
 class Store:
@@ -239,7 +258,7 @@ class Store:
 
     def rows(self, bundle, *, same_periods: bool = True) -> Iterator[Rows]:
         """Every customer's values and attributions, one chunk at a time, as
-        ``explain.analysis.drivers.Rows`` (what ``drivers`` reads): each input in its shape, padded
+        :class:`Rows` (what ``explain.analysis.drivers.compute`` reads): each input in its shape, padded
         cells NaN (no data), a text value NaN. Checks that every row is where ``bundle``'s features
         and periods put it (``StoreError`` if not); ``same_periods=False`` lets the period labels
         differ (an earlier store of the same layout: its periods are compared by position)."""
@@ -564,147 +583,6 @@ def read_store(path, ids: Sequence[str] | None = None, *, long: bool = True,
     if not long:
         return store.array_view(ids), store.summary(ids)
     return store.long(ids, bundle=bundle), store.summary(ids)
-
-
-def store_dirs(bundle) -> list[Path]:
-    """Where this bundle's stores live, in the order they are searched (the one place that decides it;
-    the CLI, ``explain.drivers``, the Cohort and What drives churn pages all ask here):
-
-    1. ``<bundle>/STORES_DIR`` (``<bundle>/attributions/``), where ``python -m explain batch --out
-       BUNDLE/attributions/NAME`` writes, for a bundle opened from a folder;
-    2. ``$EXPLAIN_STORES/<first 16 characters of the content hash>/`` when the environment variable
-       ``EXPLAIN_STORES`` names a folder (stores of a read-only bundle folder; the dashboard writes its
-       own stores there first).
-
-    Each folder may be a store itself or hold store folders. Folders that do not exist are listed too
-    (a writer may make them)."""
-    dirs = []
-    if getattr(bundle, "path", None) is not None:
-        dirs.append(Path(bundle.path) / STORES_DIR)
-    root, content = os.environ.get(STORES_ENV), getattr(bundle, "content_hash", None)
-    if root and content:
-        dirs.append(Path(root).expanduser() / content[:16])
-    return dirs
-
-
-def stores_in(search_dirs: Iterable) -> Iterator[Store]:
-    """Every store (finished or not, of any bundle) in ``search_dirs``: each folder a store itself or
-    a folder of store folders (one level); a folder found twice (a link) once, unreadable ones skipped."""
-    seen = set()
-    for base in search_dirs:
-        base = Path(base)
-        if not base.is_dir():
-            continue
-        try:
-            folders = [base] if (base / MANIFEST).is_file() else [
-                d for d in sorted(base.iterdir()) if d.is_dir() and (d / MANIFEST).is_file()]
-        except OSError:
-            continue
-        for folder in folders:
-            real = folder.resolve()
-            if real in seen:
-                continue
-            seen.add(real)
-            try:
-                yield open_store(folder)
-            except (ExplainError, OSError):
-                continue
-
-
-def bundle_stores(bundle, search_dirs: Iterable | None = None, *, ids: Sequence[str] | None = None,
-                  request: Settings | None = None) -> list[Store]:
-    """The finished stores computed from this bundle (same content hash), newest first: the one
-    function that finds a bundle's stores.
-
-    ``search_dirs``: default :func:`store_dirs` (a single folder may be given as a path). With
-    ``ids=None`` a store must hold every customer of the bundle; otherwise at least ``ids``.
-    ``request``: only stores made with exactly these settings (None: any settings)."""
-    if search_dirs is None:
-        search_dirs = store_dirs(bundle)
-    elif isinstance(search_dirs, (str, os.PathLike)):
-        search_dirs = [search_dirs]
-    content = getattr(bundle, "content_hash", None)
-    if not content:
-        return []
-    settings = None if request is None else store_settings(request, bundle)
-    every = None
-    found = []
-    for store in stores_in(search_dirs):
-        if store.bundle_hash != content or (settings is not None and store.settings != settings):
-            continue
-        if not store.complete:
-            continue
-        customers = store.manifest["customers"]
-        if ids is None:
-            if every is None:
-                every = [str(i) for i in bundle.ids]
-                every = (len(every), customers_hash(every))
-            if (customers.get("count"), customers.get("sha256")) != every:
-                continue
-        elif not set(map(str, ids)) <= set(store.customer_ids()):
-            continue
-        found.append(store)
-    return sorted(found, key=lambda s: (s.completed, str(s.path)), reverse=True)
-
-
-def find_store(bundle, request: Settings | None, search_dirs: Iterable | None = None, *,
-               ids: Sequence[str] | None = None) -> Path | None:
-    """The folder of the newest finished store computed from this bundle (same content hash) with
-    exactly these settings (None: any settings), or None: what the Cohort page reads.
-
-    Looks where :func:`store_dirs` says (or in ``search_dirs``). With ``ids=None`` the store must
-    hold every customer of the bundle; otherwise at least ``ids``."""
-    found = bundle_stores(bundle, search_dirs, ids=ids, request=request)
-    return found[0].path if found else None
-
-
-def meaning(settings: dict) -> dict:
-    """What a store's attributions answer (its manifest's settings without those that only make the
-    numbers more or less exact: ``PRECISION``): the baseline, target, space, path, categorical rule,
-    and the seed of a sampled baseline. Stores of one meaning differ only in exactness."""
-    out = {k: v for k, v in settings.items() if k not in PRECISION}
-    if not str(out.get("baseline", "")).startswith("sample"):
-        out.pop("seed", None)  # only a sampled baseline reads it
-    return out
-
-
-def exactness(store: Store) -> tuple:
-    """A store's rank among stores of one meaning (larger: better): adaptive steps ("auto") over a
-    fixed number; then, adaptive, the smaller tolerance and the larger budget of points, fixed, more
-    steps; then fewer customers outside the tolerance (a store that does not record it after those
-    that do); then the newest."""
-    settings = store.settings
-    auto = settings.get("steps") == AUTO
-    outside = store.outside_tolerance
-    if auto:
-        fineness = (-float(settings.get("tolerance", DEFAULT_TOLERANCE)), int(settings.get("max_points") or 0))
-    else:
-        fineness = (int(settings.get("steps") or 0), 0)
-    return (auto, *fineness, outside is not None, -(outside or 0), store.completed)
-
-
-def best_store(bundle, request: Settings | None = None, search_dirs: Iterable | None = None) -> Store | None:
-    """The most exact finished store of every customer of this bundle (:func:`exactness`) among those
-    of the same meaning as ``request`` (baseline, target, space, path: :func:`meaning`; its steps,
-    method and tolerance are not required), or None. What ``explain.drivers`` and the What drives
-    churn page read.
-
-    ``request=None``: the stores of the default settings' meaning (``Settings()`` for this bundle)
-    when there are any, else those of the only meaning found; stores of several other meanings
-    raise ``ExplainError`` naming them (no store of another meaning is chosen silently)."""
-    found = bundle_stores(bundle, search_dirs)
-    if request is not None:
-        wanted = meaning(store_settings(request, bundle))
-        same = [s for s in found if meaning(s.settings) == wanted]
-    else:
-        default = meaning(store_settings(Settings(), bundle))
-        same = [s for s in found if meaning(s.settings) == default]
-        kinds = {json.dumps(meaning(s.settings), sort_keys=True, default=str) for s in found}
-        if not same and len(kinds) > 1:
-            raise ExplainError(SEVERAL_MEANINGS.format(count=len(found), stores=examples(
-                [f"{s.path} ({settings_words(s.settings)})" for s in found], quote=False)))
-        same = same or found
-    return max(same, key=exactness) if same else None
 
 
 def settings_words(settings: dict, output_names: Sequence[str] | None = None) -> str:

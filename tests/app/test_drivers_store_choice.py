@@ -18,7 +18,8 @@ import pytest
 import explain
 from explain.batch.format import MANIFEST
 from explain.batch.local import run_batch_job
-from explain.batch.store import STORES_ENV, open_store
+from explain.batch.store import open_store
+from explain.batch.stores import STORES_ENV
 from explain.bundle.load import load_bundle
 from explain.core.settings import Settings
 from tests.support.apptest import app, array, charts, plain

@@ -7,7 +7,7 @@ store, so the Cohort page computes; opened directly (as the tests did before) th
 import pytest
 
 from explain.batch.local import run_batch_job
-from explain.batch.store import find_store
+from explain.batch.stores import find_store
 from explain.bundle.load import load_bundle
 from explain.core.settings import Settings
 from tests.conftest import private_copy

@@ -71,6 +71,8 @@ def test_planted_drivers_on_the_embedding_demo():
 import pytest  # noqa: E402
 
 from explain.analysis import drivers as D  # noqa: E402
+from explain.batch.store import Rows  # noqa: E402
+from explain.batch.summary import from_parts, to_parts  # noqa: E402
 from explain.core.errors import ExplainError  # noqa: E402
 
 PERIODS = ("w1", "w2", "w3", "w4", "w5", "w6")
@@ -89,7 +91,7 @@ def synthetic(n=300, seed=0, padded=0.2):
     pad[: int(padded * n), :3] = True
     hv[pad], ha[pad] = np.nan, np.nan
     ids = np.array([f"K{i:04d}" for i in range(n)], dtype=object)
-    return D.Rows(ids, rng.uniform(size=n), {"history": hv, "profile": sv}, {"history": ha, "profile": sa})
+    return Rows(ids, rng.uniform(size=n), {"history": hv, "profile": sv}, {"history": ha, "profile": sa})
 
 
 def test_ranking_and_window_sums_treat_padding_as_no_data():
@@ -119,7 +121,7 @@ def test_ranking_and_window_sums_treat_padding_as_no_data():
 def test_a_window_of_padding_only_leaves_the_customer_out_of_that_mean():
     rows = synthetic(n=50, padded=0.2)
     d = D.compute(None, rows, layout=LAYOUT)  # the whole history: padded customers keep w4-w6
-    early = D.compute(None, D.Rows(rows.ids, rows.prediction,
+    early = D.compute(None, Rows(rows.ids, rows.prediction,
                                    {**rows.values, "history": rows.values["history"][:, :3]},
                                    {**rows.attributions, "history": rows.attributions["history"][:, :3]}),
                       layout=D.Layout((LAYOUT.inputs[0][:4] + (PERIODS[:3],), LAYOUT.inputs[1])))
@@ -152,7 +154,7 @@ def test_a_profile_decided_by_the_last_period_says_so():
     a = np.zeros((n, 6, 2))
     a[:, 5, 0] = 1.0   # 91 % of the mass in the last period
     a[:, 0, 1] = 0.1
-    rows = D.Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.5),
+    rows = Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.5),
                   {"history": np.ones((n, 6, 2)), "profile": np.ones((n, 2))},
                   {"history": a, "profile": np.zeros((n, 2))})
     (profile,) = D.compute(None, rows, layout=LAYOUT).time_profiles
@@ -177,7 +179,7 @@ def planted_profiles(n=600, seed=3):
     sa[calm, 0] -= 0.05
     ha[calm, 5, 0] -= 0.05
     prediction = np.where(price | outage, 0.7, 0.1) + rng.normal(0, 0.02, n)
-    rows = D.Rows(np.array([f"K{i:04d}" for i in range(n)], dtype=object), prediction,
+    rows = Rows(np.array([f"K{i:04d}" for i in range(n)], dtype=object), prediction,
                   {"history": hv, "profile": sv}, {"history": ha, "profile": sa})
     return rows, group
 
@@ -203,7 +205,7 @@ def test_segments_recover_planted_reasons_and_name_them():
 
 def test_segments_of_identical_profiles_are_one_segment():
     n = 40
-    rows = D.Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.3),
+    rows = Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.3),
                   {"history": np.ones((n, 6, 2)), "profile": np.ones((n, 2))},
                   {"history": np.full((n, 6, 2), 0.01), "profile": np.full((n, 2), 0.02)})
     d = D.compute(None, rows, layout=LAYOUT)
@@ -273,7 +275,7 @@ def test_a_bad_window_is_refused(window):
 
 
 def test_nothing_to_summarise():
-    empty = D.Rows(np.array([], dtype=object), np.zeros(0), {"history": np.zeros((0, 6, 2)),
+    empty = Rows(np.array([], dtype=object), np.zeros(0), {"history": np.zeros((0, 6, 2)),
                    "profile": np.zeros((0, 2))}, {"history": np.zeros((0, 6, 2)), "profile": np.zeros((0, 2))})
     with pytest.raises(ExplainError, match="There is nothing to summarise"):
         D.compute(None, empty, layout=LAYOUT)
@@ -299,7 +301,7 @@ STATIC2 = D.Layout((("profile", "static", ("a", "b"), ("Tenure", "First order si
 
 def static_rows(values, attributions, prediction=None):
     n = values.shape[0]
-    return D.Rows(np.array([f"S{i:04d}" for i in range(n)], dtype=object),
+    return Rows(np.array([f"S{i:04d}" for i in range(n)], dtype=object),
                   np.full(n, 0.3) if prediction is None else prediction, {"profile": values}, {"profile": attributions})
 
 
@@ -316,8 +318,8 @@ def test_a_segment_is_named_by_raising_effects_that_are_not_negligible():
     attributions[200:] = rng.normal([0.05, 0.06], 0.001, (100, 2))     # both raise, B more
     values[:100, 0] += 5
     prediction = np.where(assigned == 0, 0.8, np.where(assigned == 1, 0.2, 0.5))
-    segments, _ = D.describe_segments(assigned, STATIC2.features, np.arange(n).astype(str), prediction, None,
-                                      values, attributions, np.full((n, 2), np.nan))
+    segments, _ = D.describe_segments(assigned, STATIC2.features, D.Customers(
+        np.arange(n).astype(str), prediction, None, values, attributions, np.full((n, 2), np.nan)))
     floor = D.NEGLIGIBLE * np.abs(attributions).mean(axis=0).max()
     by_prediction = {round(s.mean_prediction, 1): s for s in segments}
     assert by_prediction[0.8].name == "High tenure"
@@ -341,8 +343,8 @@ def test_a_segment_is_named_after_its_main_effect_not_a_small_raising_one():
     attributions[100:] = rng.normal([0.0, 0.08], 0.001, (100, 2))   # the second: B raises it
     prediction = np.where(assigned == 0, 0.1, 0.6)
     features = STATIC2.features
-    segments, _ = D.describe_segments(assigned, features, np.arange(n).astype(str), prediction, None, values,
-                                      attributions, np.full((n, 2), np.nan))
+    segments, _ = D.describe_segments(assigned, features, D.Customers(
+        np.arange(n).astype(str), prediction, None, values, attributions, np.full((n, 2), np.nan)))
     low = next(s for s in segments if s.mean_prediction < 0.2)
     # not "High first order size" (+0.01 < 0.25 * 0.1), and said to be a lower-risk segment: its main effect lowers
     assert low.name == "Lower risk: high tenure", low.name
@@ -408,7 +410,7 @@ def correlated(n=1500, seed=2, padded=0.3):
     hv[pad], ha[pad] = np.nan, np.nan
     layout = D.Layout((("profile", "static", ("orders", "items", "u1"), ("Orders", "Items", "Unrelated one"), None),
                        ("history", "temporal", ("spend", "u2"), ("Spend", "Unrelated two"), PERIODS)))
-    rows = D.Rows(np.array([f"G{i:04d}" for i in range(n)], dtype=object), rng.uniform(size=n),
+    rows = Rows(np.array([f"G{i:04d}" for i in range(n)], dtype=object), rng.uniform(size=n),
                   {"profile": sv, "history": hv}, {"profile": sa, "history": ha})
     return rows, layout
 
@@ -491,7 +493,7 @@ def test_the_ranking_says_what_its_directions_are_relative_to():
 def test_the_summary_parts_keep_groups_reasons_and_the_reference():
     rows, layout = correlated(n=500)
     d = D.compute(None, rows, layout=layout, baseline="median")
-    back = D.from_parts(*D.to_parts(d))
+    back = from_parts(*to_parts(d))
     assert back.to_dict() == d.to_dict()
     assert back.groups == d.groups and back.reference == "the typical (median) customer"
     assert [x.segment_value for s in back.segments for x in s.drivers] == \
@@ -512,7 +514,7 @@ def test_a_yes_no_feature_says_having_it_and_the_profile_names_an_earlier_peak()
     a = np.zeros((n, 6, 2))
     a[:, 0, 0] = 0.3  # the first period: 30 % of the effect, the other five 14 % each
     a[:, 1:, 1] = 0.14
-    rows = D.Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.5),
+    rows = Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.5),
                   {"history": np.ones((n, 6, 2)), "profile": np.ones((n, 2))},
                   {"history": a, "profile": np.zeros((n, 2))})
     (profile,) = D.compute(None, rows, layout=LAYOUT).time_profiles
@@ -530,7 +532,7 @@ def test_a_yes_no_feature_says_having_it_and_the_profile_names_an_earlier_peak()
     long = D.Layout((("history", "temporal", ("calls",), ("Calls",), periods),))
     a = np.full((n, t, 1), 0.92 / 19)
     a[:, 0, 0] = 0.08
-    (profile,) = D.compute(None, D.Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.5),
+    (profile,) = D.compute(None, Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.5),
                                         {"history": np.ones((n, t, 1))}, {"history": a}), layout=long).time_profiles
     assert profile.recent_periods == 19 and profile.peak == 0 and not profile.recent[0]
     assert "The largest single share, 8.0 %, is earlier: p00 (19 periods before the last), where 300 customers " \

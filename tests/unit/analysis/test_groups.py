@@ -16,6 +16,7 @@ import pytest
 import explain
 from explain.analysis import drivers as D
 from explain.analysis import groups
+from explain.batch.store import Rows
 from explain.bundle.load import load_bundle
 from tests.support import real_data
 
@@ -55,7 +56,7 @@ def test_rossi_finds_the_same_group_as_the_drivers_summary_and_names_it_so(rossi
     rng = np.random.default_rng(0)
     attributions = {"static": rng.normal(size=x["static"].shape),
                     "temporal": np.where(pad[:, :, None], np.nan, rng.normal(size=history.shape))}
-    rows = D.Rows(np.asarray(ids, dtype=object), rng.uniform(size=len(ids)),
+    rows = Rows(np.asarray(ids, dtype=object), rng.uniform(size=len(ids)),
                   {"static": x["static"].astype(np.float64), "temporal": history}, attributions)
     summary = D.compute(bundle, rows)
     assert [set(f.name for f in g.members) for g in summary.groups] == [set(found.features)]

@@ -23,7 +23,8 @@ from explain.analysis.report import LONG_COLUMNS, SUMMARY_COLUMNS, long_frame
 from explain.batch import local as batch
 from explain.batch.format import FORMAT_VERSION, LOCK, MANIFEST, METADATA_KEY, SUCCESS, SUMMARY_DIR, StoreError
 from explain.batch.local import run_batch_job
-from explain.batch.store import find_store, open_store, read_store
+from explain.batch.store import open_store, read_store
+from explain.batch.stores import find_store
 from explain.bundle.load import load_bundle
 from explain.cli import main
 from explain.core.errors import ExplainError

@@ -20,7 +20,8 @@ import explain
 from explain.analysis.explainer import explain_customers
 from explain.batch.format import MANIFEST, StoreError
 from explain.batch.local import run_batch_job
-from explain.batch.store import find_store, open_store, read_store
+from explain.batch.store import open_store, read_store
+from explain.batch.stores import find_store
 from explain.bundle.load import load_bundle
 from explain.core.settings import Settings
 from tests.support.old_store import write_old_store

@@ -16,10 +16,9 @@ import pandas as pd
 import pytest
 
 import explain
-from explain.analysis.drivers import Rows
 from explain.batch.drivers import NO_STORE
 from explain.batch.local import run_batch_job
-from explain.batch.store import open_store
+from explain.batch.store import Rows, open_store
 from explain.bundle.load import load_bundle
 from explain.bundle.save import save_bundle
 from explain.core.errors import ExplainError
@@ -158,7 +157,7 @@ def _same(a, b) -> None:
 
 
 def test_the_summary_is_computed_once_next_to_the_store_and_read_back_equal(june, monkeypatch):
-    from explain.batch import drivers as batch_drivers
+    from explain.batch import summary as batch_summary
     from explain.batch.store import Store
 
     bundle, _ = june
@@ -182,7 +181,7 @@ def test_the_summary_is_computed_once_next_to_the_store_and_read_back_equal(june
             explain.drivers(bundle, window=2)  # another window: another summary, computed from the store
     files[0].write_bytes(b"not a summary")  # damaged: recomputed and replaced
     _same(explain.drivers(bundle), reference)
-    assert batch_drivers.read_summary(files[0]) is not None
+    assert batch_summary.read_summary(files[0]) is not None
 
 
 def test_a_stores_summaries_are_pruned_to_the_most_recent_ones(june):
@@ -190,7 +189,7 @@ def test_a_stores_summaries_are_pruned_to_the_most_recent_ones(june):
     written and another store's summaries stay (a name with glob characters too)."""
     import os
 
-    from explain.batch import drivers as batch_drivers
+    from explain.batch import summary as batch_summary
 
     bundle, _ = june
     folder = bundle.path / "attributions"
@@ -198,7 +197,7 @@ def test_a_stores_summaries_are_pruned_to_the_most_recent_ones(june):
         old.unlink()
     other = folder / "run[1].drivers-0123456789abcdef.npz"  # another store's (glob characters in its name)
     other.write_bytes(b"x")
-    keep = batch_drivers.KEEP_SUMMARIES
+    keep = batch_summary.KEEP_SUMMARIES
     made = []
     for k in range(keep + 2):
         explain.drivers(bundle, seed=k)  # each seed (as each window, each earlier store) its own summary
@@ -209,7 +208,7 @@ def test_a_stores_summaries_are_pruned_to_the_most_recent_ones(june):
     left = set(folder.glob("run.drivers-*.npz"))
     assert left == set(made[-keep:])  # the oldest two removed
     assert other.exists()
-    assert batch_drivers.prune_summaries(made[0].with_name(made[-1].name), keep=1) == made[-keep:-1][::-1]
+    assert batch_summary.prune_summaries(made[0].with_name(made[-1].name), keep=1) == made[-keep:-1][::-1]
     assert set(folder.glob("run.drivers-*.npz")) == {made[-1]}
     other.unlink()
 

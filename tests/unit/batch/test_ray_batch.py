@@ -30,7 +30,8 @@ from explain.batch import ray_job as ray_batch
 from explain.batch import ray_tables
 from explain.batch.format import MANIFEST, StoreError
 from explain.batch.local import run_batch_job
-from explain.batch.store import find_store, open_store, read_store
+from explain.batch.store import open_store, read_store
+from explain.batch.stores import find_store
 from explain.bundle.load import load_bundle
 from explain.cli import main
 from explain.core.errors import ExplainError

@@ -19,15 +19,15 @@ import pytest
 import explain
 from explain.batch.format import MANIFEST
 from explain.batch.local import run_batch_job
-from explain.batch.store import (
+from explain.batch.store import open_store
+from explain.batch.stores import (
     SEVERAL_MEANINGS,
     STORES_DIR,
     STORES_ENV,
     best_store,
-    bundle_stores,
     find_store,
-    open_store,
     store_dirs,
+    stores_of,
 )
 from explain.bundle.load import load_bundle
 from explain.core.errors import ExplainError
@@ -96,8 +96,8 @@ def test_the_stores_record_how_many_customers_miss_the_tolerance(stored, no_env)
     assert counts == {name: outside_by_hand(open_store(folder)) for name, folder in folders.items()}
     assert counts["auto"] == 0 and counts["gl16"] == 0  # adaptive steps and 16 Gauss-Legendre points add up
     assert counts["left16"] > 10 and counts["steps2"] > 5  # a left rule and two points do not
-    assert {s.path.name for s in bundle_stores(bundle)} == set(STORES)
-    assert [s.path.name for s in bundle_stores(bundle)] == list(STORES)[::-1]  # newest first
+    assert {s.path.name for s in stores_of(bundle).finished()} == set(STORES)
+    assert [s.path.name for s in stores_of(bundle).finished()] == list(STORES)[::-1]  # newest first
 
 
 def test_the_most_exact_store_of_the_baseline_is_read_whatever_the_steps_asked(stored, no_env):

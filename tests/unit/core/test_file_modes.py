@@ -46,11 +46,11 @@ def test_atomic_writes_and_folders_follow_the_umask(tmp_path, process_umask):
 
 
 def test_drivers_summaries_follow_the_umask(tmp_path, process_umask, monkeypatch):
-    from explain.batch import drivers as batch_drivers
+    from explain.batch import summary as batch_summary
 
-    monkeypatch.setattr(batch_drivers, "to_parts", lambda d: ({"ranking": np.arange(3.0)}, {"version": 1}))
+    monkeypatch.setattr(batch_summary, "to_parts", lambda d: ({"ranking": np.arange(3.0)}, {"version": 1}))
     path = tmp_path / "store.drivers-abc.npz"
-    assert batch_drivers.write_summary(path, object())
+    assert batch_summary.write_summary(path, object())
     assert mode(path) == 0o666 & ~process_umask
     with np.load(path) as data:  # written whole, as np.savez writes it
         np.testing.assert_array_equal(data["ranking"], [0.0, 1.0, 2.0])

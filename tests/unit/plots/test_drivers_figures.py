@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import pytest
 
 from explain.analysis import drivers as D
+from explain.batch.store import Rows
 from explain.plots import drivers as plots
 from explain.plots.html import drivers_report
 
@@ -24,9 +25,9 @@ def result():
     sa[: n // 2, 0] += 2  # two reasons
     ha[n // 2:, -5:, 0] += 1
     sv, hv = rng.normal(size=(n, 4)), rng.poisson(2.0, size=(n, 80, 2)).astype(float)
-    first = D.Rows(np.array([f"C{i}" for i in range(n)], dtype=object), rng.uniform(size=n),
+    first = Rows(np.array([f"C{i}" for i in range(n)], dtype=object), rng.uniform(size=n),
                    {"profile": sv, "days": hv}, {"profile": sa, "days": ha})
-    earlier = D.Rows(first.ids, first.prediction, first.values,
+    earlier = Rows(first.ids, first.prediction, first.values,
                      {"profile": sa * np.array([1.0, 1.0, 1.0, 3.0]), "days": ha})
     return D.compute(None, first, layout=LAYOUT, against=earlier)
 
@@ -110,7 +111,7 @@ def test_time_profile_colours_agree_with_the_words_on_a_padded_history():
     a[:5, :, 0] = rng.normal(0, 0.03, (5, t))  # 5 long histories with larger effects in every week
     values = np.where(np.isnan(a), np.nan, 1.0)
     layout = D.Layout((("weeks", "temporal", ("buys",), ("Purchases",), tuple(f"w{k:02d}" for k in range(t))),))
-    (profile,) = D.compute(None, D.Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.3), {"weeks": values},
+    (profile,) = D.compute(None, Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.3), {"weeks": values},
                                         {"weeks": a}), layout=layout).time_profiles
     early = np.arange(t) < t - 12
     assert np.nanmax(profile.mean_abs[early]) > np.nanmax(profile.mean_abs[~early])  # the old bars: tallest early

@@ -1,0 +1,177 @@
+"""The drivers summary of a store on disk: ``explain.drivers``' result, computed once per store and kept next to it.
+
+``<store>.drivers-<key>.npz`` (:data:`SUMMARY`): the result's numbers and text (:func:`to_parts`; an ``.npz`` of
+arrays, its JSON description in the entry :data:`DESCRIPTION`), read without pickle (:func:`from_parts` gives an
+equal ``Drivers`` back). ``key``: a digest of what the result depends on (the store's manifest and finishing time,
+the earlier store's, the window, the seed, the bundle's content hash and :data:`PARTS_VERSION`). A folder that
+cannot be written keeps no summary; a damaged or foreign file reads as None (recomputed and replaced); the
+:data:`KEEP_SUMMARIES` most recently written summaries of a store are kept, older ones removed.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from explain.analysis.drivers import (
+    Drift,
+    DriftRow,
+    Driver,
+    Drivers,
+    Feature,
+    Group,
+    Ranked,
+    Segment,
+    TimeProfile,
+)
+from explain.batch.store import Store
+from explain.core.files import write_atomic
+
+# 4: segments named by raising, non-negligible effects (a summary of 3 holds the old names);
+# 5: a time profile's last share no longer kept (TimeProfile.last_share is its last bar)
+PARTS_VERSION = 5
+SUMMARY = "{name}.drivers-{key}.npz"
+DESCRIPTION = "described"  # the npz entry holding the JSON description
+KEEP_SUMMARIES = 8  # of one store (windows, earlier stores): the most recently written; older ones are removed
+
+
+def summary_path(bundle, store: Store, earlier: Store | None, window, seed: int) -> Path:
+    """Where the summary of ``store`` (against ``earlier``) with these options is kept."""
+    def mark(s: Store | None):
+        return None if s is None else [str(Path(s.path).resolve()), s.manifest]
+    key = json.dumps({"version": PARTS_VERSION, "store": mark(store), "against": mark(earlier), "window": window,
+                      "seed": seed, "bundle": getattr(bundle, "content_hash", None)}, sort_keys=True, default=str)
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+    folder = Path(store.path)
+    return folder.parent / SUMMARY.format(name=folder.name, key=digest)
+
+
+def read_summary(path: Path) -> Drivers | None:
+    """The summary at ``path``, or None when there is none or it cannot be read (recomputed)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files if k != DESCRIPTION}
+            described = json.loads(str(data[DESCRIPTION]))
+        return from_parts(arrays, described)
+    except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError):
+        return None
+
+
+def write_summary(path: Path, d: Drivers) -> bool:
+    """Write ``d`` to ``path`` (atomically: a temporary file renamed); False when the folder cannot be written."""
+    arrays, described = to_parts(d)
+    text = json.dumps(described, default=_plain)
+    def save(temporary: Path) -> None:
+        with open(temporary, "wb") as out:
+            np.savez(out, **arrays, **{DESCRIPTION: np.array(text)})
+
+    try:
+        write_atomic(path, save)  # 0666 minus the umask, as any file the project writes
+    except OSError:
+        return False
+    prune_summaries(path)
+    return True
+
+
+def prune_summaries(path: Path, keep: int = KEEP_SUMMARIES) -> list[Path]:
+    """Remove the summaries of ``path``'s store beyond the ``keep`` most recently written (``path``
+    always stays): each window and earlier store makes one (20-30 MB at 20,000 x 365 x 24), and one
+    keyed by a store that was rewritten is never read again. The files removed."""
+    name = path.name.split(".drivers-", 1)[0]
+    found = []
+    for other in path.parent.glob(SUMMARY.format(name=glob.escape(name), key="*")):
+        try:
+            found.append((other.stat().st_mtime_ns, other))
+        except OSError:
+            continue
+    old = [other for _, other in sorted(found, reverse=True) if other != path][max(0, keep - 1):]
+    for other in old:
+        other.unlink(missing_ok=True)
+    return old
+
+
+def _plain(value):
+    """numpy scalars as Python numbers (the description's JSON)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def to_parts(d: Drivers) -> tuple[dict, dict]:
+    """(numbers: {name: array} of numbers and text only, description: a JSON-able dict) that
+    :func:`from_parts` turns back into an equal :class:`Drivers` (what :func:`write_summary` writes)."""
+    index = {f: j for j, f in enumerate(d.features)}
+    arrays = {"customers": np.asarray(d.customers).astype(str), "prediction": d.prediction, "values": d.values,
+              "attributions": d.attributions, "segment_of": d.segment_of}
+    if d.outcome is not None:
+        arrays["outcome"] = d.outcome
+    for k, p in enumerate(d.time_profiles):
+        arrays.update({f"profile{k}_mean_abs": p.mean_abs, f"profile{k}_mean_signed": p.mean_signed,
+                       f"profile{k}_customers": p.customers})
+    for k, s in enumerate(d.segments):
+        arrays[f"segment{k}_mean"] = s.mean_attributions
+    described = {
+        "version": PARTS_VERSION, "features": [[f.name, f.label, f.input, f.role, f.unit] for f in d.features],
+        "window": d.window, "sentence": d.sentence, "source": d.source, "baseline": d.baseline,
+        "groups": [[g.name, list(g.columns), g.found, g.mean_abs, g.mean_signed, g.share, g.together, g.customers,
+                    g.value_effect, g.binary] for g in d.groups],
+        "silhouette": [[k, v] for k, v in d.silhouette.items()],
+        "ranking": [[index[r.feature], r.mean_abs, r.mean_signed, r.share, r.customers, r.value_effect, r.binary]
+                    for r in d.ranking],
+        "profiles": [[p.input, list(p.periods), p.recent_periods] for p in d.time_profiles],
+        "segments": [[s.name, s.size, s.share, s.mean_prediction, s.churn_rate,
+                      [[index[v.feature], v.mean_attribution, v.words, _number(v.segment_value),
+                        _number(v.everyone_value), v.measure] for v in s.drivers]] for s in d.segments],
+        "drift": None if d.drift is None else {
+            "rows": [[index[r.feature], r.before, r.after, r.low, r.high] for r in d.drift.rows],
+            "customers": [d.drift.customers_before, d.drift.customers_after], "level": d.drift.level,
+            "resamples": d.drift.resamples, "sentence": d.drift.sentence}}
+    return arrays, described
+
+
+def from_parts(arrays: dict, described: dict) -> Drivers:
+    """The :class:`Drivers` that :func:`to_parts` gave these parts of."""
+    if described.get("version") != PARTS_VERSION:
+        raise ValueError(f"a drivers summary of version {described.get('version')!r}, not {PARTS_VERSION}")
+    features = tuple(Feature(*f) for f in described["features"])
+    customers = np.asarray(arrays["customers"]).astype(object)
+    prediction, segment_of = np.asarray(arrays["prediction"]), np.asarray(arrays["segment_of"], np.int64)
+    outcome = arrays.get("outcome")
+    segments = []
+    for k, (name, size, share, mean_prediction, churn, drivers) in enumerate(described["segments"]):
+        rows = np.flatnonzero(segment_of == k)
+        rows = rows[np.argsort(-prediction[rows], kind="stable")]
+        segments.append(Segment(name, size, share, mean_prediction, churn,
+                                tuple(Driver(features[j], m, w, _nan(here), _nan(everyone), measure)
+                                      for j, m, w, here, everyone, measure in drivers),
+                                np.asarray(arrays[f"segment{k}_mean"]), rows, tuple(str(customers[i]) for i in rows)))
+    profiles = tuple(TimeProfile(key, tuple(periods), np.asarray(arrays[f"profile{k}_mean_abs"]),
+                                 np.asarray(arrays[f"profile{k}_mean_signed"]),
+                                 np.asarray(arrays[f"profile{k}_customers"]), recent)
+                     for k, (key, periods, recent) in enumerate(described["profiles"]))
+    change = described["drift"]
+    if change is not None:
+        change = Drift(tuple(DriftRow(features[j], *numbers) for j, *numbers in change["rows"]), *change["customers"],
+                       change["level"], change["resamples"], change["sentence"])
+    return Drivers(features=features, customers=customers, prediction=prediction,
+                   outcome=None if outcome is None else np.asarray(outcome), values=np.asarray(arrays["values"]),
+                   attributions=np.asarray(arrays["attributions"]), window=described["window"],
+                   ranking=tuple(Ranked(features[j], *numbers) for j, *numbers in described["ranking"]),
+                   sentence=described["sentence"], time_profiles=profiles, segments=tuple(segments),
+                   segment_of=segment_of, silhouette={int(k): v for k, v in described["silhouette"]}, drift=change,
+                   source=dict(described["source"]), baseline=described["baseline"],
+                   groups=tuple(Group(name, tuple(columns), tuple(features[j] for j in columns), found, *numbers)
+                                for name, columns, found, *numbers in described["groups"]))
+
+
+def _nan(value) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _number(value) -> float | None:
+    """A float of the description: None for NaN or infinity (JSON has neither)."""
+    return float(value) if np.isfinite(value) else None
