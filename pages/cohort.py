@@ -7,7 +7,7 @@ import streamlit as st
 from explain.analysis import cohort
 from explain.core import verdict
 from explain.plots import figures
-from ui import frame, jobs, pickers, show, state, views
+from ui import cache, frame, jobs, pickers, show, views
 from ui import inputs as more_inputs
 
 
@@ -23,7 +23,7 @@ def cohort_page():
         return
     done_ids, static, temporal, padding = explained
     rows = np.array([bundle.index_of(i) for i in done_ids])
-    risk = state.predictions(bundle, settings.target)[rows]
+    risk = cache.predictions(bundle, settings.target)[rows]
 
     f1, f2 = st.columns([3, 2])
     bands = verdict.bands_of(bundle)

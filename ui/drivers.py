@@ -1,6 +1,8 @@
 """The What drives churn page's parts: the store it reads (or the job computing it, or the command
 that would), its pickers, the sentences and the segment cards. The numbers come from
-``explain.drivers`` (``ui.state.drivers`` caches them); the charts from ``explain.plots.drivers``.
+``explain.drivers`` (``ui.cache.drivers`` keeps them, with the charts drawn from them by ``explain.plots.drivers``).
+The bundle's stores are listed once per run (``explain.batch.stores.stores_of``): the store read, the earlier
+stores and the words about the others all come from that listing.
 
 Session state: ``_drivers_window`` ("whole" or "recent"), ``_drivers_against`` (an earlier
 store's folder name or "none"), ``_drivers_feature`` (the dependence plot's feature),
@@ -9,16 +11,15 @@ store's folder name or "none"), ``_drivers_feature`` (the dependence plot's feat
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
 from explain.analysis.drivers import profile_sentence, reason_text
 from explain.batch.format import store_settings
-from explain.batch.store import open_store, settings_words
+from explain.batch.store import Store, settings_words
+from explain.batch.stores import BundleStores, stores_of
 from explain.core.errors import ExplainError
 from explain.core.text import examples
-from ui import show, speed, state, stores, url
+from ui import cache, show, speed, stores, url
 
 COMPUTING = ("Computing the attributions of all {total:,} customers once, in the background ({settings}); this "
              "page draws as soon as they are stored. Other pages work meanwhile.")
@@ -40,17 +41,23 @@ NO_EARLIER = "none (no drift)"
 GROUP_TOGGLE = "Group related features"
 
 
-def store_ui(bundle, settings):
-    """The folder of the bundle's most exact finished store of every customer with the baseline,
-    target, space and path of ``settings`` (any steps: ``ui.stores.best``); else None after showing
-    the background job's progress (adaptive steps; it reruns the page when the store is there), its
-    error, or the command that computes the store."""
-    found = stores.best(bundle, settings) if bundle.content_hash else None  # uploads too: $EXPLAIN_STORES
-    if found is not None:
-        return found
+def store_ui(bundle, settings) -> tuple[BundleStores, Store | None]:
+    """(the bundle's stores, listed once for this run; the most exact finished store of every customer with
+    the baseline, target, space and path of ``settings``, any steps: ``BundleStores.best``). No such store:
+    None, after showing the background job's progress (adaptive steps; it reruns the page when the store is
+    there), its error, or the command that computes the store."""
+    found = stores_of(bundle)  # uploads too: $EXPLAIN_STORES
+    store = found.best(settings)
+    if store is None:
+        _missing(bundle, settings)
+    return found, store
+
+
+def _missing(bundle, settings) -> None:
+    """Why there is no store, and what is being done about it."""
     if bundle.path is None or not bundle.content_hash:
         st.info(show.md(NO_FOLDER), icon=":material/database:")
-        return None
+        return
     settings = stores.background(settings)  # computed here: adaptive steps, every customer within the tolerance
     described = settings_words(store_settings(settings, bundle), bundle.output_names)
     job = stores.start(bundle, settings)
@@ -59,14 +66,13 @@ def store_ui(bundle, settings):
                 if not stores.automatic(bundle) else NOT_WRITABLE.format(settings=described))
         st.info(show.md(text), icon=":material/database:")
         st.code(show.plain(stores.command(bundle, settings)), language="bash")
-        return None
+        return
     if job.state == "failed":
         st.error(show.md(FAILED.format(error=job.error)), icon=":material/error:")
         st.button("Try again", icon=":material/refresh:", on_click=stores.forget, args=(bundle, settings))
-        return None
+        return
     st.info(show.md(COMPUTING.format(total=job.total, settings=described)), icon=":material/hourglass_top:")
     _progress(bundle, settings)
-    return None
 
 
 @st.fragment(run_every=1.0)
@@ -81,15 +87,15 @@ def _progress(bundle, settings) -> None:
     st.progress(job.fraction, text=text)
 
 
-def source_ui(bundle, settings, store: Path) -> None:
+def source_ui(bundle, settings, found: BundleStores, store: Store) -> None:
     """Which store the page reads, in words: its name, when it was finished, its customers and settings
     and how many add up within the tolerance; the other stores of the bundle and why they are not used."""
-    st.caption(show.md(source_words(bundle, settings, store)))
+    st.caption(show.md(source_words(bundle, settings, found, store)))
 
 
-def source_words(bundle, settings, store: Path) -> str:
+def source_words(bundle, settings, found: BundleStores, chosen: Store) -> str:
     """:func:`source_ui`'s text."""
-    chosen, names = open_store(store), bundle.output_names
+    names = bundle.output_names
     outside = chosen.outside_tolerance
     if outside is None:
         checked = ""
@@ -100,7 +106,7 @@ def source_words(bundle, settings, store: Path) -> str:
     text = FROM_STORE.format(name=chosen.path.name, finished=chosen.completed.replace("T", " ")[:16],
                              n=chosen.n_customers, settings=settings_words(chosen.settings, names),
                              checked=checked)
-    less, other = stores.others(bundle, settings, chosen.path)
+    less, other = found.others(settings, chosen)
     if less:
         text += " " + MOST_EXACT.format(count=len(less) + 1, stores=examples(
             [f"{s.path.name}: {settings_words(s.settings, names)}" for s in less], quote=False))
@@ -127,23 +133,19 @@ def _keep(widget: str, key: str) -> None:
         st.session_state[key] = st.session_state[widget]
 
 
-def against_ui(bundle, store: Path) -> Path | None:
+def against_ui(found: BundleStores, store: Store) -> Store | None:
     """An earlier store to measure drift against (the newest by default), or None."""
-    try:
-        found = stores.earlier(bundle, store)
-    except ExplainError:
+    earlier = dict(stores.earlier(found, store))
+    if not earlier:
         return None
-    if not found:
-        return None
-    folders = {label: folder for label, folder in found}
-    choices = [NO_EARLIER, *folders]
+    choices = [NO_EARLIER, *earlier]
     ss = st.session_state
     if ss.get("_drivers_against") not in choices:  # the default: the newest (stores.default_against)
         ss["_drivers_against"] = choices[1]
     ss["w_drivers_against"] = ss["_drivers_against"]
     st.selectbox("Drift: compare with an earlier store of the same settings", choices, key="w_drivers_against",
                  on_change=_keep, args=("w_drivers_against", "_drivers_against"))
-    return folders.get(ss["_drivers_against"])
+    return earlier.get(ss["_drivers_against"])
 
 
 def group_ui(d) -> bool:
@@ -215,29 +217,21 @@ def feature_ui(d) -> str:
     return ss["_drivers_feature"]
 
 
-def chart(d, name: str, build, *args) -> object:
-    """The figure ``build(d, *args)`` (``explain.plots.drivers``), made once per result and
-    arguments and kept ready to send (``ui.speed``: a compact figure dict), so that a rerun or
+def chart(view: cache.DriversView, name: str, build, *args) -> object:
+    """The figure ``build(view.result, *args)`` (``explain.plots.drivers``), made once per result and
+    arguments and kept ready to send with the result (``ui.cache.DriversView``), so that a rerun or
     another visitor only sends it."""
     if not speed.enabled():
-        return build(d, *args)
-    source = d.source
-    key = (source.get("store"), source.get("completed"), source.get("against"), source.get("against_completed"),
-           d.window, d.n_customers)
-    return _chart(key, name, args, d, build)
+        return build(view.result, *args)
+    return view.figure(name, build, *args)
 
 
-@st.cache_resource(max_entries=128, ttl=state.TTL, show_spinner=False)
-def _chart(key: tuple, name: str, args: tuple, _d, _build):
-    return speed.Spec(speed.spec(_build(_d, *args)))
-
-
-def result(bundle, store: Path, window, against):
-    """``ui.state.drivers`` of the store; an unusable earlier store is left out with a warning."""
+def result(bundle, store: Store, window, against: Store | None) -> cache.DriversView:
+    """``ui.cache.drivers`` of the store; an unusable earlier store is left out with a warning."""
     try:
-        return state.drivers(bundle, store, window, against)
+        return cache.drivers(bundle, store, window, against)
     except ExplainError as error:
         if against is None:
             raise
         st.warning(show.md(f"The earlier store cannot be compared with this one: {error}"), icon=":material/warning:")
-        return state.drivers(bundle, store, window, None)
+        return cache.drivers(bundle, store, window, None)

@@ -12,7 +12,7 @@ import streamlit as st
 
 from explain.analysis import cohort
 from explain.core.errors import ExplainError
-from ui import show, state
+from ui import cache, show
 
 NO_STORE = ("No precomputed batch store matches this bundle and these settings, so the page computes them; "
             "changing a setting or pressing Stop interrupts that, finished batches are kept. To precompute: "
@@ -68,7 +68,7 @@ def run_ui(bundle, ids, request) -> dict:
         bar = c3.progress(len(job["parts"]) / len(batches), text="Computing attributions...")
         for k in todo:
             start = time.perf_counter()
-            job["parts"][k] = state.attributions(bundle, batches[k], request,
+            job["parts"][k] = cache.attributions(bundle, batches[k], request,
                                                  what=f"cohort batch {k + 1}/{len(batches)}")
             job["seconds"] += time.perf_counter() - start
             done = len(job["parts"])
@@ -87,7 +87,7 @@ def run_ui(bundle, ids, request) -> dict:
 def from_store_ui(bundle, ids, request):
     """The precomputed attributions of ``ids`` if a finished batch store matches (said in a note), else None."""
     try:
-        stored = state.stored_attributions(bundle, ids, request)
+        stored = cache.stored_attributions(bundle, ids, request)
     except ExplainError as error:
         st.warning(show.md(STORE_UNUSABLE.format(error=error)), icon=":material/warning:")
         return None

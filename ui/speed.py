@@ -1,10 +1,6 @@
-"""What keeps a rerun short: figures built once per (bundle, customer, settings) and sent compact.
+"""What keeps a rerun short: figures sent compact (their caches are in ``ui.cache``: ``figures``, ``ranking``,
+``DriversView``).
 
-* :func:`figures`: a page's figures for one customer and one set of IG settings, built by the
-  page's own builder on the first run that needs them and then served from a process-wide
-  cache (``st.cache_resource``, bounded), keyed by the bundle's content hash, the page, the
-  customer and ``Settings.key()``: every input of the figures is in the key, so a changed
-  customer, setting or bundle is a different entry and never gets another's figures.
 * :func:`spec`: a figure as the dict the browser gets, smaller and without its data twice:
   Plotly's default template (about 7 KB a figure) keeps only the trace types the figure draws
   and drops the subplot kinds it has none of (polar, geo, 3-D, ...). The look is unchanged. A
@@ -13,17 +9,17 @@
   and their float64 arrays are sent as typed float32 arrays (colours and bar lengths; every hover
   number is formatted text or 4 significant digits), without a ``go.Figure`` being built or
   validated. (A ``go.Figure``'s ``to_dict()`` with Plotly 7 already encodes its arrays as typed
-  float64: those are sent as they are.)
+  float64: those are sent as they are.) :class:`Spec`: such a dict that ``st.plotly_chart`` takes.
 * :func:`heatmap_first`: a short pause right after the Customer page's heatmap, so that the
   browser draws it before the charts below it arrive (see ``HEATMAP_FIRST_S``).
-* :func:`ranking`: the customer box's options and labels and the highest-risk list, made once
-  per bundle instead of on every rerun.
 * :func:`warm_up_xla`: with ``EXPLAIN_XLA=1`` the startup bundle's model answers small requests
   on the XLA-compiled path (``explain.core.xla``), compiled in the background when it opens. Off by
   default: on 2 cores each bucket's compile takes seconds of CPU that the first visitors'
-  reruns would share, to save about a millisecond per customer.
+  reruns would share, to save about a millisecond per customer. (Its place is the engine's:
+  ``explain.core.xla``, once the engine side has its warm-up for a model.)
 * ``EXPLAIN_SPEED=off`` in the server's environment switches them off (figures rebuilt on every
-  rerun and sent as Plotly makes them): ``bench/latency.py`` measures the two side by side.
+  rerun and sent as Plotly makes them, ``ui.cache`` keeping none): ``bench/latency.py`` measures the
+  two side by side.
 """
 
 from __future__ import annotations
@@ -37,12 +33,11 @@ import time
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
-import streamlit as st
 from _plotly_utils.utils import plotlyjsShortTypes, to_typed_array_spec
 
 from explain.core import quadrature, xla
 from explain.core.engine import engine_for
-from explain.core.settings import Settings, resolve_target
+from explain.core.settings import Settings
 
 SPEED_ENV = "EXPLAIN_SPEED"
 # The browser draws the elements that arrive together in one go: sent right behind the heatmap, the
@@ -51,7 +46,6 @@ SPEED_ENV = "EXPLAIN_SPEED"
 # in one interleaved run: 0.53 -> 0.31-0.40 s with 0.04-0.12 s; 0.08 s gave the lowest maximum).
 HEATMAP_FIRST_S = 0.08
 XLA_ENV = xla.ENV
-TTL = 3600  # seconds
 UNUSED_SUBPLOTS = ("polar", "ternary", "scene", "geo", "mapbox", "map", "smith")
 UNTYPED = ("geojson", "layer", "layers", "range")  # keys whose arrays to_dict() leaves as they are
 
@@ -138,25 +132,6 @@ class Spec(go.Figure):
         return self._ready
 
 
-@st.cache_resource(max_entries=256, ttl=TTL, show_spinner=False)
-def _figures(content_hash: str, page: str, customer: str, key: tuple, _build):
-    built = tuple(_build())
-    return built, tuple(Spec(spec(f)) for f in built)
-
-
-def figures(bundle, page: str, customer: str, settings, build) -> tuple[tuple, tuple]:
-    """(figures, what to plot) of ``page`` for ``customer`` under ``settings``: ``build()`` returns
-    the figures, ``go.Figure`` or figure dicts (``explain.plots.figures.*_spec``); it runs once per
-    (bundle content, page, customer, settings) while cached. Plot the second tuple's items with
-    ``ui.show.plot``; the first are what ``build()`` returned (downloads: ``html.html_report``
-    takes figures and dicts alike). With the speed off both are ``go.Figure`` (dicts made into
-    figures: what Plotly makes, as before)."""
-    if not enabled():
-        built = tuple(go.Figure(f) if isinstance(f, dict) else f for f in build())
-        return built, built
-    return _figures(bundle.content_hash, page, str(customer), settings.key(), build)
-
-
 def heatmap_first() -> None:
     """Call right after plotting the heatmap when more charts follow: a short pause
     (``HEATMAP_FIRST_S``) so that the browser draws the heatmap before the rest arrives."""
@@ -164,21 +139,18 @@ def heatmap_first() -> None:
         time.sleep(HEATMAP_FIRST_S)
 
 
-@st.cache_resource(max_entries=16, ttl=TTL, show_spinner=False)
-def _ranking(content_hash: str, output: str, top_n: int, _ids, _scores):
-    ids = [str(i) for i in _ids.tolist()]
-    scores = np.asarray(_scores, np.float64)
-    label = {i: f"{i}  ·  {output} {s:.2f}" for i, s in zip(ids, scores.tolist())}
-    top = [ids[k] for k in np.argsort(-scores, kind="stable")[:top_n]]
-    return ids, top, label
+def figures(bundle, page: str, customer: str, settings, build) -> tuple[tuple, tuple]:
+    """Moved to ``ui.cache.figures`` (issue 39); kept here until ``ui/inputs.py`` calls it there."""
+    from ui import cache
+
+    return cache.figures(bundle, page, customer, settings, build)
 
 
 def ranking(bundle, scores, top_n: int, target=None) -> tuple[list, list, dict]:
-    """(every id, the ``top_n`` highest scores' ids, {id: "ID · churn 0.42"}) of ``bundle``, from
-    the ``scores`` of its output ``target`` (None: the bundle's target); built once per bundle
-    content and target."""
-    output = bundle.output_names[resolve_target(target, len(bundle.output_names), bundle.output_names, bundle.target)]
-    return _ranking(bundle.content_hash, output, int(top_n), bundle.ids, scores)
+    """Moved to ``ui.cache.ranking`` (issue 39); kept here until ``ui/pickers.py`` calls it there."""
+    from ui import cache
+
+    return cache.ranking(bundle, scores, top_n, target)
 
 
 def warm_up_xla(bundle) -> None:

@@ -1,11 +1,12 @@
 """The batch stores the What drives churn page reads, and the one it computes itself for a small bundle.
 
-Where stores live is decided by ``explain.batch.store.store_dirs`` alone (``<bundle>/attributions/``,
+Where stores live is decided by ``explain.batch.stores.store_dirs`` alone (``<bundle>/attributions/``,
 where ``python -m explain batch --out BUNDLE/attributions/NAME`` writes, and ``$EXPLAIN_STORES/<content
 hash>/`` when the environment variable ``EXPLAIN_STORES`` names a folder: a read-only bundle folder's
 stores; the tests point it to a temporary folder); the page reads the bundle's most exact finished
-store of its baseline, target, space and path (``best``: ``explain.batch.store.best_store``, what
-``python -m explain drivers`` reads too), whatever its steps.
+store of its baseline, target, space and path (``explain.batch.stores.stores_of(bundle).best``, what
+``python -m explain drivers`` reads too), whatever its steps; :func:`earlier` lists the stores drift can be
+measured against, from the same listing.
 
 A bundle of at most ``AUTO_LIMIT`` store rows (customers x (S + T x F); the demo has 243,000)
 without such a store gets one computed in a background thread when the launcher starts (the
@@ -28,10 +29,9 @@ from dataclasses import dataclass, field
 from hashlib import sha256
 from pathlib import Path
 
-from explain.batch.format import store_settings
 from explain.batch.local import run_batch_job
-from explain.batch.store import Store, open_store
-from explain.batch.stores import STORES_ENV, best_store, meaning, store_dirs, stores_in, stores_of
+from explain.batch.store import Store
+from explain.batch.stores import STORES_ENV, BundleStores, store_dirs
 from explain.core.errors import ExplainError
 from explain.core.settings import AUTO, Settings
 
@@ -65,49 +65,22 @@ _JOBS_LOCK = threading.Lock()
 _ONE_AT_A_TIME = threading.Lock()
 
 
-def best(bundle, settings: Settings) -> Path | None:
-    """The folder of this bundle's most exact finished store of every customer with the baseline,
-    target, space and path of ``settings`` (any steps: ``explain.batch.store.best_store``), or None."""
-    found = best_store(bundle, settings)
-    return None if found is None else found.path
-
-
 def background(settings: Settings) -> Settings:
     """The settings of a store the dashboard computes itself: ``settings`` with adaptive steps."""
     return settings.replace(steps=AUTO)
 
 
-def others(bundle, settings: Settings, chosen: Path) -> tuple[list[Store], list[Store]]:
-    """The bundle's other finished stores of every customer besides ``chosen``: (the less exact ones of
-    the same baseline, target, space and path as ``settings``, those of other such settings)."""
-    wanted = meaning(store_settings(settings, bundle))
-    rest = [s for s in stores_of(bundle).finished() if s.path.resolve() != Path(chosen).resolve()]
-    return [s for s in rest if meaning(s.settings) == wanted], [s for s in rest if meaning(s.settings) != wanted]
+def earlier(found: BundleStores, current: Store) -> list[tuple[str, Store]]:
+    """(label, store) of the other finished stores in the bundle's store folders made with the same settings
+    and layout as ``current`` (an earlier month's run of the same kind; ``BundleStores.earlier``), newest first."""
+    return [(f"{s.path.name} (finished {s.completed.replace('T', ' ')[:16]} UTC, {s.n_customers:,} customers)", s)
+            for s in found.earlier(current)]
 
 
-def earlier(bundle, current: Path) -> list[tuple[str, Path]]:
-    """(label, folder) of the other finished stores under the bundle's store folders made with the
-    same settings and layout as ``current`` (an earlier month's run of the same kind), newest first."""
-    this = open_store(current)
-    found = []
-    for store in stores_in(store_dirs(bundle)):
-        if store.path.resolve() == Path(current).resolve():
-            continue
-        if (store.complete and store.settings == this.settings
-                and store.manifest.get("rows_per_customer") == this.manifest.get("rows_per_customer")):
-            done = store.completed
-            found.append((done, f"{store.path.name} (finished {done.replace('T', ' ')[:16]} UTC, "
-                                f"{store.n_customers:,} customers)", store.path))
-    return [(label, folder) for _, label, folder in sorted(found, key=lambda x: x[0], reverse=True)]
-
-
-def default_against(bundle, current: Path) -> Path | None:
+def default_against(found: BundleStores, current: Store) -> Store | None:
     """The store drift is measured against by default: the newest of :func:`earlier`, or None."""
-    try:
-        found = earlier(bundle, current)
-    except ExplainError:
-        return None
-    return found[0][1] if found else None
+    found = found.earlier(current)
+    return found[0] if found else None
 
 
 def rows(bundle) -> int:

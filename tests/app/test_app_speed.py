@@ -12,7 +12,7 @@ from explain.bundle import load as bundle_io
 from explain.core.settings import Baseline, Settings
 from explain.plots import figures
 from tests.support.apptest import DEMO, app, array, charts, choose_customer, customer_heading, heatmap
-from ui import speed
+from ui import cache, speed
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def test_speed_off_builds_every_time(monkeypatch, demo):
 
     settings = Settings().resolved(demo.output_names)
     for _ in range(2):
-        built, shown = speed.figures(demo, "test", "C00001", settings, build)
+        built, shown = cache.figures(demo, "test", "C00001", settings, build)
         assert shown == built
     assert len(calls) == 2
 

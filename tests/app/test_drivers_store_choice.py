@@ -24,7 +24,7 @@ from explain.bundle.load import load_bundle
 from explain.core.settings import Settings
 from tests.support.apptest import app, array, charts, plain
 from tests.unit.batch.test_drivers import build
-from ui import state, stores
+from ui import cache, stores
 
 PAGE = "pages/drivers.py"
 AUTO_WORDS = "adaptive steps (each customer's effects add up within 0.5 %)"
@@ -85,7 +85,7 @@ def test_the_page_reads_the_adaptive_store_and_names_it(two_stores, tmp_path):
            "baseline zero)" in text
     assert quick.completed > open_store(made["careful"]).completed  # the newer store was not the one read
     # a finished store exists: nothing computed in the background, by the page or the launcher
-    state.warm_up(bundle)
+    cache.warm_up(bundle)
     assert stores.job(bundle, stores.background(Settings().for_bundle(bundle))) is None
     assert stores.job(bundle, Settings().for_bundle(bundle)) is None
     assert dashboard_stores(tmp_path / "stores", bundle.path / "attributions") == []
@@ -146,3 +146,18 @@ def test_without_a_store_the_background_store_uses_adaptive_steps(tmp_path, monk
     assert caption_with(at, f"Read from the store {made.name}").startswith(
         f"Read from the store {made.name} (finished {store.completed.replace('T', ' ')[:16]} UTC): 90 customers, "
         f"{AUTO_WORDS}, baseline mean; every customer's effects add up")
+
+
+def test_the_page_lists_the_bundles_stores_once_per_run(two_stores, monkeypatch):
+    """The store read, the earlier stores and the words about the others come from one listing of the store
+    folders per run (issue 39), and the result with its charts from one cache entry."""
+    from explain.batch import stores as batch_stores
+
+    listed = []
+    real = batch_stores.stores_in
+    monkeypatch.setattr(batch_stores, "stores_in", lambda dirs: listed.append(dirs) or real(dirs))
+    at = app(page=PAGE)
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(listed) == 1
+    at.run()
+    assert len(listed) == 2 and caption_with(at, "Read from the store careful")

@@ -23,7 +23,7 @@ from streamlit.testing.v1 import local_script_runner
 
 from tests.support import hostile as H
 from tests.support.apptest import DEMO, app, bundle_files, charts, customer_heading, errors, heatmap, plain, upload
-from ui import state, uploads
+from ui import cache, uploads
 
 pytestmark = pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="the demo bundle is not built")
 
@@ -35,7 +35,7 @@ def _demo_bundle(monkeypatch):
 
 def clear_computed() -> None:
     """Forget computed attributions, so that the next runs compute them again."""
-    for cached in (state._attributions, state._delta_sweep, state._path_profile):
+    for cached in (cache._attributions, cache._delta_sweep, cache._path_profile):
         cached.clear()
 
 
@@ -158,7 +158,7 @@ def test_eight_sessions_at_once_get_exactly_the_serial_results(one_runtime):
     clear_computed()
     serial = {cid: customer_heatmap(cid) for cid in CUSTOMERS}
     clear_computed()
-    state.WORK.reset()
+    cache.WORK.reset()
     results, failures = {}, []
     start = threading.Barrier(len(CUSTOMERS))
 
@@ -179,8 +179,8 @@ def test_eight_sessions_at_once_get_exactly_the_serial_results(one_runtime):
     for cid in CUSTOMERS:
         np.testing.assert_array_equal(results[cid], serial[cid], err_msg=cid)
     assert len({results[cid].tobytes() for cid in CUSTOMERS}) == len(CUSTOMERS)  # eight different customers
-    assert state.WORK.started >= len(CUSTOMERS) and state.WORK.now == 0
-    assert state.WORK.peak >= 2, "the sessions never computed at the same time"
+    assert cache.WORK.started >= len(CUSTOMERS) and cache.WORK.now == 0
+    assert cache.WORK.peak >= 2, "the sessions never computed at the same time"
 
 
 # ----------------------------------------------------------------------------- a rerun supersedes a computation
@@ -203,15 +203,15 @@ def test_five_quick_step_changes_leave_at_most_one_computation_running(monkeypat
         at.select_slider(key="steps").set_value(value)
         states.append(at._tree.get_widget_states())
     clear_computed()
-    state.WORK.reset()
+    cache.WORK.reset()
     threads_before = set(threading.enumerate())
 
     run = threading.Thread(target=at._run, args=(states[0],), kwargs={"timeout": 120})
     run.start()
     deadline = time.monotonic() + 60
-    while state.WORK.now == 0 and time.monotonic() < deadline:  # the 512-step computation has started
+    while cache.WORK.now == 0 and time.monotonic() < deadline:  # the 512-step computation has started
         time.sleep(0.005)
-    assert state.WORK.now == 1
+    assert cache.WORK.now == 1
     for widget_states in states[1:]:  # as fast as the browser can send them
         runners[-1].request_rerun(RerunData(widget_states=widget_states))
     run.join(timeout=120)
@@ -220,7 +220,7 @@ def test_five_quick_step_changes_leave_at_most_one_computation_running(monkeypat
     assert not at.exception and not errors(at), errors(at)
     assert at.select_slider(key="steps").value == "16"
     assert "16 steps" in plain(at.caption[0].value)
-    work = state.WORK
+    work = cache.WORK
     recent = list(work.recent)
     assert work.peak <= 1, f"{work.peak} computations ran at once: {recent}"
     # the 512-step computation (8 gradient calls) stopped at its next call; the last setting's finished.

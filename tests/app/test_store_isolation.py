@@ -7,7 +7,7 @@ store, so the Cohort page computes; opened directly (as the tests did before) th
 import pytest
 
 from explain.batch.local import run_batch_job
-from explain.batch.stores import find_store
+from explain.batch.stores import find_store, stores_of
 from explain.bundle.load import load_bundle
 from explain.core.settings import Settings
 from tests.conftest import private_copy
@@ -30,13 +30,13 @@ def test_a_store_left_in_the_demo_folder_is_not_read_by_the_cohort_page(tmp_path
     demo = private_copy(DEMO, tmp_path / "checkout")  # stands for bundles/demo
     left = demo / "attributions" / "dashboard-manual"  # where a manual streamlit run writes its store
     run_batch_job(load_bundle(demo), left, Settings(), progress=False)
-    assert find_store(load_bundle(demo), Settings()) == left == stores.best(load_bundle(demo), Settings())
+    assert find_store(load_bundle(demo), Settings()) == left == stores_of(load_bundle(demo)).best(Settings()).path
 
     monkeypatch.setattr(startup, "DEMO_DIR", private_copy(demo, tmp_path / "tests"))  # what the test setup does
     at = app(page="pages/cohort.py")
     assert at.session_state["cohort_job"]["parts"] and not at.success  # computed here, the store not found
     assert any("No precomputed batch store matches" in plain(c.value) for c in at.caption)
-    assert stores.best(load_bundle(startup.DEMO_DIR), Settings()) is None  # nor by What drives churn
+    assert stores_of(load_bundle(startup.DEMO_DIR)).best(Settings()) is None  # nor by What drives churn
 
     monkeypatch.setattr(startup, "DEMO_DIR", demo)  # the folder itself, as before the fix: the store is read
     at = app(page="pages/cohort.py")

@@ -16,7 +16,7 @@ pytest.importorskip("keras")
 
 def test_a_cached_bundle_scores_its_customers_once(tmp_path, monkeypatch):
     from explain.analysis import cohort
-    from ui import state
+    from ui import cache as ui_cache
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv(cache.ENVIRONMENT, raising=False)
@@ -26,8 +26,8 @@ def test_a_cached_bundle_scores_its_customers_once(tmp_path, monkeypatch):
                          ids=demo.ids[:200].tolist(), periods=demo.periods, static_features=demo.static_features,
                          temporal_features=demo.temporal_features, layout="arrays")
     bundle = load_bundle(folder)
-    state._predictions.clear()
-    first = state.predictions(bundle)
+    ui_cache._predictions.clear()
+    first = ui_cache.predictions(bundle)
     np.testing.assert_allclose(first, np.asarray(demo.model.predict(
         [demo.static[:200], np.asarray(demo.temporal[:200])], verbose=0))[:, 0], rtol=1e-5)
     assert (folder / cache.CACHE_DIR / cache.SCORES).is_file()
@@ -35,13 +35,13 @@ def test_a_cached_bundle_scores_its_customers_once(tmp_path, monkeypatch):
     def no_scoring(*args, **kwargs):
         raise AssertionError("every customer was scored again although the scores are stored")
     monkeypatch.setattr(cohort, "scores", no_scoring)
-    state._predictions.clear()
-    np.testing.assert_array_equal(state.predictions(load_bundle(folder)), first)
+    ui_cache._predictions.clear()
+    np.testing.assert_array_equal(ui_cache.predictions(load_bundle(folder)), first)
 
 
 def test_scoring_a_memory_mapped_bundle_block_by_block_gives_its_scores(tmp_path, monkeypatch):
     from explain.analysis import cohort
-    from ui import state
+    from ui import cache as ui_cache
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     demo = load_bundle("bundles/demo")
@@ -51,8 +51,8 @@ def test_scoring_a_memory_mapped_bundle_block_by_block_gives_its_scores(tmp_path
     bundle = load_bundle(folder)
     assert isinstance(bundle.data()["temporal"], np.memmap)
     whole = cohort.scores(bundle)
-    np.testing.assert_array_equal(state._score_everyone(bundle), whole)           # one block: the same calls
-    blocks = state._score_everyone(bundle, block=64)                               # 5 blocks, the last short
+    np.testing.assert_array_equal(ui_cache._score_everyone(bundle), whole)           # one block: the same calls
+    blocks = ui_cache._score_everyone(bundle, block=64)                               # 5 blocks, the last short
     assert blocks.shape == whole.shape
     np.testing.assert_allclose(blocks, whole, rtol=1e-6, atol=1e-7)
     reference = np.asarray(demo.model.predict([demo.static[:300], np.asarray(demo.temporal[:300])], verbose=0))

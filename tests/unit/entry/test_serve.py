@@ -60,22 +60,22 @@ def test_the_warm_up_fills_the_cache_entries_of_the_default_view(monkeypatch):
     import numpy as np
 
     from explain.core.settings import Settings
-    from ui import state, url
+    from ui import cache, url
 
-    bundle = state.open_bundle(ROOT / "bundles" / "demo")
-    state.warm_up(bundle)
+    bundle = cache.open_bundle(ROOT / "bundles" / "demo")
+    cache.warm_up(bundle)
 
     def computed(*args, **kwargs):
         raise AssertionError("computed again: the warm-up did not fill this cache entry")
 
-    monkeypatch.setattr(state, "explain_customers", computed)
-    monkeypatch.setattr(state.cohort, "scores", computed)
-    scores = state.predictions(bundle)
+    monkeypatch.setattr(cache, "explain_customers", computed)
+    monkeypatch.setattr(cache.cohort, "scores", computed)
+    scores = cache.predictions(bundle)
     default = str(bundle.ids[int(np.argmax(scores))])
     link, warnings = url.decode({}, bundle, default_customer=default)  # a first visit: no query string
     assert link.customer == default and not warnings
     assert link.settings.key() == Settings().resolved(bundle.output_names).key()
-    attribution, _ = state._attributions(bundle, bundle.content_hash, (default,), link.settings.key())
+    attribution, _ = cache._attributions(bundle, bundle.content_hash, (default,), link.settings.key())
     assert attribution.static.shape == (1, len(bundle.static_features))
 
 

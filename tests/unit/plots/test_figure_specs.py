@@ -30,7 +30,7 @@ from explain.plots.style import (
     units_for,
 )
 from tests.conftest import DEMO
-from ui import speed
+from ui import cache, speed
 
 NO_DATA, NO_DATA_TEXT = figures.NO_DATA, figures.NO_DATA_TEXT
 _signed_colours, _units_for = signed_colours, units_for  # the old code's names
@@ -439,13 +439,13 @@ def test_figure_speed_figures_takes_dicts(demo, monkeypatch):
     panel, bars, history = demo_args(demo, True)
     specs = (figures.temporal_panel_spec(*panel[0], **panel[1]), figures.static_bars_spec(*bars[0], **bars[1]),
              figures.history_spec(*history[0], **history[1]))
-    built, shown = speed.figures(bundle, "test-specs", cid, settings, lambda: specs)
+    built, shown = cache.figures(bundle, "test-specs", cid, settings, lambda: specs)
     assert all(isinstance(b, dict) for b in built)  # downloads: go.Figure(d)
     for spec, sent in zip(specs, shown):
         assert isinstance(sent, speed.Spec)
         assert sent.to_dict()["layout"]["template"] == speed.spec(go.Figure(spec))["layout"]["template"]
     monkeypatch.setenv(speed.SPEED_ENV, "off")  # the old path: what Plotly makes
-    built, shown = speed.figures(bundle, "test-specs", cid, settings, lambda: specs)
+    built, shown = cache.figures(bundle, "test-specs", cid, settings, lambda: specs)
     assert shown == built and all(type(f) is go.Figure for f in built)
     for spec, fig in zip(specs, built):
         assert_same(decoded(fig.to_dict()), decoded(go.Figure(spec).to_dict()))

@@ -1,0 +1,486 @@
+"""The dashboard's one caching module: every ``st.cache_data`` and ``st.cache_resource`` of the app, and the
+bundle a session uses. The computations are in ``explain/``; this module only caches and times them.
+
+* ``st.cache_resource``: bundles (model + tables), keyed by the folder's path and a fingerprint of its files
+  (name, size, mtime), shared by every session. Every model call holds the model's engine lock
+  (``explain.core.ig.engine_for(model).lock``).
+* ``st.cache_data`` (bounded ``max_entries`` and ``ttl``): attribution arrays and other derived arrays, keyed
+  by the bundle's content hash and the settings; the bundle itself is passed as an unhashed ``_bundle``
+  argument (``explainer``, ``diagnostics``, ``cohort``, ``whatif``, ``faithfulness``).
+* Attributions read from a finished batch store (``explain.batch.stores.stores_of``: where a bundle's stores
+  live), keyed by the same and the stores' marks (``BundleStores.mark``), so a store that appears or changes
+  is seen at the next rerun.
+* The What drives churn page's result, once in memory (:class:`DriversView`: ``explain.drivers``' result and
+  the figures drawn from it, one entry per store, window and earlier store; the summary file next to the store
+  is the other copy, ``explain.batch.summary``).
+* Figures: a page's figures per (bundle content, page, customer, ``Settings.key()``) and the customer box's
+  ranking per (bundle content, output), kept ready to send (``ui.speed``: compact figure dicts).
+* Session state: ``timings`` (the last computations, for the Diagnostics page).
+
+A computation ends at its next chunk when the user changes a setting (``ui.runtime.should_stop``). ``WORK``
+counts the computations in progress (process-wide) for tests and diagnostics.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from explain.analysis import cohort, counterfactual, diagnostics, faithfulness, whatif
+from explain.analysis.explainer import explain_customers
+from explain.analysis.groups import of as feature_groups_of
+from explain.batch import drivers as batch_drivers
+from explain.batch.store import Store
+from explain.batch.stores import BundleStores, stores_of
+from explain.bundle import cache as array_cache
+from explain.bundle import load as bundle_io
+from explain.core.baselines import release_pages
+from explain.core.errors import ExplainError
+from explain.core.settings import Settings, resolve_target
+from ui import runtime, speed, startup, stores, uploads
+
+LOG = logging.getLogger("explain.app")
+
+TTL = 3600  # seconds
+MAX_TIMINGS = 8
+
+
+class Work:
+    """Computations in progress in this process (cached functions that call the model).
+
+    ``now``: running; ``peak``: most at once; ``started``/``finished``/``interrupted`` (by a
+    rerun, a stop or an error): counts since :meth:`reset`; ``recent``: the last (what,
+    "finished" or "interrupted") pairs.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.now = self.peak = self.started = self.finished = self.interrupted = 0
+        self.recent: deque = deque(maxlen=32)
+
+    @contextmanager
+    def computing(self, what: str):
+        with self._lock:
+            self.now += 1
+            self.started += 1
+            self.peak = max(self.peak, self.now)
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            with self._lock:
+                self.now -= 1
+                self.finished += ok
+                self.interrupted += not ok
+                self.recent.append((what, "finished" if ok else "interrupted"))
+
+    def reset(self) -> None:
+        with self._lock:
+            self.peak = self.now
+            self.started = self.finished = self.interrupted = 0
+            self.recent.clear()
+
+
+WORK = Work()
+
+
+# ----------------------------------------------------------------------------- bundles
+
+
+def _fingerprint(path: Path) -> tuple:
+    if not path.is_dir():
+        return ()
+    return tuple(sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in path.iterdir() if f.is_file()))
+
+
+# No ttl: this holds the startup bundle (one folder; a new entry only when its files change),
+# shared by every session; expiring it would only reload the same model. Uploads are not
+# cached here: each session holds its own (ui.uploads.UploadSpace).
+@st.cache_resource(max_entries=4, show_spinner="Opening the bundle (model and tables)...")
+def _open_bundle(path: str, fingerprint: tuple):
+    """(bundle, None) or (None, error text): a broken bundle is not re-read on every rerun."""
+    try:
+        bundle = bundle_io.load_bundle(path, loader=startup.model_loader(),  # --trust-code: here only
+                                       limits=startup.limits())
+    except ExplainError as error:
+        # the full paths stay here, in the server log; the page shows them relative (ui.show.plain)
+        LOG.error("the bundle %s could not be opened: %s", path, error)
+        return None, str(error)
+    speed.warm_up_xla(bundle)
+    return bundle, None
+
+
+def open_bundle(path) -> "bundle_io.Bundle":
+    """The bundle at ``path``, loaded once per content; ``ExplainError`` if it is invalid."""
+    path = Path(path).resolve()
+    bundle, error = _open_bundle(str(path), _fingerprint(path))
+    if bundle is None:
+        raise ExplainError(error)
+    return bundle
+
+
+def active_bundle():
+    """This session's bundle: its own upload if it opened one, else the startup bundle."""
+    uploaded = uploads.current_bundle()
+    return uploaded if uploaded is not None else open_bundle(startup.bundle_path())
+
+
+# ----------------------------------------------------------------------------- attributions
+
+
+@st.cache_data(max_entries=512, ttl=TTL, show_spinner=False)
+def _attributions(_bundle, content_hash: str, ids: tuple, key: tuple):
+    with WORK.computing(f"attributions of {len(ids)} customer(s), {dict(key).get('steps')} steps"):
+        start = time.perf_counter()
+        attribution = explain_customers(_bundle, list(ids), Settings.from_key(key), should_stop=runtime.should_stop)
+        return attribution, time.perf_counter() - start
+
+
+def attributions(bundle, ids, settings: Settings, *, what: str = "customer"):
+    """IG of ``ids`` under ``settings`` (cached by content hash and settings); records the timing."""
+    start = time.perf_counter()
+    attribution, seconds = _attributions(bundle, bundle.content_hash, tuple(str(i) for i in ids), settings.key())
+    record_timing(what, len(ids), settings, seconds, time.perf_counter() - start)
+    return attribution
+
+
+def default_customer(bundle) -> str:
+    """The customer a session opens without a link: the highest score (first output)."""
+    return str(bundle.ids[int(np.argmax(predictions(bundle)))])
+
+
+def warm_up(bundle) -> None:
+    """Outside any session (``ui/launch.py``, while the first visitor's browser loads): every
+    customer's score and the default view's attribution (:func:`default_customer`, default
+    settings) into the caches the sessions share; this also traces the model's forward and
+    gradient functions. Then the What drives churn page's summary of the bundle's most exact store
+    of every customer (the default baseline, any steps) into its cache, or, for a small bundle
+    without one, that store starts in the background with adaptive steps (``ui.stores``)."""
+    customer = default_customer(bundle)
+    settings = Settings().for_bundle(bundle)
+    if bundle.plain:  # the default view of other layouts is computed by its first visitor
+        _attributions(bundle, bundle.content_hash, (customer,), settings.key())
+    found = stores_of(bundle)
+    store = found.best(settings)  # the page's store: the most exact of the default baseline's
+    if store is None:
+        stores.start(bundle, stores.background(settings))  # adaptive steps, as the page would start it
+    else:
+        drivers(bundle, store, None, stores.default_against(found, store))
+
+
+@st.cache_data(max_entries=64, ttl=TTL, show_spinner="Reading precomputed attributions...")
+def _stored(_bundle, content_hash: str, ids: tuple, key: tuple, marks: tuple, _found: BundleStores):
+    store = _found.exact(Settings.from_key(key), ids=list(ids))  # the stores the marks are of
+    return None if store is None else store.arrays(_bundle, list(ids))
+
+
+def stored_attributions(bundle, ids, settings: Settings):
+    """The attributions of ``ids`` from the newest finished batch store of this bundle (same content hash)
+    made with exactly these settings (``stores_of(bundle).exact``); None if there is none. ``ExplainError``
+    if a matching store cannot be read. Per rerun only the store folders' files are looked at (their marks)."""
+    if not bundle.content_hash:
+        return None
+    found = stores_of(bundle)
+    marks = found.mark()
+    if not any(files for _, files in marks):
+        return None
+    return _stored(bundle, bundle.content_hash, tuple(str(i) for i in ids), settings.key(), marks, found)
+
+
+class DriversView:
+    """``explain.drivers``' result of one store (window, earlier store) and the figures drawn from it, kept
+    together: one entry of the cache, shared as it is by every session (nothing changes the result)."""
+
+    def __init__(self, result):
+        self.result = result
+        self._figures: dict = {}
+
+    def figure(self, name: str, build, *args):
+        """``build(result, *args)`` (``explain.plots.drivers``) as a compact figure dict ready to send
+        (``ui.speed``), made once per ``name`` and ``args``."""
+        key = (name, args)
+        found = self._figures.get(key)
+        if found is None:
+            found = self._figures[key] = speed.Spec(speed.spec(build(self.result, *args)))
+        return found
+
+
+# a resource, not data: the result (tens of MB for 100,000 customers) is shared as it is, never copied
+# or pickled on a rerun
+@st.cache_resource(max_entries=8, ttl=TTL, show_spinner="Summarising every customer of the store...")
+def _drivers(_bundle, content_hash: str, store: str, window, against: str | None, marks: tuple, _stores: tuple):
+    with WORK.computing("drivers across customers"):
+        return DriversView(batch_drivers.drivers(_bundle, _stores[0], against=_stores[1], window=window))
+
+
+def drivers(bundle, store: Store, window: int | None = None, against: Store | None = None) -> DriversView:
+    """``explain.drivers`` of a finished store (and an earlier one) with its figures, cached by the stores'
+    paths and finishing times."""
+    marks = tuple(s.completed for s in (store, against) if s is not None)
+    return _drivers(bundle, bundle.content_hash, str(store.path), window,
+                    None if against is None else str(against.path), marks, (store, against))
+
+
+def record_timing(what: str, customers: int, settings: Settings, compute_s: float, this_run_s: float) -> None:
+    timings = st.session_state.setdefault("timings", [])
+    timings.insert(0, {
+        "what": what, "customers": customers, "baseline": str(settings.baseline), "steps": str(settings.steps),
+        "method": settings.method, "computed in (s)": round(compute_s, 4),
+        "this rerun (s)": round(this_run_s, 4), "from cache": this_run_s < 0.5 * compute_s,
+    })
+    del timings[MAX_TIMINGS:]
+
+
+def timings() -> pd.DataFrame:
+    """This session's last computations (newest first) as a table."""
+    return pd.DataFrame(st.session_state.get("timings", []))
+
+
+def cohort_mean(bundle, label_value: str, settings: Settings) -> dict:
+    """Mean attributions of up to ``cohort.COHORT_MEAN_LIMIT`` customers whose label is ``label_value``."""
+    ids = cohort.cohort_ids(bundle, label_value)
+    return cohort.mean_of(attributions(bundle, ids, settings, what=f"cohort mean ({len(ids)})"), bundle, ids)
+
+
+# ----------------------------------------------------------------------------- other derived arrays
+
+
+@st.cache_data(max_entries=16, ttl=TTL, show_spinner="Scoring every customer...")
+def _predictions(_bundle, content_hash: str) -> np.ndarray:
+    # a big bundle's scores are kept beside its array cache: a later server start reads them (issue 26)
+    shape = (_bundle.n_customers, len(_bundle.output_names))
+    found = array_cache.read_scores(_bundle.path, content_hash, shape)
+    if found is not None:
+        return found
+    with WORK.computing("predictions"):
+        found = _score_everyone(_bundle)  # (n, K)
+    array_cache.write_scores(_bundle.path, content_hash, found)
+    return found
+
+
+class _Rows:
+    """Some rows of a bundle, as ``cohort.scores`` reads one (its model, roles and arrays)."""
+
+    def __init__(self, bundle, arrays: dict) -> None:
+        self.model, self.roles, self._arrays = bundle.model, getattr(bundle, "roles", None), arrays
+
+    def data(self) -> dict:
+        return self._arrays
+
+
+def _score_everyone(bundle, block: int = cohort.PREDICT_CHUNK * 16) -> np.ndarray:
+    """``cohort.scores`` of every customer, ``block`` customers at a time (a whole number of its model calls, so
+    the same numbers): a memory-mapped history's pages read for a block are given back to the page cache before
+    the next (``release_pages``), so scoring 200,000 histories of 7 GB holds one block, not the file."""
+    data = bundle.data()
+    if not any(isinstance(values, np.memmap) for values in data.values()):
+        return cohort.scores(bundle, should_stop=runtime.should_stop)
+    parts = []
+    for start in range(0, bundle.n_customers, block):
+        rows = {key: values[start:start + block] for key, values in data.items()}
+        parts.append(cohort.scores(_Rows(bundle, rows), should_stop=runtime.should_stop))
+        for key, values in data.items():
+            release_pages(values, rows[key])
+    return np.concatenate(parts)
+
+
+def predictions(bundle, target=None) -> np.ndarray:
+    """Every customer's predicted output (probability for a sigmoid/softmax model), (n,)."""
+    return _predictions(bundle, bundle.content_hash)[:, resolve_target(target, len(bundle.output_names),
+                                                                       bundle.output_names, bundle.target)]
+
+
+@st.cache_data(max_entries=32, ttl=TTL, show_spinner="Computing the delta for each rule and step count...")
+def _delta_sweep(_bundle, content_hash: str, customer: str, key: tuple, steps: tuple) -> dict:
+    with WORK.computing("delta sweep"):  # 35 computations: a new setting stops the sweep between two of them
+        return diagnostics.delta_sweep(_bundle, customer, Settings.from_key(key), steps,
+                                       should_stop=runtime.should_stop)
+
+
+def delta_sweep(bundle, customer: str, settings: Settings, steps=diagnostics.SWEEP_STEPS) -> dict:
+    """delta for each integration rule at each step count, for one customer."""
+    start = time.perf_counter()
+    out = _delta_sweep(bundle, bundle.content_hash, str(customer), settings.key(), tuple(steps))
+    record_timing("delta sweep (5 rules x 7 step counts)", 1, settings, out["seconds"], time.perf_counter() - start)
+    return out
+
+
+@st.cache_data(max_entries=32, ttl=TTL, show_spinner=False)
+def _path_profile(_bundle, content_hash: str, customer: str, key: tuple, points: int) -> dict:
+    with WORK.computing("path profile"):
+        return diagnostics.path_profile(_bundle, customer, Settings.from_key(key), points)
+
+
+def path_profile(bundle, customer: str, settings: Settings, points: int = diagnostics.PATH_POINTS) -> dict:
+    return _path_profile(bundle, bundle.content_hash, str(customer), settings.key(), points)
+
+
+@st.cache_data(max_entries=32, ttl=TTL, show_spinner="Sweeping the prediction along the path...")
+def _integration_points(_bundle, content_hash: str, customer: str, key: tuple, alphas: int):
+    with WORK.computing("integration points"):
+        start = time.perf_counter()
+        found = diagnostics.integration_points(_bundle, customer, Settings.from_key(key), alphas,
+                                               should_stop=runtime.should_stop)
+        return found, time.perf_counter() - start
+
+
+def integration_points(bundle, customer: str, settings: Settings, alphas: int = diagnostics.SWEEP_ALPHAS):
+    """f along the path to ``customer`` and the points the engine integrates at (cached); records the timing."""
+    start = time.perf_counter()
+    found, seconds = _integration_points(bundle, bundle.content_hash, str(customer), settings.key(), int(alphas))
+    record_timing(f"integration points ({alphas} forward alphas)", 1, settings, seconds, time.perf_counter() - start)
+    return found
+
+
+@st.cache_data(max_entries=16, ttl=TTL, show_spinner=False)
+def _model_layers(_bundle, content_hash: str) -> tuple[pd.DataFrame, dict]:
+    return diagnostics.model_layers(_bundle.model)
+
+
+def model_layers(bundle) -> tuple[pd.DataFrame, dict]:
+    """The model summary as a table (layer, type, output shape, params) and the totals."""
+    return _model_layers(bundle, bundle.content_hash)
+
+
+@st.cache_data(max_entries=16, ttl=TTL, show_spinner=False)
+def _baseline_arrays(_bundle, content_hash: str, customer: str, key: tuple) -> dict:
+    return diagnostics.shown_baseline(_bundle, customer, Settings.from_key(key))
+
+
+def baseline_arrays(bundle, customer: str, settings: Settings) -> dict:
+    """The baseline this customer is compared with: static (S,), temporal (T, F) (mean if sampled)."""
+    return _baseline_arrays(bundle, bundle.content_hash, str(customer), settings.key())
+
+
+def feature_groups(bundle) -> tuple:
+    """The bundle's feature groups (declared, else found from a seeded sample of its data), once per bundle content
+    (``explain.analysis.groups.of`` keeps them): what the Customer page's words say as one reason."""
+    return feature_groups_of(bundle)
+
+
+# ----------------------------------------------------------------------------- what-if
+
+
+@st.cache_data(max_entries=16, ttl=TTL, show_spinner=False)
+def _observed(_bundle, content_hash: str):
+    return whatif.Observed.of(_bundle)
+
+
+def observed(bundle) -> "whatif.Observed":
+    """The ranges and category sets observed in the bundle's data (what a what-if edit may use)."""
+    return _observed(bundle, bundle.content_hash)
+
+
+def whatif_context(bundle, customer: str, settings: Settings) -> "whatif.Context":
+    """What the edits of ``customer`` refer to (the baseline is the one the Customer page shows)."""
+    return whatif.context(bundle, customer, settings, observed=observed(bundle),
+                          baseline=baseline_arrays(bundle, customer, settings))
+
+
+@st.cache_data(max_entries=64, ttl=TTL, show_spinner="Explaining the original and the edited customer...")
+def _whatif_outcome(_bundle, content_hash: str, customer: str, key: tuple, text: str):
+    with WORK.computing("what-if"):
+        ctx = whatif_context(_bundle, customer, Settings.from_key(key))
+        return whatif.evaluate(ctx, whatif.parse_scenario(text, _bundle, ctx.observed), should_stop=runtime.should_stop)
+
+
+def whatif_outcome(bundle, customer: str, settings: Settings, text: str) -> "whatif.Outcome":
+    """The original and the edited customer explained together (cached by the scenario's URL form)."""
+    return _whatif_outcome(bundle, bundle.content_hash, str(customer), settings.key(), text)
+
+
+@st.cache_data(max_entries=32, ttl=TTL, show_spinner="Searching for a small edit that changes the outcome...")
+def _whatif_search(_bundle, content_hash: str, customer: str, key: tuple, threshold: float, locked: tuple,
+                   max_edits: int, time_limit: float):
+    with WORK.computing("what-if search"):
+        ctx = whatif_context(_bundle, customer, Settings.from_key(key))
+        return counterfactual.search(ctx, threshold=threshold, locked=locked, max_edits=max_edits,
+                                     time_limit=time_limit, should_stop=runtime.should_stop)
+
+
+def whatif_search(bundle, customer: str, settings: Settings, *, threshold: float, locked=(), max_edits: int = 3,
+                  time_limit: float = 10.0) -> "counterfactual.SearchResult":
+    """The counterfactual search for ``customer`` (cached by its settings)."""
+    return _whatif_search(bundle, bundle.content_hash, str(customer), settings.key(), float(threshold),
+                          tuple(sorted(locked)), int(max_edits), float(time_limit))
+
+
+# ----------------------------------------------------------------------------- faithfulness checks
+
+
+@st.cache_data(max_entries=8, ttl=TTL, show_spinner="Running the faithfulness checks...")
+def _faithfulness(_bundle, content_hash: str, key: tuple, customers: int):
+    with WORK.computing(f"faithfulness checks of {customers} customers"):
+        return faithfulness.run(_bundle, Settings.from_key(key), customers=customers, should_stop=runtime.should_stop)
+
+
+def ask_for_faithfulness() -> None:
+    """The button's callback: run the checks at the next run of the page (a flag in session state,
+    so that a rerun of the frame before the page does not lose the click)."""
+    st.session_state["faithfulness_asked"] = True
+
+
+def faithfulness_checks(bundle, settings: Settings, customers: int):
+    """The faithfulness checks of ``customers`` sampled customers under ``settings``, or None.
+
+    Computed only once asked for (:func:`ask_for_faithfulness`) for these settings; then read
+    from the cache on this session's reruns until a setting changes.
+    """
+    key = (bundle.content_hash, settings.key(), customers)
+    if st.session_state.pop("faithfulness_asked", False):
+        st.session_state["faithfulness_for"] = key
+    if st.session_state.get("faithfulness_for") != key:
+        return None
+    start = time.perf_counter()
+    result = _faithfulness(bundle, bundle.content_hash, settings.key(), customers)
+    record_timing("faithfulness checks", customers, settings, result.seconds["total"], time.perf_counter() - start)
+    return result
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+@st.cache_resource(max_entries=256, ttl=TTL, show_spinner=False)
+def _figures(content_hash: str, page: str, customer: str, key: tuple, _build):
+    built = tuple(_build())
+    return built, tuple(speed.Spec(speed.spec(f)) for f in built)
+
+
+def figures(bundle, page: str, customer: str, settings, build) -> tuple[tuple, tuple]:
+    """(figures, what to plot) of ``page`` for ``customer`` under ``settings``: ``build()`` returns
+    the figures, ``go.Figure`` or figure dicts (``explain.plots.figures.*_spec``); it runs once per
+    (bundle content, page, customer, settings) while cached. Plot the second tuple's items with
+    ``ui.show.plot``; the first are what ``build()`` returned (downloads: ``html.html_report``
+    takes figures and dicts alike). With the speed off both are ``go.Figure`` (dicts made into
+    figures: what Plotly makes, as before)."""
+    if not speed.enabled():
+        built = tuple(go.Figure(f) if isinstance(f, dict) else f for f in build())
+        return built, built
+    return _figures(bundle.content_hash, page, str(customer), settings.key(), build)
+
+
+@st.cache_resource(max_entries=16, ttl=TTL, show_spinner=False)
+def _ranking(content_hash: str, output: str, top_n: int, _ids, _scores):
+    ids = [str(i) for i in _ids.tolist()]
+    scores = np.asarray(_scores, np.float64)
+    label = {i: f"{i}  ·  {output} {s:.2f}" for i, s in zip(ids, scores.tolist())}
+    top = [ids[k] for k in np.argsort(-scores, kind="stable")[:top_n]]
+    return ids, top, label
+
+
+def ranking(bundle, scores, top_n: int, target=None) -> tuple[list, list, dict]:
+    """(every id, the ``top_n`` highest scores' ids, {id: "ID · churn 0.42"}) of ``bundle``, from
+    the ``scores`` of its output ``target`` (None: the bundle's target); built once per bundle
+    content and target."""
+    output = bundle.output_names[resolve_target(target, len(bundle.output_names), bundle.output_names, bundle.target)]
+    return _ranking(bundle.content_hash, output, int(top_n), bundle.ids, scores)
