@@ -93,56 +93,69 @@ def history_array(checked: dict, spec, static_ids: np.ndarray, side: str, table:
 
 def check_static(table: Table | None, config: Config, plan: dict,
                  report: ValidationReport) -> dict | None:
+    """The static table checked: {"ids", "values" (by input key; None after a problem), "features", "labels"},
+    or None (no table, or no id column). Every problem goes to ``report``; the static inputs' columns go to
+    ``plan["features"]``."""
     if table is None:
         return None
-    ok = True
-    columns = table.columns
-    id_col = config.id_column
-    if id_col not in columns:
+    id_col, label_col = config.id_column, config.label_column
+    ok = id_col in table.columns
+    if not ok:
         _missing_column(table, id_col, "the customer id column", config, report)
-        ok = False
-    label_col = config.label_column
-    if label_col is not None and label_col not in columns:
+    if label_col is not None and label_col not in table.columns:
         _missing_column(table, label_col, "the label column ('label_column' in bundle.json)",
                         config, report)
         label_col = None
+    values, features, values_ok = _static_values(table, config, plan, report)
+    if id_col not in table.columns:
+        return None
+    ids, ids_ok = _static_ids(table, id_col, report)
+    labels = _labels(table, label_col) if label_col is not None else None
+    return {"ids": ids, "values": values if ok and values_ok and ids_ok else None, "features": features,
+            "labels": labels}
+
+
+def _static_values(table: Table, config: Config, plan: dict, report: ValidationReport
+                   ) -> tuple[dict, list[str] | None, bool]:
+    """(each static input's block by key, the table's feature columns, whether every value was good): the
+    columns split between the model's static inputs in their order, each one's width checked."""
     specs = [spec for spec in plan["specs"].values() if spec.role == "static"]
     listed = [plan["listed"].get(spec.key) for spec in specs] if specs else [plan["listed"].get("static")]
     listed_all = None if all(x is None for x in listed) else [c for x in listed for c in (x or [])]
     features = _features(table, "static", listed_all,
-                         {id_col, config.period_column, config.label_column}, config, report)
+                         {config.id_column, config.period_column, config.label_column}, config, report)
     values: dict = {}
     if features is None:  # a listed column is missing (said): the others and the ids are still checked
         _check_present(table, listed_all, specs, report, None)
-        ok = False
-    elif not specs:  # the model could not be checked: every column as a number
-        block = _numeric_block(table, features, report, None)
-        ok = ok and block is not None
-        values["static"] = block
+        return values, features, False
+    if not specs:  # the model could not be checked: every column as a number
+        values["static"] = _numeric_block(table, features, report, None)
         plan["features"]["static"] = features
-    else:
-        widths = [int(np.prod(spec.shape)) for spec in specs]
-        if len(features) != sum(widths):
-            _count_mismatch(table, "static", "S", sum(widths), features, listed_all is not None, report)
+        return values, features, values["static"] is not None
+    widths = [int(np.prod(spec.shape)) for spec in specs]
+    if len(features) != sum(widths):
+        _count_mismatch(table, "static", features, report, expected=sum(widths), listed=listed_all is not None)
+        return values, features, False
+    ok, start = True, 0
+    for spec, width, own in zip(specs, widths, listed):
+        part = features[start:start + width]
+        start += width
+        if own is not None and len(own) != width:
+            report.add(CONFIG_FILE, INPUT_WIDTH.format(
+                input=spec.key, expected=width, shape=(None, *spec.shape), given=len(own),
+                columns=_examples(own)), column="inputs")
             ok = False
-        else:
-            start = 0
-            for spec, width, own in zip(specs, widths, listed):
-                part = features[start:start + width]
-                start += width
-                if own is not None and len(own) != width:
-                    report.add(CONFIG_FILE, INPUT_WIDTH.format(
-                        input=spec.key, expected=width, shape=(None, *spec.shape), given=len(own),
-                        columns=_examples(own)), column="inputs")
-                    ok = False
-                plan["features"][spec.key] = part
-                block = _input_block(table, part, spec, report, None)
-                ok = ok and block is not None
-                values[spec.key] = block
-    if id_col not in columns:
-        return None
+        plan["features"][spec.key] = part
+        values[spec.key] = _input_block(table, part, spec, report, None)
+        ok = ok and values[spec.key] is not None
+    return values, features, ok
+
+
+def _static_ids(table: Table, id_col: str, report: ValidationReport) -> tuple[np.ndarray, bool]:
+    """(the customer ids, row by row; whether none is empty or repeated)."""
     codes, texts = table.keys(id_col)
     ids = texts[codes]
+    ok = True
     empty = np.flatnonzero(ids == "")
     if empty.size:
         report.add(table.file, EMPTY_KEYS.format(
@@ -159,8 +172,7 @@ def check_static(table: Table | None, config: Config, plan: dict,
             examples=_examples(examples, total=len(dup_ids), quote=False)),
             column=id_col, rows=table.rows[duplicated])
         ok = False
-    labels = _labels(table, label_col) if label_col is not None else None
-    return {"ids": ids, "values": values if ok else None, "features": features, "labels": labels}
+    return ids, ok
 
 
 def _input_block(table: Table, features: list[str], spec, report: ValidationReport, keys) -> np.ndarray | None:
@@ -448,7 +460,7 @@ def check_temporal(table: Table | None, config: Config, plan: dict, key: str,
             checked = [_input_column(table, column, spec, report, labels) is not None for column in features]
             ok = ok and all(checked)
         if width is not None and len(features) != width:
-            _count_mismatch(table, "temporal", "F", width, features, listed is not None, report)
+            _count_mismatch(table, "temporal", features, report, expected=width, listed=listed is not None)
             ok = False
     if keys is None:
         return None
@@ -529,8 +541,11 @@ def _missing_column(table: Table, column: str, role: str, config: Config,
         column=column)
 
 
-def _count_mismatch(table: Table, kind: str, symbol: str, expected: int, features: list[str],
-                    listed: bool, report: ValidationReport) -> None:
+def _count_mismatch(table: Table, kind: str, features: list[str], report: ValidationReport, *, expected: int,
+                    listed: bool) -> None:
+    """The table's feature columns are not as many as the model's input reads (``kind``: static or temporal);
+    ``listed``: whether bundle.json listed them."""
+    symbol = "S" if kind == "static" else "F"
     if listed:
         source = f"bundle.json '{kind}_features'"
         fix = f"List exactly {expected} columns in '{kind}_features', in the model's input order."

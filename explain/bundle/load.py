@@ -267,8 +267,9 @@ class Bundle:
         static_features = list(static_features or [f"static_{j}" for j in range(static.shape[1])])
         temporal_features = list(temporal_features or [f"temporal_{j}" for j in range(temporal.shape[2])])
         periods = list(periods or [f"t{i + 1}" for i in range(temporal.shape[1])])
-        layout = {"input_roles": roles, **objects.layout_fields(model, static, temporal, static_features,
-                                                                temporal_features, periods, {})}
+        layout = {"input_roles": roles, **objects.layout_fields(
+            model, static, temporal, static_features=static_features, temporal_features=temporal_features,
+            periods=periods, feature_labels={})}
         return cls(
             path=None, model=model,
             ids=np.array([str(i) for i in (ids if ids is not None else range(n))], dtype=object),

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -211,21 +212,38 @@ def write_folder(folder: Path, model, inputs, tables: str, **names) -> None:
         features_given = {}
     given = _by_spec(layout, inputs, problems)
     problems.raise_if_any()
-    arrays, columns, long_frames, frame_ids = _inputs(layout, given, features_given, problems)
+    inputs, frame_ids = _inputs(layout, given, features_given, problems)
     problems.raise_if_any()
-    ids = _customers(layout, arrays, long_frames, names.get("ids"), frame_ids, problems)
+    ids = _customers(layout, inputs.arrays, inputs.long_frames, names.get("ids"), frame_ids, problems)
     problems.raise_if_any()
-    _history_tables(layout, arrays, columns, long_frames, ids, names.get("periods"), side, problems)
+    _history_tables(inputs, ids, names.get("periods"), side, problems)
     problems.raise_if_any()
-    static, label_name = _static_table(layout, arrays, columns, ids, names.get("labels"), problems)
-    groups = _groups(names.get("groups"), [c for key in columns for c in columns[key]], problems)
+    static = _static_table(inputs, ids, names.get("labels"), problems)
+    groups = _groups(names.get("groups"), [c for key in inputs.columns for c in inputs.columns[key]], problems)
     problems.raise_if_any()
-    names = {**names, "groups": groups or None}
-    _write(folder, model, layout, static, long_frames, columns, label_name, side, tables, names)
+    names = {**names, "groups": groups or None, "temporal_padding": side}
+    _write(folder, model, inputs, static, tables=tables, names=names)
 
 
-def _inputs(layout, given: dict, features_given: Mapping, problems: _Problems):
-    """(arrays by key, feature names by key, long frames by key, ids read from a DataFrame or None)."""
+class _Inputs(NamedTuple):
+    """The model's inputs as given: its input layout, each input's checked array (by input key), each input's
+    column names, and the long tables of its histories (given as long DataFrames, or made from the arrays)."""
+
+    layout: Any                                   # explain.core.inputs.InputLayout
+    arrays: dict
+    columns: dict
+    long_frames: dict
+
+
+class _Static(NamedTuple):
+    """The static table to write, and the name of its label column (None without labels)."""
+
+    frame: pd.DataFrame
+    label_name: str | None
+
+
+def _inputs(layout, given: dict, features_given: Mapping, problems: _Problems) -> tuple[_Inputs, list | None]:
+    """(the inputs: arrays, feature names and long frames by key; the ids read from a DataFrame or None)."""
     arrays, columns, long_frames, frame_ids = {}, {}, {}, None
     for spec in layout.specs:
         array, from_frame, ids, long = _array(spec, given[spec.key], problems)
@@ -246,7 +264,7 @@ def _inputs(layout, given: dict, features_given: Mapping, problems: _Problems):
         default = from_frame or ([spec.name] if width == 1 and spec.role == "static" else
                                  [f"{spec.name}_{j}" for j in range(width)])
         columns[spec.key] = _names_of(f"features[{spec.name!r}]", listed, width, default, problems, spec.name)
-    return arrays, columns, long_frames, frame_ids
+    return _Inputs(layout, arrays, columns, long_frames), frame_ids
 
 
 def _customers(layout, arrays: dict, long_frames: dict, ids, frame_ids, problems: _Problems) -> list[str]:
@@ -277,9 +295,10 @@ def _customers(layout, arrays: dict, long_frames: dict, ids, frame_ids, problems
     return ids
 
 
-def _history_tables(layout, arrays, columns, long_frames, ids, periods, side, problems: _Problems) -> None:
-    """Long tables of the histories given as arrays (into ``long_frames``): padded periods left out, padding at
-    one side only, periods in order."""
+def _history_tables(inputs: _Inputs, ids: list, periods, side: str, problems: _Problems) -> None:
+    """Long tables of the histories given as arrays (into ``inputs.long_frames``): padded periods left out,
+    padding at one side only, periods in order."""
+    layout, arrays, columns, long_frames = inputs
     histories = [s for s in layout.specs if s.role == "temporal"]
     for spec in histories:
         if spec.key in long_frames:
@@ -309,8 +328,9 @@ def _history_tables(layout, arrays, columns, long_frames, ids, periods, side, pr
         long_frames[spec.key] = frame
 
 
-def _static_table(layout, arrays, columns, ids, labels, problems: _Problems):
-    """(the static table: every static-like input's columns side by side, then the label; the label's column)."""
+def _static_table(inputs: _Inputs, ids: list, labels, problems: _Problems) -> _Static:
+    """The static table: every static-like input's columns side by side, then the label."""
+    layout, arrays, columns, _ = inputs
     static = pd.DataFrame({ID_COLUMN: ids})
     for spec in layout.specs:
         if spec.role == "static":
@@ -328,11 +348,13 @@ def _static_table(layout, arrays, columns, ids, labels, problems: _Problems):
     twice = sorted({c for c in every if every.count(c) > 1} | ({ID_COLUMN, PERIOD_COLUMN} & set(every)))
     if twice:
         problems.add("features", NAMES_TWICE.format(names=_examples(twice)))
-    return static, label_name
+    return _Static(static, label_name)
 
 
-def _write(folder: Path, model, layout, static, long_frames, columns, label_name, side, tables, names) -> None:
-    """The tables, bundle.json and model.keras into ``folder``."""
+def _write(folder: Path, model, inputs: _Inputs, static: _Static, *, tables: str, names: dict) -> None:
+    """The tables, bundle.json and model.keras into ``folder`` (``names``: bundle.json's names and
+    'temporal_padding'; ``tables``: "csv" or "parquet")."""
+    layout, columns, long_frames, side = inputs.layout, inputs.columns, inputs.long_frames, names["temporal_padding"]
     suffix = "parquet" if tables == "parquet" else "csv"
 
     def write(frame: pd.DataFrame, stem: str) -> None:
@@ -342,7 +364,7 @@ def _write(folder: Path, model, layout, static, long_frames, columns, label_name
             frame.to_csv(folder / f"{stem}.{suffix}", index=False)
 
     histories = [s for s in layout.specs if s.role == "temporal"]
-    write(static, "static")
+    write(static.frame, "static")
     config_inputs = {}
     for spec in layout.specs:
         entry = {"features": columns[spec.key]}
@@ -357,8 +379,8 @@ def _write(folder: Path, model, layout, static, long_frames, columns, label_name
     for key in ("display_names", "units", "groups", "output_names", "categories", "target", "period_unit"):
         if names.get(key) is not None:
             config[key] = names[key]
-    if label_name is not None:
-        config["label_column"] = label_name
+    if static.label_name is not None:
+        config["label_column"] = static.label_name
     (folder / "bundle.json").write_text(json.dumps(config, indent=1, ensure_ascii=False, default=_plain) + "\n",
                                         encoding="utf-8")
     model.save(folder / "model.keras")

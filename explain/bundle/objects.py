@@ -28,7 +28,7 @@ Conventions (the bundle format's defaults):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -117,9 +117,10 @@ def _kind(value) -> str:
     return type(value).__name__
 
 
-def _names(argument: str, given, count: int, default_prefix: str, what: str, problems: _Problems,
+def _names(argument: str, given, count: int, problems: _Problems, *, default_prefix: str, what: str,
            other: str) -> list[str]:
-    """``count`` names from ``given`` (or the defaults), checked: right count, unique, non-empty."""
+    """``count`` names from ``given`` (or ``default_prefix``_0, _1, ...), checked: right count, unique, non-empty;
+    ``what`` they are and the ``other`` argument whose axis gives their count, for the messages."""
     if given is None:
         return [f"{default_prefix}_{j}" for j in range(count)]
     if isinstance(given, str) or not isinstance(given, (Sequence, np.ndarray, pd.Index)):
@@ -361,7 +362,7 @@ def padding_side(layout, temporal: np.ndarray) -> str:
     return "end" if at_end > at_start else "start"
 
 
-def layout_fields(model, static: np.ndarray, temporal: np.ndarray, static_features: list[str],
+def layout_fields(model, static: np.ndarray, temporal: np.ndarray, *, static_features: list[str],
                   temporal_features: list[str], periods: list[str], feature_labels: dict[str, str]) -> dict:
     """The fields of an in-memory two-input bundle that ``load_bundle`` fills from the model's input layout
     (``explain.core.inputs``): the layout itself (its padding: Masking, mask_zero), every input's columns, display
@@ -411,12 +412,12 @@ def gather(model, static, temporal, *, ids=None, periods=None, static_features=N
     xt, t_features, t_periods = _history(t, ids, temporal_features, periods, n, problems)
     _against_model(shapes, xs, xt, problems)
     s_features = s["features"] or (None if xs is None else _names(
-        "static_features", static_features, xs.shape[1], "static", "static feature names", problems,
-        other="static (its second axis)"))
+        "static_features", static_features, xs.shape[1], problems, default_prefix="static",
+        what="static feature names", other="static (its second axis)"))
     t_features, t_periods = _history_names(xt, t_features, t_periods, temporal_features, periods, problems)
     features = [*(s_features or []), *(t_features or [])]
     _check_feature_names(s_features, t_features, s["label_name"], problems)
-    _check_finite(xs, xt, ids, s_features, t_features, t_periods, problems)
+    _check_finite(_Named(xs, xt, ids, s_features, t_features, t_periods), problems)
     label_values, label_name = _label_values(s, static, labels, n, features, problems)
     names_map = _text_map("display_names", display_names, features, problems)
     units_map = _text_map("units", units, features, problems)
@@ -491,13 +492,13 @@ def _against_model(shapes, xs, xt, problems: _Problems) -> None:
 def _history_names(xt, t_features, t_periods, temporal_features, periods, problems: _Problems):
     """(temporal feature names, period labels): given, read from the long table, or defaults; periods in order."""
     if t_features is None and xt is not None:
-        t_features = _names("temporal_features", temporal_features, xt.shape[2], "temporal",
-                            "temporal feature names", problems, other="temporal (its last axis)")
+        t_features = _names("temporal_features", temporal_features, xt.shape[2], problems, default_prefix="temporal",
+                            what="temporal feature names", other="temporal (its last axis)")
     if t_periods is None and xt is not None:
         if periods is None:
             t_periods = [f"t{i + 1}" for i in range(xt.shape[1])]
         else:
-            t_periods = _names("periods", periods, xt.shape[1], "t", "period labels", problems,
+            t_periods = _names("periods", periods, xt.shape[1], problems, default_prefix="t", what="period labels",
                                other="temporal (its second axis)")
             ranks = bundle_checks.period_ranks(np.asarray(t_periods, dtype=object))
             if np.any(np.diff(ranks) < 0) and len(set(t_periods)) == len(t_periods):
@@ -525,8 +526,21 @@ def _check_feature_names(s_features, t_features, label_name, problems: _Problems
                                                          what=" and ".join(reserved[c] for c in clash)))
 
 
-def _check_finite(xs, xt, ids, s_features, t_features, t_periods, problems: _Problems) -> None:
+class _Named(NamedTuple):
+    """The customers' arrays with the names that say where a value is (each None while an argument has a
+    problem): static (n, S) and its features, temporal (n, T, F), its features and periods, the ids."""
+
+    static: np.ndarray | None
+    temporal: np.ndarray | None
+    ids: list | None
+    static_features: list | None
+    temporal_features: list | None
+    periods: list | None
+
+
+def _check_finite(named: _Named, problems: _Problems) -> None:
     """No missing or infinite value, each one named by customer, feature (and period)."""
+    xs, xt, ids, s_features, t_features, t_periods = named
     if xs is not None and ids is not None and s_features is not None and not np.all(np.isfinite(xs)):
         count, where = _where_not_finite(xs, ids, [s_features], ["feature"])
         problems.add("static", NOT_FINITE_VALUES.format(argument="static", count=count, where=where))
@@ -579,5 +593,7 @@ def fields(model, static, temporal, **names) -> dict:
     """
     gathered = gather(model, static, temporal, **names)
     names_map = gathered.pop("display_names")
-    return {**gathered, **layout_fields(model, gathered["static"], gathered["temporal"], gathered["static_features"],
-                                        gathered["temporal_features"], gathered["periods"], names_map)}
+    return {**gathered, **layout_fields(model, gathered["static"], gathered["temporal"],
+                                        static_features=gathered["static_features"],
+                                        temporal_features=gathered["temporal_features"],
+                                        periods=gathered["periods"], feature_labels=names_map)}
