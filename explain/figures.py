@@ -39,7 +39,7 @@ from explain.plots.figures import (
     temporal_panel,
     temporal_panel_spec,
 )
-from explain.plots.periods import heatmap_plan
+from explain.plots.periods import Plan, compare_plan, heatmap_plan
 
 # ----------------------------------------------------------------------------- from Python
 # The dashboard's views for a notebook: an ``Attribution`` and its bundle in, Plotly figures
@@ -116,19 +116,41 @@ def _units(bundle, names) -> list:
     return [bundle.units.get(c) for c in names]
 
 
+class _Customer(NamedTuple):
+    """One customer of an attribution as its figures read it: ``a`` and its bundle, the customer's row of ``a``
+    and id, and the baseline's values shown beside the customer, by input key ({}: none)."""
+
+    a: object
+    bundle: object
+    row: int
+    cid: str
+    reference: dict
+
+
+def _customer(a, bundle, customer, ids, baseline) -> _Customer:
+    """The customer, with ``baseline`` (a spec or arrays, see :func:`heatmap`) or else the attribution's own."""
+    row, cid = customer_row(a, bundle, customer, ids)
+    return _Customer(a, bundle, row, cid, _baseline_of(bundle, cid, baseline if baseline is not None
+                                                       else a.settings.baseline) or {})
+
+
 def heatmap(a, bundle, customer=0, *, ids=None, baseline=None, title: str | None = "", view=None) -> go.Figure:
     """The Customer page's period x feature heatmap with its totals per period and per feature
     (``title`` "": "Monthly features: effect of each feature in each period", in the bundle's period;
     ``view``: the bin and zoom of a long history, ``explain.plots.periods.View``)."""
     if title == "":
         title = f"{periods_words(bundle).adjective.capitalize()} features: effect of each feature in each period"
-    row, cid = customer_row(a, bundle, customer, ids)
-    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
-    return temporal_panel(bundle.periods, bundle.temporal_labels, a.temporal[row],
-                          values=bundle.inputs_for([cid])["temporal"][0],
-                          baseline=None if base is None else base["temporal"],
-                          units=_units(bundle, bundle.temporal_features), title=title,
-                          plan=history_plan(a, bundle, row, view))
+    who = _customer(a, bundle, customer, ids, baseline)
+    return _panel(who, history_plan(a, bundle, who.row, view), title)
+
+
+def _panel(who: _Customer, plan: Plan, title: str | None, spec: bool = False):
+    """The heatmap panel of a plain bundle's history, drawn as ``plan`` says, the baseline in its hover text."""
+    a, bundle = who.a, who.bundle
+    build = temporal_panel_spec if spec else temporal_panel
+    return build(bundle.periods, bundle.temporal_labels, a.temporal[who.row],
+                 values=bundle.inputs_for([who.cid])["temporal"][0], baseline=who.reference.get("temporal"),
+                 units=_units(bundle, bundle.temporal_features), title=title, plan=plan)
 
 
 def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None, views=None) -> list[tuple[str, go.Figure]]:
@@ -137,13 +159,18 @@ def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None, views=No
     {input key: ``explain.plots.periods.View``}, the bin and zoom of long histories."""
     row, cid = customer_row(a, bundle, customer, ids)
     views = views or {}
-    titles = history_titles(bundle)
     if getattr(bundle, "plain", True):
-        return [(titles[0], heatmap(a, bundle, row, ids=ids, baseline=baseline, title=titles[0],
-                                    view=views.get("temporal")))]
+        title = history_titles(bundle)[0]
+        return [(title, heatmap(a, bundle, row, ids=ids, baseline=baseline, title=title,
+                                view=views.get("temporal")))]
+    return _input_panels(a, bundle, row, cid, views)
+
+
+def _input_panels(a, bundle, row: int, cid: str, views: dict) -> list[tuple[str, go.Figure]]:
+    """(title, heatmap panel) of each history of a bundle with more inputs, each drawn as its own plan says."""
     values = bundle.inputs_for([cid])
     out = []
-    for key, title in zip(bundle.layout.keys_of("temporal"), titles):
+    for key, title in zip(bundle.layout.keys_of("temporal"), history_titles(bundle)):
         columns = bundle.input_features[key]
         attr = np.asarray(a.inputs[key][row], np.float64).reshape(len(bundle.input_periods[key]), -1)
         own = np.asarray(values[key][0])
@@ -152,7 +179,7 @@ def history_heatmaps(a, bundle, customer=0, *, ids=None, baseline=None, views=No
         pad = None if pad is None else pad[row]
         plan = heatmap_plan(bundle.input_periods[key], names, attr, padding=pad, view=views.get(key))
         out.append((title, temporal_panel(bundle.input_periods[key], names, attr, values=own,
-                                          units=_units(bundle, columns), title=title, padding=pad, plan=plan)))
+                                          units=_units(bundle, columns), title=title, plan=plan)))
     return out
 
 
@@ -176,14 +203,21 @@ def history_titles(bundle) -> list[str]:
     return titles
 
 
-def static_all(a, bundle, customer=0, *, ids=None, baseline=None,
-               title: str | None = "Static features (label: the customer's value)",
+STATIC_TITLE = "Static features (label: the customer's value)"
+
+
+def static_all(a, bundle, customer=0, *, ids=None, baseline=None, title: str | None = STATIC_TITLE,
                top: int | None = None) -> go.Figure:
     """Every static feature together (numeric and categorical inputs side by side), categories
     by their display text; ``top``: more features than that folded (``static_bars``)."""
     if getattr(bundle, "plain", True):
         return static(a, bundle, customer, ids=ids, baseline=baseline, title=title, top=top)
     row, cid = customer_row(a, bundle, customer, ids)
+    return _input_bars(a, bundle, row, cid, title=title, top=top)
+
+
+def _input_bars(a, bundle, row: int, cid: str, *, title, top) -> go.Figure:
+    """The static bars of a bundle with more inputs: its numbers, and its categories by their display text."""
     values = bundle.inputs_for([cid])
     shown = []
     for spec in bundle.layout.specs:
@@ -200,14 +234,19 @@ def static_all(a, bundle, customer=0, *, ids=None, baseline=None,
                        title=title, top=top)
 
 
-def static(a, bundle, customer=0, *, ids=None, baseline=None,
-           title: str | None = "Static features (label: the customer's value)", top: int | None = None) -> go.Figure:
+def static(a, bundle, customer=0, *, ids=None, baseline=None, title: str | None = STATIC_TITLE,
+           top: int | None = None) -> go.Figure:
     """The Customer page's signed, sorted bars of the static attributions (``top``: see ``static_bars``)."""
-    row, cid = customer_row(a, bundle, customer, ids)
-    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
-    return static_bars(bundle.static_labels, a.static[row], bundle.inputs_for([cid])["static"][0],
-                       units=_units(bundle, bundle.static_features),
-                       baseline=None if base is None else base["static"], title=title, top=top)
+    return _bars(_customer(a, bundle, customer, ids, baseline), title=title, top=top)
+
+
+def _bars(who: _Customer, *, title, top, spec: bool = False):
+    """The static bars of a plain bundle's customer, the baseline's values in their hover text."""
+    bundle = who.bundle
+    build = static_bars_spec if spec else static_bars
+    return build(bundle.static_labels, who.a.static[who.row], bundle.inputs_for([who.cid])["static"][0],
+                 units=_units(bundle, bundle.static_features), baseline=who.reference.get("static"), title=title,
+                 top=top)
 
 
 def history(a, bundle, customer=0, *, ids=None, baseline=None, columns: int = 2,
@@ -216,14 +255,20 @@ def history(a, bundle, customer=0, *, ids=None, baseline=None, columns: int = 2,
     "The customer's monthly history (dashed: the baseline)", in the bundle's period). A long history
     is drawn as its heatmap is (``view``: its bin and zoom, ``explain.plots.periods.View``): the mean
     of each bin, the features the heatmap shows on rows of their own; padded periods are gaps."""
-    row, cid = customer_row(a, bundle, customer, ids)
+    who = _customer(a, bundle, customer, ids, baseline)
     if title == "":
         title = f"The customer's {periods_words(bundle).adjective} history (dashed: the baseline)"
-    base = _baseline_of(bundle, cid, baseline if baseline is not None else a.settings.baseline)
-    values, base = history_values(a, bundle, row, cid, None if base is None else base["temporal"])
-    return history_figure(bundle.periods, bundle.temporal_labels, values, baseline=base,
-                          units=_units(bundle, bundle.temporal_features), columns=columns, title=title,
-                          plan=history_plan(a, bundle, row, view))
+    return _history_lines(who, history_plan(a, bundle, who.row, view),
+                          baseline=who.reference.get(cohorts.first_history(bundle)), columns=columns, title=title)
+
+
+def _history_lines(who: _Customer, plan: Plan, *, baseline, columns: int, title, spec: bool = False):
+    """The customer's first history against ``baseline`` (T, F), drawn in ``plan``'s bins and rows."""
+    bundle = who.bundle
+    values, baseline = history_values(who.a, bundle, who.row, who.cid, baseline)
+    build = history_spec if spec else history_figure
+    return build(bundle.periods, bundle.temporal_labels, values, baseline=baseline,
+                 units=_units(bundle, bundle.temporal_features), columns=columns, title=title, plan=plan)
 
 
 def history_values(a, bundle, row: int, cid: str, baseline=None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -234,7 +279,7 @@ def history_values(a, bundle, row: int, cid: str, baseline=None) -> tuple[np.nda
     return values, None if baseline is None else np.where(pad, np.nan, np.asarray(baseline, np.float64))
 
 
-def history_plan(a, bundle, row: int, view=None):
+def history_plan(a, bundle, row: int, view=None) -> Plan:
     """The plan of the customer's first history as its heatmap draws it (the same bins, zoom and
     rows: ``explain.plots.periods.heatmap_plan`` of its attributions): what the history lines follow."""
     pad = cohorts.padding_of(a)[row]
@@ -249,9 +294,10 @@ def compare(a, bundle, first=0, second=1, *, ids=None) -> CompareFigures:
     j, id_b = customer_row(a, bundle, second, ids)
     values = bundle.inputs_for([id_a, id_b])[cohorts.first_history(bundle)]
     pad = cohorts.padding_of(a)
+    plan = compare_plan(bundle.periods, bundle.temporal_labels, a.temporal[i], a.temporal[j], padding=(pad[i], pad[j]))
     figs = compare_figures(bundle.periods, bundle.temporal_labels, a.temporal[i], a.temporal[j],
                            names=(id_a, id_b), values=(values[0], values[1]),
-                           units=_units(bundle, bundle.temporal_features), padding=(pad[i], pad[j]))
+                           units=_units(bundle, bundle.temporal_features), padding=(pad[i], pad[j]), plan=plan)
     return CompareFigures(*figs, compare_static(bundle.static_labels, a.static[i], a.static[j], names=(id_a, id_b)))
 
 
@@ -261,14 +307,15 @@ def cohort(a, bundle, *, bands=None) -> CohortFigures:
     agg = cohorts.aggregate(np.asarray(a.static, np.float64), np.asarray(a.temporal, np.float64),
                             bundle.static_labels, bundle.temporal_labels, cohorts.padding_of(a))
     cuts = list(cohorts.RISK_CUTS if bands is None else bands)
+    periods, features = bundle.periods, bundle.temporal_labels
     return CohortFigures(
         risk_histogram(a.prediction, cuts, title="Predicted scores of the customers shown"),
-        magnitude_heatmap(bundle.periods, bundle.temporal_labels, agg.mean_abs,
+        magnitude_heatmap(periods, features, agg.mean_abs, plan=heatmap_plan(periods, features, agg.mean_abs),
                           title="How much each cell matters: mean |attribution|"),
-        temporal_heatmap(bundle.periods, bundle.temporal_labels, agg.signed_mean,
+        temporal_heatmap(periods, features, agg.signed_mean, plan=heatmap_plan(periods, features, agg.signed_mean),
                          title="Which way on average: signed mean"),
         feature_ranking(agg.feature_names, agg.feature_abs, agg.feature_signed, title="Feature ranking"),
-        period_profile(bundle.periods, agg.period_abs, agg.period_signed, title="Per-period profile"),
+        period_profile(periods, agg.period_abs, agg.period_signed, title="Per-period profile"),
     )
 
 
@@ -309,48 +356,30 @@ def customer_figures(a, bundle, customer=0, *, ids=None, reference=None, views=N
     data"), the static bars, and (one history) the customer's history against the baseline in the heatmap's bins.
     ``reference``: the baseline's values by input key (hover text and the dashed history; default the
     attribution's baseline); ``views``: {input key: ``explain.plots.periods.View``}; ``top``: static bars shown
-    before the rest fold; ``spec``: plain figure dicts where a builder has them (the dashboard's fast path)."""
+    before the rest fold; ``spec``: plain figure dicts where a builder has them (the dashboard's fast path: a plain
+    bundle's three figures). The first history's plan is made once: its heatmap and its lines draw the same."""
     row, cid = customer_row(a, bundle, customer, ids)
-    views = views or {}
-    said = periods_words(bundle)
+    views, first = views or {}, cohorts.first_history(bundle)
     if reference is None and a.settings.baseline is not None:
         reference = shown_baseline(bundle, cid, a.settings)
-    reference = reference or {}
-    static_title = "Static features (label: the customer's value)"
-    heatmaps = _heatmaps(a, bundle, row, ids, cid, reference, views, spec)
-    shown = [Shown(title.split(":")[0], "heatmap", fig) for title, fig in heatmaps]
+    who = _Customer(a, bundle, row, cid, reference or {})
+    plan = history_plan(a, bundle, row, views.get(first)) if a.temporal is not None else None
     if getattr(bundle, "plain", True):
-        values = bundle.inputs_for([cid])
-        build = static_bars_spec if spec else static_bars
-        shown.append(Shown("Static features", "static", build(
-            bundle.static_labels, a.static[row], values["static"][0], units=_units(bundle, bundle.static_features),
-            baseline=reference.get("static"), title=static_title, top=top)))
+        title = history_titles(bundle)[0]
+        heatmaps = [(title, _panel(who, plan, title, spec))]
+        bars = _bars(who, title=STATIC_TITLE, top=top, spec=spec)
     else:
-        shown.append(Shown("Static features", "static", static_all(a, bundle, row, ids=ids, title=static_title,
-                                                                   top=top)))
-    histories = [cohorts.first_history(bundle)] if a.temporal is not None else []
-    if histories:  # one history: the customer's against the baseline, in the heatmap's bins and rows
+        heatmaps = _input_panels(a, bundle, row, cid, views)
+        bars = _input_bars(a, bundle, row, cid, title=STATIC_TITLE, top=top)
+    shown = [Shown(title.split(":")[0], "heatmap", fig) for title, fig in heatmaps]
+    shown.append(Shown("Static features", "static", bars))
+    if plan is not None:  # one history: the customer's against the baseline, in the heatmap's bins and rows
         gaps = "; gaps: no data" if cohorts.padding_of(a)[row].any() else ""
-        values, baseline = history_values(a, bundle, row, cid, reference.get(histories[0]))
-        build = history_spec if spec else history_figure
-        shown.append(Shown("History", "history", build(
-            bundle.periods, bundle.temporal_labels, values, baseline=baseline,
-            units=_units(bundle, bundle.temporal_features), columns=2,
-            plan=history_plan(a, bundle, row, views.get(histories[0])),
+        said = periods_words(bundle)
+        shown.append(Shown("History", "history", _history_lines(
+            who, plan, baseline=who.reference.get(first), columns=2, spec=spec,
             title=f"The customer's {said.adjective} history (dashed: the baseline{gaps})")))
     return shown
-
-
-def _heatmaps(a, bundle, row: int, ids, cid: str, reference: dict, views: dict, spec: bool):
-    """(title, heatmap) of each history: a plain bundle's with the baseline in its hover text (``spec``: a dict)."""
-    if not getattr(bundle, "plain", True) or not spec:
-        return history_heatmaps(a, bundle, row, ids=ids, baseline=reference or None, views=views)
-    title = history_titles(bundle)[0]
-    plan = history_plan(a, bundle, row, views.get("temporal"))
-    return [(title, temporal_panel_spec(bundle.periods, bundle.temporal_labels, a.temporal[row],
-                                        values=bundle.inputs_for([cid])["temporal"][0],
-                                        baseline=reference.get("temporal"),
-                                        units=_units(bundle, bundle.temporal_features), plan=plan, title=title))]
 
 
 def customer_view(a, bundle, customer=0, *, ids=None, settings=None, reference=None, scores=None, views=None,
