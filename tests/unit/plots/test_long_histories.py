@@ -32,7 +32,7 @@ def year():
 
 def test_a_year_of_days_is_shown_as_weeks_with_exact_sums(year):
     a, values = year
-    fig = figures.temporal_panel(DAYS, FEATURES, a, values=values)
+    fig = figures.temporal_panel(DAYS, FEATURES, a, values=values, plan=P.heatmap_plan(DAYS, FEATURES, a))
     heat = _heat(fig)
     weeks = pd.to_datetime(pd.Series(DAYS)).dt.strftime("%G-W%V")
     labels = list(dict.fromkeys(weeks))
@@ -59,7 +59,7 @@ def test_a_year_of_days_is_shown_as_weeks_with_exact_sums(year):
 
 def test_one_extreme_cell_does_not_set_the_colour_range(year):
     a, _ = year
-    heat = _heat(figures.temporal_heatmap(DAYS, FEATURES, a))
+    heat = _heat(figures.temporal_heatmap(DAYS, FEATURES, a, plan=P.heatmap_plan(DAYS, FEATURES, a)))
     cells = np.abs(np.asarray(heat.z))
     assert heat.zmax < cells.max() / 3 and heat.zmin == -heat.zmax
     assert heat.zmax == pytest.approx(np.percentile(cells[cells > 0], 99))
@@ -72,7 +72,8 @@ def test_padding_stays_no_data_in_the_bins():
     padding = np.zeros(365, bool)
     padding[:100] = True  # the first 100 days are padding
     a[padding] = 0.0
-    fig = figures.temporal_heatmap(DAYS, ["x", "y", "z"], a, padding=padding)
+    plan = P.heatmap_plan(DAYS, ["x", "y", "z"], a, padding=padding)
+    fig = figures.temporal_heatmap(DAYS, ["x", "y", "z"], a, plan=plan)
     heat = _heat(fig)
     grey = next(t for t in fig.data if t.name == "no data")
     weeks = pd.to_datetime(pd.Series(DAYS)).dt.strftime("%G-W%V").to_numpy()
@@ -105,16 +106,33 @@ def test_short_histories_are_drawn_as_before():
 def test_compared_heatmaps_share_bins_rows_and_scale_and_what_if_marks_the_bin(year):
     a, _ = year
     b = a[::-1].copy()
-    first, second, diff = figures.compare_figures(DAYS, FEATURES, a, b, names=("A", "B"))
+    first, second, diff = figures.compare_figures(DAYS, FEATURES, a, b, names=("A", "B"),
+                                                  plan=P.compare_plan(DAYS, FEATURES, a, b))
     h1, h2, hd = _heat(first), _heat(second), _heat(diff)
     assert list(h1.x) == list(h2.x) == list(hd.x) and list(h1.y) == list(h2.y) == list(hd.y)
     assert h1.zmax == h2.zmax
     np.testing.assert_allclose(np.asarray(hd.z), np.asarray(h1.z) - np.asarray(h2.z), atol=1e-12)
     changed = np.zeros((365, 24), bool)
     changed[40, 5] = True  # 2025-02-10: week 2025-W07
-    original, edited, change = figures.whatif_figures(DAYS, FEATURES, a, b, changed=changed)
+    original, edited, change = figures.whatif_figures(DAYS, FEATURES, a, b, changed=changed,
+                                                      plan=P.compare_plan(DAYS, FEATURES, b, a))
     marks = [t for t in edited.data if isinstance(t, go.Scatter)][0]
     assert list(marks.x) == ["2025-W07"] and list(marks.y) == ["feature 5"]
+
+
+def test_the_figures_draw_the_plan_they_are_given(year):
+    """A figure draws its caller's plan (here by month, zoomed to the first half-year) and makes none of its own:
+    the heatmap, the panel and the compared heatmaps show that plan's bins and rows."""
+    a, _ = year
+    plan = P.heatmap_plan(DAYS, FEATURES, a, view=P.View("month", 0, 180))
+    months = [f"2025-{m:02d}" for m in range(1, 7)]
+    assert plan.labels == months
+    drawn = (figures.temporal_heatmap(DAYS, FEATURES, a, plan=plan),
+             figures.temporal_panel(DAYS, FEATURES, a, plan=plan),
+             *figures.compare_figures(DAYS, FEATURES, a, a[::-1], plan=plan))
+    for fig in drawn:
+        heat = _heat(fig)
+        assert list(heat.x) == months and list(heat.y) == plan.row_names(FEATURES)
 
 
 # ----------------------------------------------------------------------------- the history's lines follow the heatmap
