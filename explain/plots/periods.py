@@ -48,7 +48,6 @@ from explain.core.periods import DATE_RE, GENERIC, MONTH_RE, QUARTER_RE, WEEK_RE
 
 # ----------------------------------------------------------------------------- the plan
 
-
 MAX_PERIODS = 60          # periods shown from which a heatmap bins them
 TOP_FEATURES = 12         # rows of a heatmap from which the others are folded
 TOP_RANKING = 15          # bars of a ranking from which the others are folded
