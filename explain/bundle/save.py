@@ -9,6 +9,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -65,27 +66,49 @@ def save_bundle(path: str | os.PathLike, model, static, temporal=None, *, tables
         raise ExplainError(UNKNOWN_LAYOUT.format(value=layout))
     loader = bundle_io.trusted_loader(trust_code)  # first: a bad file is said before anything is written
     if temporal is None and many.is_inputs(static):
-        values = static.values() if isinstance(static, dict) else static
-        cells = sum(int(np.size(v)) for v in values if isinstance(v, np.ndarray) and v.ndim == 3)
-        chosen = layout or ("arrays" if cells > ARRAYS_ABOVE else "long")
-
-        def write(folder):
-            many.write_folder(folder, model, static, tables, **names)
-            if chosen == "arrays":  # the histories through the loader (padded as the model takes them)
-                _to_arrays(folder, loader)
+        write = _inputs_writer(model, static, tables=tables, layout=layout, loader=loader, names=names)
     else:
-        extra = {key: names.pop(key) for key in ("target", "period_unit") if names.get(key) is not None}
-        fields = gather(model, static, temporal, **names)
-        model_layout = input_layout(model)
-        if (model_layout.problem is None and model_layout.roles is not None
-                and set(model_layout.engine_keys) == {"static", "temporal"}
-                and padding_side(model_layout, fields["temporal"]) == "end"):  # as the notebook's bundle says
-            extra["temporal_padding"] = "end"
-        chosen = layout or ("arrays" if fields["temporal"].size > ARRAYS_ABOVE else "long")
+        write = _arrays_writer(model, static, temporal, tables=tables, layout=layout, names=names)
+    path = _free(Path(path).expanduser(), overwrite)
+    _write_checked(path, write, loader)
+    return path
 
-        def write(folder):
-            _write(folder, fields, tables, extra, chosen)
-    path = Path(path).expanduser()
+
+def _inputs_writer(model, inputs, *, tables: str, layout: str | None, loader, names: dict
+                   ) -> Callable[[Path], None]:
+    """What writes the bundle of a model of any inputs (:mod:`explain.bundle.many`) into a folder; in the array
+    layout (chosen, or above ``ARRAYS_ABOVE`` history cells) its histories are then rewritten as ``.npy``."""
+    values = inputs.values() if isinstance(inputs, dict) else inputs
+    cells = sum(int(np.size(v)) for v in values if isinstance(v, np.ndarray) and v.ndim == 3)
+    chosen = layout or ("arrays" if cells > ARRAYS_ABOVE else "long")
+
+    def write(folder: Path) -> None:
+        many.write_folder(folder, model, inputs, tables, **names)
+        if chosen == "arrays":  # the histories through the loader (padded as the model takes them)
+            _to_arrays(folder, loader)
+    return write
+
+
+def _arrays_writer(model, static, temporal, *, tables: str, layout: str | None, names: dict
+                   ) -> Callable[[Path], None]:
+    """What writes the bundle of a static and a temporal input into a folder, every argument checked first
+    (``BundleError``); bundle.json says 'temporal_padding' "end" when the histories are padded at the end."""
+    extra = {key: names.pop(key) for key in ("target", "period_unit") if names.get(key) is not None}
+    fields = gather(model, static, temporal, **names)
+    model_layout = input_layout(model)
+    if (model_layout.problem is None and model_layout.roles is not None
+            and set(model_layout.engine_keys) == {"static", "temporal"}
+            and padding_side(model_layout, fields["temporal"]) == "end"):  # as the notebook's bundle says
+        extra["temporal_padding"] = "end"
+    chosen = layout or ("arrays" if fields["temporal"].size > ARRAYS_ABOVE else "long")
+
+    def write(folder: Path) -> None:
+        _write(folder, fields, tables, extra, chosen)
+    return write
+
+
+def _free(path: Path, overwrite: bool) -> Path:
+    """``path``, when a bundle may be written there: absent, empty, or (``overwrite``) a bundle folder."""
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         if not overwrite or not path.is_dir():
             raise ExplainError(PATH_IN_USE.format(path=path))
@@ -94,6 +117,12 @@ def save_bundle(path: str | os.PathLike, model, static, temporal=None, *, tables
                    and not re.fullmatch(r"temporal_\w+\.(csv|parquet|npy)", p.name)]  # several histories' tables
         if foreign:
             raise ExplainError(NOT_A_BUNDLE_FOLDER.format(path=path, examples=_examples(foreign)))
+    return path
+
+
+def _write_checked(path: Path, write: Callable[[Path], None], loader) -> None:
+    """``write`` into a folder next to ``path``, checked with ``validate_bundle``, then renamed to ``path``
+    (an old folder there replaced); nothing is left behind when a step fails."""
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = make_readable(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))  # not 0700
     try:
@@ -110,7 +139,6 @@ def save_bundle(path: str | os.PathLike, model, static, temporal=None, *, tables
             os.replace(staging, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return path
 
 
 def _to_arrays(folder: Path, loader) -> None:

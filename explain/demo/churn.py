@@ -134,15 +134,7 @@ def build_demo(out_dir: str | os.PathLike | None = None, *, n_customers: int = 3
     static, temporal, rule_score = make_demo_tables(n_customers, seed)
     static_csv = _csv_bytes(static, STATIC_COLUMNS, LABEL_COLUMN)
     temporal_csv = _csv_bytes(temporal, TEMPORAL_COLUMNS)
-    # The model learns from the tables exactly as written (parsed back from the CSV bytes).
-    static_read = pd.read_csv(io.BytesIO(static_csv), dtype={ID_COLUMN: str})
-    temporal_read = pd.read_csv(io.BytesIO(temporal_csv), dtype={ID_COLUMN: str, PERIOD_COLUMN: str})
-    static_x = static_read[list(STATIC_COLUMNS)].to_numpy(np.float32)
-    # temporal rows are (customer, period) in order: (n * T, F) -> (n, T, F)
-    temporal_x = temporal_read[list(TEMPORAL_COLUMNS)].to_numpy(np.float32).reshape(
-        n_customers, len(PERIODS), len(TEMPORAL_COLUMNS))
-    labels = static_read[LABEL_COLUMN].to_numpy(np.int64)
-
+    static_x, temporal_x, labels = _as_written(static_csv, temporal_csv, n_customers)
     order = np.random.default_rng(seed + 1).permutation(n_customers)
     n_train = int(round(TRAIN_FRACTION * n_customers))
     train, test = np.sort(order[:n_train]), np.sort(order[n_train:])
@@ -151,7 +143,6 @@ def build_demo(out_dir: str | os.PathLike | None = None, *, n_customers: int = 3
     scores = np.concatenate([
         np.asarray(model({"static": static_x[k:k + 1024], "temporal": temporal_x[k:k + 1024]},
                          training=False))[:, 0] for k in range(0, n_customers, 1024)])
-
     metrics = {
         "n_customers": n_customers,
         "seed": seed,
@@ -162,14 +153,38 @@ def build_demo(out_dir: str | os.PathLike | None = None, *, n_customers: int = 3
         "auc_test": round(auc(labels[test], scores[test]), 4),
         "auc_train": round(auc(labels[train], scores[train]), 4),
         "auc_test_of_true_score": round(auc(labels[test], rule_score[test]), 4),
-        "rule": RULE_TEXT,
-        "rule_intercept": RULE_INTERCEPT,
-        "rule_weights": RULE_WEIGHTS,
-        "planted_drivers": PLANTED_DRIVERS,
-        "training": {"epochs": EPOCHS, "batch_size": BATCH_SIZE,
-                     "learning_rate": LEARNING_RATE, "train_fraction": TRAIN_FRACTION},
+        **_RULE_AND_TRAINING,
     }
-    bundle_json = {
+    return write_bundle_files(out, model, static_csv, temporal_csv, _bundle_json(), metrics)
+
+
+# demo_metrics.json: the rule the labels were drawn from and how the model was trained
+_RULE_AND_TRAINING = {
+    "rule": RULE_TEXT,
+    "rule_intercept": RULE_INTERCEPT,
+    "rule_weights": RULE_WEIGHTS,
+    "planted_drivers": PLANTED_DRIVERS,
+    "training": {"epochs": EPOCHS, "batch_size": BATCH_SIZE,
+                 "learning_rate": LEARNING_RATE, "train_fraction": TRAIN_FRACTION},
+}
+
+
+def _as_written(static_csv: bytes, temporal_csv: bytes, n_customers: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(static (n, S), temporal (n, T, F), labels): the model learns from the tables exactly as written (parsed
+    back from the CSV bytes)."""
+    static_read = pd.read_csv(io.BytesIO(static_csv), dtype={ID_COLUMN: str})
+    temporal_read = pd.read_csv(io.BytesIO(temporal_csv), dtype={ID_COLUMN: str, PERIOD_COLUMN: str})
+    static_x = static_read[list(STATIC_COLUMNS)].to_numpy(np.float32)
+    # temporal rows are (customer, period) in order: (n * T, F) -> (n, T, F)
+    temporal_x = temporal_read[list(TEMPORAL_COLUMNS)].to_numpy(np.float32).reshape(
+        n_customers, len(PERIODS), len(TEMPORAL_COLUMNS))
+    return static_x, temporal_x, static_read[LABEL_COLUMN].to_numpy(np.int64)
+
+
+def _bundle_json() -> dict:
+    """The demo's bundle.json."""
+    return {
         "id_column": ID_COLUMN,
         "period_column": PERIOD_COLUMN,
         "static_features": list(STATIC_COLUMNS),
@@ -180,8 +195,6 @@ def build_demo(out_dir: str | os.PathLike | None = None, *, n_customers: int = 3
         "label_column": LABEL_COLUMN,
         "positive_label": 1,
     }
-
-    return write_bundle_files(out, model, static_csv, temporal_csv, bundle_json, metrics)
 
 
 def write_bundle_files(out: Path, model, static_csv: bytes, temporal_csv: bytes, bundle_json: dict,
@@ -204,10 +217,26 @@ def write_bundle_files(out: Path, model, static_csv: bytes, temporal_csv: bytes,
 
 def make_demo_tables(n_customers: int = 3000, seed: int = 7
                      ) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
-    """The demo tables, rounded as written: (static with label, temporal long, true score)."""
+    """The demo tables, rounded as written: (static with label, temporal long, true score). One random stream
+    draws, in this order, the customers, their histories, the rule's noise and the outcomes."""
     rng = np.random.default_rng(seed)
     n, t = n_customers, len(PERIODS)
+    customers = _customers(rng, n)
+    histories = _histories(rng, customers, t)
+    score = _rule_score(rng, customers, histories, t)
+    churned = (rng.random(n) < 1 / (1 + np.exp(-score))).astype(np.int64)
 
+    ids = np.array([f"C{i:05d}" for i in range(1, n + 1)])
+    static = pd.DataFrame({ID_COLUMN: ids, **customers, LABEL_COLUMN: churned})
+    temporal = pd.DataFrame({
+        ID_COLUMN: np.repeat(ids, t), PERIOD_COLUMN: np.tile(PERIODS, n),
+        **{name: values.ravel() for name, values in histories.items()},
+    })
+    return static, temporal, score
+
+
+def _customers(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """The static columns, in the table's order."""
     tenure = np.clip(np.round(rng.gamma(1.5, 20.0, n)), 1, 72)
     p_month_to_month = 0.75 - 0.006 * tenure
     month_to_month = (rng.random(n) < p_month_to_month).astype(float)
@@ -218,7 +247,14 @@ def make_demo_tables(n_customers: int = 3000, seed: int = 7
     age = np.clip(np.round(rng.normal(45, 15, n)), 18, 85)
     support_plan = (rng.random(n) < 0.3).astype(float)
     region_urban = (rng.random(n) < 0.65).astype(float)
+    return {"tenure_months": tenure, "contract_month_to_month": month_to_month, "contract_two_year": two_year,
+            "monthly_charge": monthly_charge, "num_products": num_products, "autopay": autopay, "age": age,
+            "support_plan": support_plan, "region_urban": region_urban}
 
+
+def _histories(rng: np.random.Generator, customers: dict, t: int) -> dict[str, np.ndarray]:
+    """The temporal columns as (n, T) arrays, in the table's order."""
+    n = len(customers["age"])
     month = np.arange(t)
     last3 = month >= t - 3
     # data usage: a personal level, a gentle trend, noise; ~30 % fall over the last 3 months.
@@ -233,39 +269,30 @@ def make_demo_tables(n_customers: int = 3000, seed: int = 7
     rises = rng.random(n) < 0.3
     rise = np.where(rises, rng.uniform(1.0, 3.0, n), 0.0)[:, None] * last3
     support_calls = rng.poisson(rate + rise).astype(float)
-    p_late = 0.02 + 0.12 * (1 - autopay)[:, None] * rng.random(n)[:, None]
+    p_late = 0.02 + 0.12 * (1 - customers["autopay"])[:, None] * rng.random(n)[:, None]
     late_payments = (rng.random((n, t)) < p_late).astype(float)
-    dropped_calls = rng.poisson((1.5 + 1.0 * (1 - region_urban))[:, None], (n, t)).astype(float)
-    app_logins = rng.poisson(np.clip(25 - 0.25 * age, 2, None)[:, None], (n, t)).astype(float)
-    bill_amount = np.round(monthly_charge[:, None] + 2.0 * np.clip(usage - 15, 0, None)
+    dropped_calls = rng.poisson((1.5 + 1.0 * (1 - customers["region_urban"]))[:, None], (n, t)).astype(float)
+    app_logins = rng.poisson(np.clip(25 - 0.25 * customers["age"], 2, None)[:, None], (n, t)).astype(float)
+    bill_amount = np.round(customers["monthly_charge"][:, None] + 2.0 * np.clip(usage - 15, 0, None)
                            + rng.normal(0, 1.5, (n, t)), 2)
+    return {"data_usage_gb": usage, "support_calls": support_calls, "late_payments": late_payments,
+            "dropped_calls": dropped_calls, "app_logins": app_logins, "bill_amount": bill_amount}
 
+
+def _rule_score(rng: np.random.Generator, customers: dict, histories: dict, t: int) -> np.ndarray:
+    """The true churn score of RULE_TEXT, its noise drawn last."""
+    last3 = np.arange(t) >= t - 3
+    support_calls, usage = histories["support_calls"], histories["data_usage_gb"]
     support_rise = support_calls[:, last3].mean(1) - support_calls[:, ~last3].mean(1)
     usage_change = usage[:, last3].mean(1) / usage[:, ~last3].mean(1) - 1
-    late_recent = late_payments[:, t - 6:].sum(1)
-    score = (RULE_INTERCEPT
-             + RULE_WEIGHTS["contract_month_to_month"] * month_to_month
-             + RULE_WEIGHTS["tenure_months"] * tenure
-             + RULE_WEIGHTS["support_rise"] * support_rise
-             + RULE_WEIGHTS["usage_change"] * usage_change
-             + RULE_WEIGHTS["late_recent"] * late_recent
-             + rng.normal(0, RULE_NOISE_SD, n))
-    churned = (rng.random(n) < 1 / (1 + np.exp(-score))).astype(np.int64)
-
-    ids = np.array([f"C{i:05d}" for i in range(1, n + 1)])
-    static = pd.DataFrame({
-        ID_COLUMN: ids, "tenure_months": tenure, "contract_month_to_month": month_to_month,
-        "contract_two_year": two_year, "monthly_charge": monthly_charge,
-        "num_products": num_products, "autopay": autopay, "age": age,
-        "support_plan": support_plan, "region_urban": region_urban, LABEL_COLUMN: churned,
-    })
-    temporal = pd.DataFrame({
-        ID_COLUMN: np.repeat(ids, t), PERIOD_COLUMN: np.tile(PERIODS, n),
-        "data_usage_gb": usage.ravel(), "support_calls": support_calls.ravel(),
-        "late_payments": late_payments.ravel(), "dropped_calls": dropped_calls.ravel(),
-        "app_logins": app_logins.ravel(), "bill_amount": bill_amount.ravel(),
-    })
-    return static, temporal, score
+    late_recent = histories["late_payments"][:, t - 6:].sum(1)
+    return (RULE_INTERCEPT
+            + RULE_WEIGHTS["contract_month_to_month"] * customers["contract_month_to_month"]
+            + RULE_WEIGHTS["tenure_months"] * customers["tenure_months"]
+            + RULE_WEIGHTS["support_rise"] * support_rise
+            + RULE_WEIGHTS["usage_change"] * usage_change
+            + RULE_WEIGHTS["late_recent"] * late_recent
+            + rng.normal(0, RULE_NOISE_SD, len(support_rise)))
 
 
 def train_demo_model(static_x: np.ndarray, temporal_x: np.ndarray, labels: np.ndarray,
