@@ -5,9 +5,9 @@ Imports nothing above it."""
 import importlib
 
 _MODULES = (
-    'access', 'adaptive', 'backend', 'backend_jax', 'backend_tf', 'baselines', 'bounded_json', 'chunks', 'engine',
-    'errors', 'files', 'ig', 'inputs', 'kept', 'labels', 'periods', 'points', 'quadrature', 'settings', 'text',
-    'verdict', 'xla'
+    'access', 'adaptive', 'backend', 'backend_jax', 'backend_tf', 'baselines', 'bounded_json', 'calls', 'chunks',
+    'cut', 'engine', 'errors', 'files', 'ig', 'inputs', 'kept', 'labels', 'periods', 'points', 'quadrature',
+    'settings', 'text', 'verdict', 'xla'
 )
 
 

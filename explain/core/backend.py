@@ -21,7 +21,7 @@ provide:
   ``for_chunks(space, fn, rows, alphas)``: the function the chunks of one request call (the
   TensorFlow backend's optional XLA buckets), and ``check(layout)``: a sentence for an input the
   backend cannot compile (None when all can); ``fixed(space, rows)``: ``path`` compiled for calls of
-  ``rows`` rows and each shape it meets (a batch job's calls: ``explain.core.engine.compiled_calls``);
+  ``rows`` rows and each shape it meets (a batch job's calls: ``explain.core.xla.compiled_calls``);
 * ``matmul(a, b)``: the logit head's product.
 
 PyTorch is not offered: the ``torch`` wheel that pip installs from PyPI on Linux brings its CUDA

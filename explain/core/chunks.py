@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from explain.core.engine import Ends
+
 CANDIDATES = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
 SLACK = 0.05
 CPU_TABLE = {"tensorflow": 4096, "jax": 1024}  # points per call on a CPU (bench/gpu.py's curves, docs/backends.md)
@@ -67,11 +69,11 @@ def calibrate(engine, *, space: str = "output", alphas: int = 64, candidates=CAN
         raw = {k: np.zeros((rows, *engine.shapes[k]), engine.raw_dtypes[k].as_numpy_dtype)
                for k in engine.categorical}
         try:
-            engine.path_sums(x, x, raw, grid, weights, 0, space, rows * alphas)
+            engine.path_sums(Ends(x, x, raw), grid, weights, 0, space, rows * alphas)
             best = float("inf")
             for _ in range(max(1, repeats)):
                 start = clock()
-                engine.path_sums(x, x, raw, grid, weights, 0, space, rows * alphas)
+                engine.path_sums(Ends(x, x, raw), grid, weights, 0, space, rows * alphas)
                 best = min(best, clock() - start)
         except Exception as error:  # noqa: BLE001 - only running out of memory ends the curve
             if not _is_out_of_memory(error):

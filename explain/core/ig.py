@@ -15,7 +15,9 @@ otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,6 +27,7 @@ from explain.core.engine import (
     DISCONNECTED_INPUT,
     MULTI_OUTPUT,
     NOT_TWO_INPUTS,
+    Ends,
     StopCheck,
     check_stop,
     engine_for,
@@ -121,6 +124,13 @@ class Attribution:
     ``ignored_inputs``: keys of the inputs the model does not use (its graph does not connect
     them to the output); their attributions are exactly 0 (IG's dummy axiom) and ``notes``
     says so in a sentence each.
+
+    What made it: ``settings`` (the request, target as an index; ``baseline`` None when the arrays were
+    given directly) and ``baselines``, the baseline arrays the customers were compared with, as given to
+    ``integrated_gradients`` and broadcast to the n customers: ``baselines[key]`` (n, *input shape), or
+    (n, K, *input shape) for a distribution of K baselines, read-only (a categorical input's ids as given,
+    or its ``MeanEmbedding``). Padded periods of a customer are padding in the path whatever the array
+    holds there. None on a result that did not come from ``integrated_gradients`` (a stored one).
     """
 
     static: np.ndarray  # (n, S) float64
@@ -139,6 +149,7 @@ class Attribution:
     forward_points: np.ndarray | None = None  # (n,) int: model evaluations without a gradient, f(x), f(b) included
     ignored_inputs: tuple = ()  # keys of the inputs the model does not use: attributions exactly 0
     notes: tuple = ()  # sentences a reader of the result needs (an ignored input, ...)
+    baselines: dict | None = None  # key -> the baseline as given, (n, ...) or (n, K, ...) read-only; None: not known
 
     def __post_init__(self):
         if self.gradient_points is None:  # read from an older store: a rule of ``steps`` points
@@ -370,19 +381,14 @@ def integrated_gradients(
     model,
     inputs: dict,
     baselines: dict,
+    settings: Settings | None = None,
     *,
-    steps: int | str = 64,
-    method: str = "gausslegendre",
-    target: int | str = 0,
-    space: str = "output",
-    path: str = "joint",
     batch_size: int | None = None,
-    tolerance: float = DEFAULT_TOLERANCE,
-    max_points: int = AUTO_MAX_STEPS,
     ids=None,
     output_names=None,
     should_stop: StopCheck = None,
     roles: dict | None = None,
+    **overrides,
 ) -> Attribution:
     """Integrated Gradients of ``model`` for n customers, for all its inputs at once.
 
@@ -392,6 +398,11 @@ def integrated_gradients(
     ``(1 or n, K, ...)`` for expected gradients (IG averaged over the K baselines); a
     categorical input's baseline may be ids or a ``MeanEmbedding``. Padded periods of a
     customer (Masking, mask_zero) are padding in the baseline too.
+
+    settings: the request (``explain.core.settings.Settings``), passed whole; its ``baseline`` names
+    where ``baselines`` came from (None: arrays given directly, the default ``Settings(baseline=None)``).
+    Keyword overrides change some of its settings (``settings.replace``): ``steps``, ``method``, ``target``,
+    ``space``, ``path``, ``tolerance``, ``max_points`` (``integrated_gradients(model, x, b, steps=64)``):
     steps: gradient evaluations per customer (and baseline), the rule's points on [0, 1]; or
     "auto": adaptive integration per customer (``explain.core.adaptive``): the rule with 16
     points first, then, where that does not add up, panels placed where the prediction changes
@@ -400,27 +411,79 @@ def integrated_gradients(
     target: an output column index, or a name from ``output_names``. space: "output", or
     "logit" for the pre-activation output (log-odds of the output if there is none).
     path: "joint" (all inputs move together) or "per-input" (one moves, the others stay at
-    the customer's values). batch_size: the most interpolation points per gradient call; it
-    never changes a result. ids: customer ids, used in error messages. should_stop: a callable
-    asked before every gradient call; when it returns True, ``explain.core.errors.Stopped`` is
-    raised (between two chunks). roles: {input name: "static" | "temporal"} for 2-D
-    categorical inputs whose role is not the default.
+    the customer's values). The result's ``settings`` are these, the target as an index.
+
+    batch_size: the most interpolation points per gradient call; it never changes a result.
+    ids: customer ids, used in error messages. should_stop: a callable asked before every
+    gradient call; when it returns True, ``explain.core.errors.Stopped`` is raised (between two
+    chunks). roles: {input name: "static" | "temporal"} for 2-D categorical inputs whose role is
+    not the default.
     """
     engine = engine_for(model, roles)
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
                                    or batch_size < 1):
         raise AttributionError(BAD_BATCH_SIZE.format(value=batch_size))
-    settings = Settings(baseline=None, steps=steps, method=method, target=target, space=space, path=path,
-                        tolerance=tolerance, max_points=max_points)  # checks every setting
-    settings = settings.replace(target=resolve_target(settings.target, engine.n_outputs, output_names))
+    settings = request_settings(settings, overrides, engine.n_outputs, output_names)
     x, raw, padding, n = _check_inputs(engine, inputs, ids)
     b, k = _check_baselines(engine, baselines, n, ids, x, padding)
     rows = _rows(x, raw, b, n, k, ids)
     # points per gradient call: TensorFlow's 4,096 as always; JAX's by measurement (explain.core.chunks)
     chunk = int(batch_size or (DEFAULT_BATCH_SIZE if engine.backend == "tensorflow"
                                else chunks.points_per_call(engine, settings.space)))
-    attrs, legs, fx = _integrate_legs(engine, rows, settings, chunk, should_stop)
-    return _attribution(engine, settings, rows, attrs, legs, fx, padding, chunk, should_stop)
+    run = Run(engine, settings, chunk, should_stop)
+    return _attribution(run, rows, _integrate_legs(run, rows), padding, _given(engine, baselines, n))
+
+
+def request_settings(settings: Settings | None, overrides: dict, n_outputs: int, output_names=None) -> Settings:
+    """The settings of one request: ``settings`` (None: ``Settings(baseline=None)``, baseline arrays given
+    directly) with the keyword ``overrides`` (checked as the constructor checks them), the target resolved to
+    an output index of ``n_outputs`` (by name through ``output_names``)."""
+    if settings is None:
+        settings = Settings(baseline=None)
+    elif not isinstance(settings, Settings):
+        raise TypeError(f"settings must be an explain.Settings or None, not {type(settings).__name__}")
+    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(Settings)})
+    if unknown:
+        raise TypeError(f"unknown setting(s) {', '.join(unknown)}; the settings are "
+                        f"{', '.join(f.name for f in dataclasses.fields(Settings))}")
+    if overrides:
+        settings = settings.replace(**overrides)  # checks every setting
+    return settings.replace(target=resolve_target(settings.target, n_outputs, output_names))
+
+
+def _given(engine, baselines, n: int) -> dict:
+    """The baseline arrays as given, each broadcast to the n customers ((n, ...), or (n, K, ...) for a
+    distribution), read-only; a ``MeanEmbedding`` as it is (``Attribution.baselines``)."""
+    out = {}
+    for key, value in _by_key(engine, baselines, "baselines").items():
+        if key not in engine.keys:
+            continue
+        if isinstance(value, MeanEmbedding):
+            out[key] = value
+            continue
+        arr = np.array(value)  # a copy: the caller's array may change afterwards
+        out[key] = np.broadcast_to(arr, (n, *arr.shape[1:]))  # a read-only view
+    return out
+
+
+@dataclass(frozen=True)
+class Run:
+    """One request as the engine runs it: the engine, the settings (target an index), the points per
+    gradient call and the stop check (``integrated_gradients``, ``explain.core.points``)."""
+
+    engine: object
+    settings: Settings
+    chunk: int
+    should_stop: StopCheck = None
+
+
+class _Legs(NamedTuple):
+    """What the legs of a request found: attributions by key (n * K, ...), {leg: (f at the leg's start, its
+    delta, what it spent)}, f(x) (n * K,)."""
+
+    attrs: dict
+    legs: dict
+    fx: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -447,10 +510,11 @@ def _rows(x: dict, raw: dict, b: dict, n: int, k: int, ids) -> _Rows:
                  labels=row_ids if row_ids is not None else np.repeat(np.arange(n), k), n=n, k=k)
 
 
-def _integrate_legs(engine, rows: _Rows, settings: Settings, chunk: int, should_stop: StopCheck):
-    """(attributions by key (n * K, ...), {leg: (f at the leg's start, its delta, points used)}, f(x)): the joint
-    path as one leg, or one leg per input (that input moves, the others stay at the customer's values)."""
-    if settings.path == "joint":
+def _integrate_legs(run: Run, rows: _Rows) -> _Legs:
+    """The joint path as one leg, or one leg per input (that input moves, the others stay at the customer's
+    values)."""
+    engine = run.engine
+    if run.settings.path == "joint":
         legs = {"joint": (rows.baseline, engine.keys)}
     else:
         legs = {key: ({other: rows.baseline[other] if other == key else rows.x[other] for other in engine.keys},
@@ -459,31 +523,30 @@ def _integrate_legs(engine, rows: _Rows, settings: Settings, chunk: int, should_
     attrs = {key: np.zeros((rows.n * rows.k, *engine.point_shapes[key])) for key in engine.keys}
     results, fx = {}, None
     for leg, (leg_b, moving) in legs.items():
-        a, used, fx, f_ref = _integrate(engine, rows.x, leg_b, rows.raw, moving, settings, settings.target, chunk,
-                                        rows.labels, should_stop)
+        a, used, fx, f_ref = _integrate(run, Ends(rows.x, leg_b, rows.raw), moving, rows.labels)
         for key in moving:
             attrs[key] += a[key]
         results[leg] = (f_ref, fx - f_ref - _row_total(a), used)
-    return attrs, results, fx
+    return _Legs(attrs, results, fx)
 
 
-def _attribution(engine, settings: Settings, rows: _Rows, attrs: dict, legs: dict, fx, padding: dict, chunk: int,
-                 should_stop: StopCheck) -> Attribution:
+def _attribution(run: Run, rows: _Rows, found: _Legs, padding: dict, given: dict) -> Attribution:
     """The result: per input in its own shape (an ignored input exactly 0, categorical ones per feature), averaged
-    over baseline samples, with its completeness."""
+    over baseline samples, with its completeness and the baselines as given."""
+    engine, settings = run.engine, run.settings
     n, k = rows.n, rows.k
     per_key = {}
     for spec in engine.specs:
-        a = attrs[spec.key] if spec.key not in engine.ignored else np.zeros_like(attrs[spec.key])  # not -0.0
+        a = found.attrs[spec.key]
+        a = a if spec.key not in engine.ignored else np.zeros_like(a)  # exact zeros, not -0.0
         if spec.kind == "categorical":  # layer IG: summed over the embedding dimension, per original feature
             a = a.sum(axis=-1)
         per_key[spec.key] = rows.mean_k(a)
-    prediction = rows.mean_k(fx)
-    baseline_prediction, delta, steps_used, per_input = _completeness(engine, settings, rows, legs, per_key,
-                                                                      prediction, chunk, should_stop)
+    prediction = rows.mean_k(found.fx)
+    baseline_prediction, delta, steps_used, per_input = _completeness(run, rows, found.legs, per_key, prediction)
 
     def total_k(spent):  # what every leg and baseline sample of a customer spent: (n,)
-        return sum(getattr(leg[2], spent) for leg in legs.values()).reshape(n, k).sum(axis=1)
+        return sum(getattr(leg[2], spent) for leg in found.legs.values()).reshape(n, k).sum(axis=1)
 
     static_keys = engine.layout.keys_of("static")
     temporal_keys = engine.layout.keys_of("temporal")
@@ -495,20 +558,20 @@ def _attribution(engine, settings: Settings, rows: _Rows, attrs: dict, legs: dic
         space_used="output" if settings.space == "output" else engine.logit_kind, per_input=per_input,
         gradient_points=total_k("gradient_points"), forward_points=total_k("forward_points"),
         inputs=per_key, padding={key: padding[key] for key in temporal_keys}, roles=dict(engine.roles),
-        ignored_inputs=engine.ignored, notes=tuple(engine.ignored_notes()),
+        ignored_inputs=engine.ignored, notes=tuple(engine.ignored_notes()), baselines=given,
     )
 
 
-def _completeness(engine, settings: Settings, rows: _Rows, legs: dict, per_key: dict, prediction, chunk: int,
-                  should_stop: StopCheck):
+def _completeness(run: Run, rows: _Rows, legs: dict, per_key: dict, prediction):
     """(baseline prediction, delta, steps used per row, per-input completeness or None): the joint path's delta,
     or each input's own and the largest of them."""
+    engine, settings = run.engine, run.settings
     n, k = rows.n, rows.k
     if settings.path == "joint":
         baseline_prediction = rows.mean_k(legs["joint"][0])
         delta = prediction - baseline_prediction - sum(v.reshape(n, -1).sum(1) for v in per_key.values())
         return baseline_prediction, delta, legs["joint"][2].steps, None
-    fb = engine.forward_points(rows.baseline, rows.raw, settings.space, chunk, should_stop)[:, settings.target]
+    fb = engine.forward_points(rows.baseline, rows.raw, settings.space, run.chunk, run.should_stop)[:, settings.target]
     _check_outputs(fb, rows.labels, "at the baseline")
     per_input = {
         key: {"reference_prediction": rows.mean_k(legs[key][0]), "delta": rows.mean_k(legs[key][1]),
@@ -534,8 +597,7 @@ def _check_outputs(values, labels, where):
                                                         where=where))
 
 
-def _integrate(engine, x, b, raw, moving, settings, target, chunk, labels, should_stop=None, max_points=None,
-               rules: list | None = None):
+def _integrate(run: Run, ends: Ends, moving, labels, *, rules: list | None = None):
     """Attributions along b -> x of every row for the ``moving`` inputs ({key: (rows, *point shape)}),
     what was spent (:class:`Spent`), f(x) (rows,) and f(b) (rows,). ``rules``, a list when given, gets
     each row's final rule appended: (alphas, weights, its panels' edges) (``explain.core.points`` draws it).
@@ -544,26 +606,16 @@ def _integrate(engine, x, b, raw, moving, settings, target, chunk, labels, shoul
     integration (``explain.core.adaptive``) per row until |delta| <= tolerance * |f(x) - f(b)|
     (at least ABSOLUTE_TOLERANCE) or ``settings.max_points`` gradient evaluations.
     """
-    rows = len(x[engine.keys[0]])
-    ends = engine.forward_points({key: np.concatenate([x[key], b[key]]) for key in engine.keys},
-                                 {key: np.concatenate([v, v]) for key, v in raw.items()}, settings.space, chunk,
-                                 should_stop)[:, target]
-    fx, fb = ends[:rows], ends[rows:]
+    engine, settings = run.engine, run.settings
+    rows = len(ends.x[engine.keys[0]])
+    both = engine.forward_points({key: np.concatenate([ends.x[key], ends.b[key]]) for key in engine.keys},
+                                 {key: np.concatenate([v, v]) for key, v in ends.raw.items()}, settings.space,
+                                 run.chunk, run.should_stop)[:, settings.target]
+    fx, fb = both[:rows], both[rows:]
     _check_outputs(fx, labels, "model output")
     _check_outputs(fb, labels, "at the baseline")
-    direction = {key: x[key].astype(np.float64) - b[key] for key in moving}  # (x - b), float64
-
-    def gradients(index, alphas, weights):  # rows x[index] at their own alphas: flat sums (m, D) and q (m,)
-        sums, finite = engine.path_sums(x, b, raw, alphas, weights, target, settings.space, chunk, should_stop,
-                                        index=index)
-        if not finite.all():
-            i = int(index[np.flatnonzero(~finite)[0]])
-            raise AttributionError(NOT_FINITE_RESULT.format(
-                what="gradients", customer=_customer_label(labels, i), where="along the path from the baseline"))
-        flat = np.concatenate([sums[key].reshape(len(index), -1) for key in moving], axis=1)
-        q = sum((direction[key][index] * sums[key]).reshape(len(index), -1).sum(axis=1) for key in moving)
-        return flat, q
-
+    direction = {key: ends.x[key].astype(np.float64) - ends.b[key] for key in moving}  # (x - b), float64
+    gradients = _gradients(run, ends, moving, direction, labels)
     if settings.steps != AUTO:
         alphas, weights = alphas_and_weights(settings.method, settings.steps)
         every = np.arange(rows)
@@ -573,29 +625,60 @@ def _integrate(engine, x, b, raw, moving, settings, target, chunk, labels, shoul
         if rules is not None:
             rules.extend([(alphas, weights, np.array([0.0, 1.0]))] * rows)
     else:
-        def forward(index, alphas):
-            return engine.sweep(x, b, raw, index, alphas, target, settings.space, chunk, should_stop)
-
-        limit = completeness_limit(fx, fb, settings.tolerance)
-        width = sum(int(np.prod(engine.point_shapes[key])) for key in moving)
-        flat, spent = np.zeros((rows, width)), Spent.fixed(rows, 0)
-        group = max(1, min(rows, ADAPTIVE_MEMORY // max(1, 8 * flat.shape[1] * ADAPTIVE_PANELS_HELD)))
-        for start in range(0, rows, group):  # groups of rows: the live panels' sums stay within ADAPTIVE_MEMORY
-            part = np.arange(start, min(rows, start + group))
-            found = adaptive.integrate(lambda i, a: forward(part[i], a),
-                                       lambda i, a, w: gradients(part[i], a, w),
-                                       fb[part], fx[part], limit[part], method=settings.method,
-                                       max_points=settings.max_points, keep_rule=rules is not None)
-            flat[part] = found.sums
-            if rules is not None:
-                rules.extend((a, w, edges) for (a, w), edges in zip(found.rules, found.edges))
-            spent.put(part, found)
+        flat, spent = _adaptive(run, ends, gradients, (fx, fb), moving, rules)
     attrs, offset = {}, 0
     for key in moving:  # the flat sums back to each input's shape: attributions = (x - b) * sums
         size = int(np.prod(engine.point_shapes[key]))
         attrs[key] = direction[key] * flat[:, offset:offset + size].reshape(rows, *engine.point_shapes[key])
         offset += size
     return attrs, spent, fx, fb
+
+
+def _gradients(run: Run, ends: Ends, moving, direction: dict, labels):
+    """The gradient callable of ``explain.core.adaptive``: rows ``index`` at their own alphas and weights ->
+    their weighted gradient sums flattened over the ``moving`` inputs (m, D) and q = sums . (x - b) (m,)."""
+    engine, settings = run.engine, run.settings
+
+    def gradients(index, alphas, weights):
+        sums, finite = engine.path_sums(ends, alphas, weights, settings.target, settings.space, run.chunk,
+                                        should_stop=run.should_stop, index=index)
+        if not finite.all():
+            i = int(index[np.flatnonzero(~finite)[0]])
+            raise AttributionError(NOT_FINITE_RESULT.format(
+                what="gradients", customer=_customer_label(labels, i), where="along the path from the baseline"))
+        flat = np.concatenate([sums[key].reshape(len(index), -1) for key in moving], axis=1)
+        q = sum((direction[key][index] * sums[key]).reshape(len(index), -1).sum(axis=1) for key in moving)
+        return flat, q
+
+    return gradients
+
+
+def _adaptive(run: Run, ends: Ends, gradients, f: tuple, moving, rules: list | None):
+    """steps="auto": the flat gradient sums (rows, D) and what was spent, rows taken in groups so that the live
+    panels' sums stay within ADAPTIVE_MEMORY; ``f``: (f(x), f(b)) of every row."""
+    engine, settings = run.engine, run.settings
+    fx, fb = f
+    rows = len(fx)
+
+    def forward(index, alphas):
+        return engine.sweep(ends, index, alphas, settings.target, settings.space, run.chunk,
+                            should_stop=run.should_stop)
+
+    limit = completeness_limit(fx, fb, settings.tolerance)
+    width = sum(int(np.prod(engine.point_shapes[key])) for key in moving)
+    flat, spent = np.zeros((rows, width)), Spent.fixed(rows, 0)
+    group = max(1, min(rows, ADAPTIVE_MEMORY // max(1, 8 * flat.shape[1] * ADAPTIVE_PANELS_HELD)))
+    for start in range(0, rows, group):  # groups of rows: the live panels' sums stay within ADAPTIVE_MEMORY
+        part = np.arange(start, min(rows, start + group))
+        found = adaptive.integrate(lambda i, a: forward(part[i], a),
+                                   lambda i, a, w: gradients(part[i], a, w),
+                                   fb[part], fx[part], limit[part], method=settings.method,
+                                   max_points=settings.max_points, keep_rule=rules is not None)
+        flat[part] = found.sums
+        if rules is not None:
+            rules.extend((a, w, edges) for (a, w), edges in zip(found.rules, found.edges))
+        spent.put(part, found)
+    return flat, spent
 
 
 @dataclass

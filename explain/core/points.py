@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from explain.core import ig
-from explain.core.engine import engine_for
+from explain.core.engine import Ends, engine_for
 from explain.core.errors import AttributionError
-from explain.core.settings import AUTO, DEFAULT_TOLERANCE, Settings, completeness_limit, resolve_target
+from explain.core.settings import AUTO, Settings, completeness_limit
 
 SWEEP_ALPHAS = 257  # the dense sweep: alphas 0, 1/256, ..., 1
 ONE_CUSTOMER = "path_points explains one customer at a time; the inputs hold {n}."
@@ -70,19 +70,15 @@ class PathPoints:
         return self.steps == AUTO
 
 
-def path_points(model, inputs: dict, baselines: dict, *, sweep: int = SWEEP_ALPHAS, steps: int | str = 64,
-                method: str = "gausslegendre", target: int | str = 0, space: str = "output", path: str = "joint",
-                tolerance: float = DEFAULT_TOLERANCE, max_points: int = ig.AUTO_MAX_STEPS,
+def path_points(model, inputs: dict, baselines: dict, settings: Settings | None = None, *, sweep: int = SWEEP_ALPHAS,
                 batch_size: int | None = None, ids=None, output_names=None, should_stop=None,
-                roles: dict | None = None) -> PathPoints:
+                roles: dict | None = None, **overrides) -> PathPoints:
     """f along the path from the baseline to one customer (``sweep`` alphas from 0 to 1) and the
     points the engine integrates the gradient at, with the settings of ``integrated_gradients``
-    (the same arguments; ``inputs`` hold one customer). For a distribution of K baselines the
-    path to the first one is shown."""
+    (the same arguments: ``settings`` whole and keyword overrides such as ``steps=``; ``inputs`` hold one
+    customer). For a distribution of K baselines the path to the first one is shown."""
     engine = engine_for(model, roles)
-    settings = Settings(baseline=None, steps=steps, method=method, target=target, space=space, path=path,
-                        tolerance=tolerance, max_points=max_points)
-    settings = settings.replace(target=resolve_target(settings.target, engine.n_outputs, output_names))
+    settings = ig.request_settings(settings, overrides, engine.n_outputs, output_names)
     x, raw, padding, n = ig._check_inputs(engine, inputs, ids)
     if n != 1:
         raise AttributionError(ONE_CUSTOMER.format(n=n))
@@ -91,14 +87,14 @@ def path_points(model, inputs: dict, baselines: dict, *, sweep: int = SWEEP_ALPH
     first = {key: v[:1] for key, v in rows.baseline.items()}  # the first baseline sample
     x1, raw1, labels = {key: v[:1] for key, v in rows.x.items()}, {key: v[:1] for key, v in rows.raw.items()}, \
         rows.labels[:1]
-    chunk = int(batch_size or ig.DEFAULT_BATCH_SIZE)
+    run = ig.Run(engine, settings, int(batch_size or ig.DEFAULT_BATCH_SIZE), should_stop)
     if settings.path == "joint":
         legs = {"joint": (first, engine.keys)}
     else:  # as integrated_gradients: one input moves, the others stay at the customer's values
         legs = {key: ({other: first[other] if other == key else x1[other] for other in engine.keys}, (key,))
                 for key in engine.keys}
     alphas = np.linspace(0.0, 1.0, int(sweep))
-    found = {name: _leg(engine, settings, name, x1, leg_b, raw1, moving, labels, alphas, chunk, should_stop)
+    found = {name: _leg(run, name, Ends(x1, leg_b, raw1), moving, labels, alphas)
              for name, (leg_b, moving) in legs.items()}
     return PathPoints(legs=found, steps=settings.steps, method=settings.method,
                       space_used="output" if settings.space == "output" else engine.logit_kind,
@@ -106,14 +102,14 @@ def path_points(model, inputs: dict, baselines: dict, *, sweep: int = SWEEP_ALPH
                       max_points=int(settings.max_points), samples=int(k))
 
 
-def _leg(engine, settings, name, x, b, raw, moving, labels, alphas, chunk, should_stop) -> PathLeg:
+def _leg(run: ig.Run, name: str, ends: Ends, moving, labels, alphas) -> PathLeg:
+    engine, settings = run.engine, run.settings
     rules: list = []
-    attrs, spent, fx, fb = ig._integrate(engine, x, b, raw, moving, settings, settings.target, chunk, labels,
-                                         should_stop, rules=rules)
+    attrs, spent, fx, fb = ig._integrate(run, ends, moving, labels, rules=rules)
     point_alphas, point_weights, edges = (np.asarray(v, np.float64) for v in rules[0])
     both = np.concatenate([alphas, point_alphas])  # one batched sweep: the grid and the rule's points
-    values = engine.sweep(x, b, raw, np.zeros(both.size, np.int64), both, settings.target, settings.space, chunk,
-                          should_stop)
+    values = engine.sweep(ends, np.zeros(both.size, np.int64), both, settings.target, settings.space, run.chunk,
+                          should_stop=run.should_stop)
     total = sum(float(np.sum(a)) for a in attrs.values())
     limit = (float(completeness_limit(fx, fb, settings.tolerance)[0]) if settings.steps == AUTO else float("nan"))
     panels = np.clip(np.searchsorted(edges, point_alphas, side="right") - 1, 0, len(edges) - 2)

@@ -31,8 +31,8 @@ class FakeEngine:
     def clock(self):
         return self.now
 
-    def path_sums(self, x, b, raw, alphas, weights, target, space, batch_size):
-        points = len(x["static"]) * len(alphas)
+    def path_sums(self, ends, alphas, weights, target, space, batch_size):
+        points = len(ends.x["static"]) * len(alphas)
         assert batch_size == points and np.isclose(weights.sum(), 1.0)
         if self.out_of_memory_at is not None and points >= self.out_of_memory_at:
             raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 123 bytes")

@@ -1,5 +1,5 @@
 """Calls cut to the periods after the padding at the start of the histories (issue 26 item 5,
-``explain.core.engine.Cut``): on Masking + LSTM and Masking + GRU models built here, with histories left-padded
+``explain.core.cut.Cut``): on Masking + LSTM and Masking + GRU models built here, with histories left-padded
 by varied lengths, the path sums with the cut equal the engine's with the cut off and an independent reference
 (the same layers called on each customer's real periods only, gradients by GradientTape) within 1e-6 of the
 largest; the padded periods get exact zeros; completeness holds; rows come back in their order; the chunking
@@ -15,9 +15,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from explain.core.engine import COMPILED_CUT_STEP, COMPILED_IN_FLIGHT, CUT_STEP, Engine, compiled_calls
+from explain.core.calls import COMPILED_IN_FLIGHT, InFlight
+from explain.core.cut import CUT_STEP, Checked
+from explain.core.engine import Ends, Engine
 from explain.core.ig import integrated_gradients
 from explain.core.quadrature import alphas_and_weights
+from explain.core.xla import COMPILED_CUT_STEP, compiled_calls
 
 T, F, S = 40, 3, 2
 
@@ -56,7 +59,7 @@ def sums(engine, x, b, batch_size=16 * 3, cut=True, steps=16):
     alphas, weights = alphas_and_weights("gausslegendre", steps)
     if not cut:
         engine.cut.state = False
-    return engine.path_sums(x, b, {}, alphas, weights, 0, "output", batch_size)[0]
+    return engine.path_sums(Ends(x, b, {}), alphas, weights, 0, "output", batch_size)[0]
 
 
 def reference(model, x, b, lead, steps=16):
@@ -131,7 +134,7 @@ def test_position_dependent_models_keep_full_calls_and_their_numbers(kind):
     plain = Engine(model)
     plain.cut.possible = False  # the engine without any cut machinery
     alphas, weights = alphas_and_weights("gausslegendre", 16)
-    full = plain.path_sums(x, b, {}, alphas, weights, 0, "output", 16 * 3)[0]
+    full = plain.path_sums(Ends(x, b, {}), alphas, weights, 0, "output", 16 * 3)[0]
     for key in full:
         assert np.array_equal(checked[key], full[key])
 
@@ -250,19 +253,17 @@ def test_refused_compiled_calls_fall_back_to_the_graph_calls(fault, monkeypatch)
 def test_compiled_calls_run_the_longest_first_after_the_check(monkeypatch):
     """Compiled calls go from the longest cut length to the shortest (ascending sizes fragment the heap: a job
     over 365 days peaked 0.8 GB higher), and the cut is checked before the first of them."""
-    from explain.core import engine as engine_module
-
     model = build("lstm", seed=9)
     x, b, _ = data(n=40, seed=10)
-    lengths, real = [], engine_module._InFlight.submit
+    lengths, real = [], InFlight.submit
 
     def recording(self, call, args, *rest, **kwargs):  # the calls in the order they are handed to the threads
         assert engine.cut.state is True  # checked before the first compiled call
-        if isinstance(call, engine_module._Checked):
+        if isinstance(call, Checked):
             lengths.append(max(int(t.shape[1]) for t in args[0] if len(t.shape) == 3))
         return real(self, call, args, *rest, **kwargs)
 
-    monkeypatch.setattr(engine_module._InFlight, "submit", recording)
+    monkeypatch.setattr(InFlight, "submit", recording)
     engine = Engine(model)
     with compiled_calls(model):
         fast = sums(engine, x, b, batch_size=16 * 4)  # 4 rows per call, 2 in flight: 20 calls of 2 rows
@@ -275,12 +276,11 @@ def test_compiled_calls_run_the_longest_first_after_the_check(monkeypatch):
 
 @pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="JAX's calls run one at a time")
 def test_compiled_calls_in_threads_give_the_numbers_of_the_same_calls_one_at_a_time(monkeypatch):
-    """A batch job's compiled calls run COMPILED_IN_FLIGHT at a time in threads (``_InFlight``); the totals are
+    """A batch job's compiled calls run COMPILED_IN_FLIGHT at a time in threads (``calls.InFlight``); the totals are
     added in the order the calls were made, so the numbers are bit for bit those of the same calls made one
     after the other (what resume and the Ray engine rely on)."""
     import threading
 
-    from explain.core import engine as engine_module
     from explain.core import xla
 
     model = build("lstm", seed=11)
@@ -296,8 +296,8 @@ def test_compiled_calls_in_threads_give_the_numbers_of_the_same_calls_one_at_a_t
     with compiled_calls(model):
         in_threads = sums(engine, x, b, batch_size=16 * 4)
     assert COMPILED_IN_FLIGHT > 1 and any(name.startswith("explain-calls") for name in threads), threads
-    submit = engine_module._InFlight.submit
-    monkeypatch.setattr(engine_module._InFlight, "submit",
+    submit = InFlight.submit
+    monkeypatch.setattr(InFlight, "submit",
                         lambda self, call, args, where, alone=False: submit(self, call, args, where, alone=True))
     threads.clear()
     with compiled_calls(model):  # the same engine: the same compiled functions, rows and calls
@@ -308,15 +308,3 @@ def test_compiled_calls_in_threads_give_the_numbers_of_the_same_calls_one_at_a_t
     graph = sums(Engine(model), x, b, batch_size=16 * 4)
     for key in graph:
         assert_near(in_threads[key], graph[key])
-
-
-def test_a_forked_process_makes_its_own_pool_of_call_threads(monkeypatch):
-    """The threads of ``_InFlight`` are not copied into a forked child: there a pool of the parent's would never
-    run a call, so a process other than the pool's makes its own."""
-    from explain.core import engine as engine_module
-
-    pool = engine_module._InFlight.pool()
-    assert engine_module._InFlight.pool() is pool
-    monkeypatch.setattr(engine_module.os, "getpid", lambda: -1)
-    child = engine_module._InFlight.pool()
-    assert child is not pool and child.submit(lambda: 3).result(timeout=30) == 3

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 import explain
 from explain.core import ig
-from explain.core.engine import engine_for
+from explain.core.engine import Ends, engine_for
 from tests.support.models import F, S, T, data, linear_model
 
 STEEPNESS = 200.0
@@ -163,19 +163,19 @@ def test_rows_with_their_own_alphas_in_one_call_equal_separate_calls(sharp):
     base = {key: np.broadcast_to(BASELINE[key], points[key].shape).astype(np.float64) for key in points}
     rng = np.random.default_rng(0)
     alphas, weights = rng.uniform(size=(3, 5)), rng.uniform(size=(3, 5))
-    together, ok = engine.path_sums(points, base, {}, alphas, weights, 0, "output", 4096)
+    together, ok = engine.path_sums(Ends(points, base, {}), alphas, weights, 0, "output", 4096)
     assert ok.all()
     for i in range(3):
         one = {key: v[i:i + 1] for key, v in points.items()}
-        alone, _ = engine.path_sums(one, {key: v[i:i + 1] for key, v in base.items()}, {}, alphas[i], weights[i],
-                                    0, "output", 4096)
+        alone, _ = engine.path_sums(Ends(one, {key: v[i:i + 1] for key, v in base.items()}, {}), alphas[i],
+                                    weights[i], 0, "output", 4096)
         for key in points:
             np.testing.assert_allclose(together[key][i], alone[key][0], rtol=1e-6, atol=1e-9)
     # the same rows through an index (panels of one customer), and the forward sweep at those alphas
     index = np.array([2, 0, 2])
-    again, _ = engine.path_sums(points, base, {}, alphas[index], weights[index], 0, "output", 7, index=index)
+    again, _ = engine.path_sums(Ends(points, base, {}), alphas[index], weights[index], 0, "output", 7, index=index)
     np.testing.assert_allclose(again["static"], together["static"][index], rtol=1e-6, atol=1e-9)
-    swept = engine.sweep(points, base, {}, np.repeat(index, 5), alphas[index].reshape(-1), 0, "output", 4096)
+    swept = engine.sweep(Ends(points, base, {}), np.repeat(index, 5), alphas[index].reshape(-1), 0, "output", 4096)
     rows = np.repeat(index, 5)
     at = {key: (base[key][rows] + alphas[index].reshape(-1, *[1] * (v.ndim - 1)) * (v[rows] - base[key][rows]))
           .astype("float32") for key, v in points.items()}
