@@ -25,7 +25,6 @@ _EXPORTS = {
     "integrated_gradients": "explain.core.ig",
     "load_bundle": "explain.bundle.load",
     "path_profile": "explain.core.ig",
-    "Request": "explain.analysis.explainer",
     "save_bundle": "explain.bundle.save",
     "Settings": "explain.core.settings",
     "Stopped": "explain.core.errors",

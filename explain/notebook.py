@@ -137,8 +137,8 @@ def explain(model, inputs, baseline="mean", *, ids=None, static_features=None, t
         settings = Settings(baseline=baseline, steps=steps, method=method, target=target, space=space, path=path)
         return Explanation(explain_customers(bundle, ids, settings), bundle)
     arrays = _baseline_arrays(baseline)
-    attribution = integrated_gradients(bundle.model, bundle.inputs_for(ids), arrays, steps=steps, method=method,
-                                       target=target, space=space, path=path, ids=ids,
+    settings = Settings(baseline=None, steps=steps, method=method, target=target, space=space, path=path)
+    attribution = integrated_gradients(bundle.model, bundle.inputs_for(ids), arrays, settings, ids=ids,
                                        output_names=bundle.output_names)
     return Explanation(attribution, bundle)
 

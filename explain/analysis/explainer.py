@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from explain.core import baselines as baseline_builders
@@ -11,8 +9,6 @@ from explain.core.engine import StopCheck
 from explain.core.ig import Attribution, integrated_gradients
 from explain.core.kept import Kept
 from explain.core.settings import Baseline, Settings
-
-Request = Settings  # the name this module used before settings.py; the same class
 
 # Baselines computed from the whole data set (not from the customers explained), kept per
 # bundle content and spec: a batch job or the dashboard asks for the same one per chunk.
@@ -47,8 +43,9 @@ def explain_customers(bundle, ids, settings: Settings = Settings(), *, batch_siz
                       should_stop: StopCheck = None, baseline: dict | None = None) -> Attribution:
     """Integrated Gradients of the customers ``ids`` (a list, or one id) of ``bundle`` under ``settings``.
 
-    The target is resolved against the bundle's output names here, once; the result's
-    ``settings`` are these settings (baseline included) with the target as an index.
+    The target is resolved against the bundle's output names here, once; the settings go to the engine
+    whole: the result's ``settings`` are these settings (baseline included) with the target as an index,
+    its ``baselines`` the arrays of ``settings.baseline`` it used.
     ``should_stop``: see ``integrated_gradients`` (``explain.core.errors.Stopped`` between chunks).
     ``baseline``: the baseline arrays of ``settings.baseline``, already computed (``baseline_for``
     on the whole data set) when ``bundle`` holds only some customers (the Ray engine's chunks).
@@ -58,11 +55,6 @@ def explain_customers(bundle, ids, settings: Settings = Settings(), *, batch_siz
     inputs = bundle.inputs_for(ids)
     if baseline is None:
         baseline = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical)
-    attribution = integrated_gradients(
-        bundle.model, inputs, baseline,
-        steps=settings.steps, method=settings.method, target=settings.target, space=settings.space,
-        path=settings.path, batch_size=batch_size, tolerance=settings.tolerance, max_points=settings.max_points,
-        ids=ids,
-        output_names=bundle.output_names, should_stop=should_stop, roles=getattr(bundle, "roles", None) or None,
-    )
-    return dataclasses.replace(attribution, settings=settings)
+    return integrated_gradients(bundle.model, inputs, baseline, settings, batch_size=batch_size, ids=ids,
+                                output_names=bundle.output_names, should_stop=should_stop,
+                                roles=getattr(bundle, "roles", None) or None)

@@ -456,8 +456,8 @@ def run(bundle, settings: Settings = Settings(), *, customers: int = DEFAULT_CUS
     target, space = settings.target, settings.space
     replacement = single_baseline(baselines, len(ids))
     gradient_x_input = ig.integrated_gradients(  # one step of the right rule: grad f(x) * (x - b)
-        bundle.model, inputs, replacement, steps=1, method="right", target=target, space=space,
-        batch_size=batch_size, ids=ids, should_stop=should_stop)
+        bundle.model, inputs, replacement, settings, steps=1, method="right", path="joint", batch_size=batch_size,
+        ids=ids, should_stop=should_stop)
     seconds["attributions"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -482,10 +482,8 @@ def run(bundle, settings: Settings = Settings(), *, customers: int = DEFAULT_CUS
     started = time.perf_counter()
 
     def attribute(model):
-        return ig.integrated_gradients(
-            model, inputs, baselines, steps=settings.steps, method=settings.method, target=target, space=space,
-            path=settings.path, batch_size=batch_size, tolerance=settings.tolerance, max_points=settings.max_points,
-            ids=ids, should_stop=should_stop)
+        return ig.integrated_gradients(model, inputs, baselines, settings, batch_size=batch_size, ids=ids,
+                                       should_stop=should_stop)
 
     randomisation = model_randomisation(bundle.model, inputs, baselines, attribute, seed=seed, repeats=repeats,
                                         target=target, space=space, original=attribution)

@@ -432,14 +432,8 @@ def explain_inputs(bundle, inputs: dict, settings: Settings, ids=None, should_st
     """IG of in-memory inputs (n, S), (n, T, F) under ``settings``; data-wide baselines come from
     the bundle (the same as :func:`explain.analysis.explainer.explain_customers` would use)."""
     settings = settings.for_bundle(bundle)
-    attribution = integrated_gradients(
-        bundle.model, inputs, baseline_for(bundle, inputs, settings.baseline, settings.seed),
-        steps=settings.steps, method=settings.method, target=settings.target, space=settings.space,
-        path=settings.path, tolerance=settings.tolerance, max_points=settings.max_points, ids=ids,
-        output_names=bundle.output_names,
-        should_stop=should_stop,
-    )
-    return dataclasses.replace(attribution, settings=settings)
+    return integrated_gradients(bundle.model, inputs, baseline_for(bundle, inputs, settings.baseline, settings.seed),
+                                settings, ids=ids, output_names=bundle.output_names, should_stop=should_stop)
 
 
 @dataclass(frozen=True)
