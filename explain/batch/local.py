@@ -3,8 +3,8 @@
     python -m explain batch --bundle DIR --out OUT [settings] [--batch-size N] [--customers-file F]
 
 This module writes the store (the local engine; ``explain.batch.ray_job`` is the Ray one); its
-files are described in ``explain.batch.format`` and read by ``explain.batch.store`` (``read_store``,
-``open_store``, ``find_store``).
+files are described in ``explain.batch.format``, read by ``explain.batch.store`` (``read_store``,
+``open_store``) and found by ``explain.batch.stores`` (``stores_of``, ``find_store``).
 
 Rerunning the same command after an interruption (Ctrl-C, a crash, kill -9) keeps the chunks
 whose two files read back with the expected customers, removes leftover temporary files and

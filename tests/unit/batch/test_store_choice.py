@@ -173,3 +173,31 @@ def test_stores_under_explain_stores_are_found_by_the_cohorts_and_the_drivers_fu
     assert find_store(other, Settings()) is None and best_store(other, Settings()) is None
     monkeypatch.delenv(STORES_ENV)
     assert find_store(bundle, Settings()) is None and best_store(bundle, Settings()) is None
+
+
+def test_one_listing_answers_every_question_and_opens_each_store_once(stored, no_env, monkeypatch, tmp_path):
+    """``stores_of`` lists the store folders once (issue 39): the best store, the exact one, the others and
+    the earlier ones of the same settings come from that listing, each manifest read once; ``mark`` opens none."""
+    from explain.batch import stores as batch_stores
+
+    bundle, folders = stored
+    opened = []
+    real = batch_stores.open_store
+    monkeypatch.setattr(batch_stores, "open_store", lambda folder: opened.append(folder) or real(folder))
+    found = stores_of(bundle)
+    marks = found.mark()
+    assert not opened and [folder for folder, _ in marks] == [str(bundle.path / STORES_DIR)]
+    assert any(name.endswith("_manifest.json") for name, _, _ in marks[0][1])
+    best = found.best(Settings())
+    assert best.path == folders["auto"] and found.exact(Settings()).path == folders["steps64"]
+    less, other = found.others(Settings(), best)
+    assert {s.path.name for s in less} == set(STORES) - {"auto", "zero"} and [s.path.name for s in other] == ["zero"]
+    assert found.earlier(best) == []  # no other store of its settings
+    assert sorted(map(str, opened)) == sorted(str(f) for f in folders.values())  # each manifest once
+    import shutil
+
+    for name, when in (("may", "2025-05-01T00:00:00+00:00"), ("june", "2025-06-01T00:00:00+00:00")):
+        shutil.copytree(folders["gl16"], tmp_path / "runs" / name)  # last months' runs of the same settings
+        finished_at(tmp_path / "runs" / name, when)
+    more = stores_of(bundle, [bundle.path / STORES_DIR, tmp_path / "runs"])
+    assert [s.path.name for s in more.earlier(more.exact(Settings(steps=16)))] == ["june", "may"]  # newest first
