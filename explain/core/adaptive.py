@@ -38,6 +38,7 @@ they are placed per row, from that row's own path.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -193,8 +194,9 @@ def integrate(forward, gradients, f0, f1, limit, *, method: str = "gausslegendre
         return result
     rows = {int(r): _Row(f0[r], f1[r], sums.shape[1]) for r in hard}
     _sweep(forward, rows, result, max_points)
-    _first_panels(gradients, rows, result, method, first_points, first_panels, limit, max_points)
-    _refine(forward, gradients, rows, result, method, panel_points, limit, max_points)
+    job = _Job(forward, gradients, rows, result, method, limit, max_points)
+    _first_panels(job, first_points, first_panels)
+    _refine(job, panel_points)
     for r, row in rows.items():  # the better of the first try and the panels
         estimate = row.settled_q + float(row.q.sum())
         if abs(f1[r] - f0[r] - estimate) <= abs(f1[r] - f0[r] - result.estimate[r]):
@@ -240,18 +242,54 @@ def _add_forward(forward, rows: dict, result: PathIntegral, asked_rows, asked_al
         result.forward_points[r] += int(mine.sum())
 
 
-def _panel_gradients(gradients, rows: dict, result: PathIntegral, method, panel_points, owners, lo, hi):
+@dataclass(frozen=True)
+class _Job:
+    """What the panels of one ``integrate`` call share: the two callables, the hard rows (``_Row`` by row),
+    the result being filled, the rule ``method``, each row's ``limit`` and its budget ``max_points``."""
+
+    forward: object
+    gradients: object
+    rows: dict
+    result: PathIntegral
+    method: str
+    limit: np.ndarray
+    max_points: int
+
+    def settle_below(self, r: int, panel_points: int) -> float:
+        # all settled panels together miss at most limit / 2: a row never needs to split them
+        return self.limit[r] / (2 * max(1, self.max_points // panel_points))
+
+
+class _Panels(NamedTuple):
+    """Panels [lo, hi] of rows ``owners`` and their weighted gradient sums, q and error (one entry per panel)."""
+
+    owners: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    sums: np.ndarray
+    q: np.ndarray
+    err: np.ndarray
+
+    def of(self, r: int) -> "_Panels":
+        mine = self.owners == r
+        return _Panels(*(part[mine] for part in self))
+
+
+def _panel_gradients(job: _Job, panel_points: int, owners, lo, hi) -> _Panels:
     """Gradient sums of the panels [lo, hi] of rows ``owners``: (sums, q, err) per panel."""
-    alphas, weights = panel_rule(method, lo, hi, panel_points)
-    sums, q = gradients(owners, alphas, weights)
+    alphas, weights = panel_rule(job.method, lo, hi, panel_points)
+    sums, q = job.gradients(owners, alphas, weights)
+    rows = job.rows
     exact = np.array([rows[int(r)].f_at([h])[0] - rows[int(r)].f_at([low])[0] for r, low, h in zip(owners, lo, hi)])
-    np.add.at(result.gradient_points, owners, panel_points)
-    return np.asarray(sums, np.float64), np.asarray(q, np.float64), np.asarray(q, np.float64) - exact
+    np.add.at(job.result.gradient_points, owners, panel_points)
+    return _Panels(owners, lo, hi, np.asarray(sums, np.float64), np.asarray(q, np.float64),
+                   np.asarray(q, np.float64) - exact)
 
 
-def _take(row: _Row, lo, hi, sums, q, err, points: int, settle_below: float) -> None:
+def _take(row: _Row, panels: _Panels, points: int, settle_below: float) -> None:
     """Add panels of ``points`` points each to a row: settled (summed and freed) when their error
     is below ``settle_below``."""
+    lo, hi, sums, q, err = panels.lo, panels.hi, panels.sums, panels.q, panels.err
     small = np.abs(err) <= settle_below
     row.settled_points += points * int(small.sum())
     row.settled_sums = row.settled_sums + sums[small].sum(axis=0)
@@ -266,24 +304,16 @@ def _take(row: _Row, lo, hi, sums, q, err, points: int, settle_below: float) -> 
     row.points = np.concatenate([row.points, np.full(int(live.sum()), points)])
 
 
-def _settle_below(limit: float, max_points: int, panel_points: int) -> float:
-    # all settled panels together miss at most limit / 2: a row never needs to split them
-    return limit / (2 * max(1, max_points // panel_points))
-
-
-def _first_panels(gradients, rows, result, method, panel_points, first_panels, limit, max_points) -> None:
+def _first_panels(job: _Job, panel_points: int, first_panels: int) -> None:
     owners, lo, hi = [], [], []
-    for r, row in rows.items():
+    for r, row in job.rows.items():
         edges = row.grid_a[place_panels(row.grid_a, row.grid_f, first_panels)]
         owners.append(np.full(len(edges) - 1, r))
         lo.append(edges[:-1])
         hi.append(edges[1:])
-    owners, lo, hi = np.concatenate(owners), np.concatenate(lo), np.concatenate(hi)
-    sums, q, err = _panel_gradients(gradients, rows, result, method, panel_points, owners, lo, hi)
-    for r, row in rows.items():
-        mine = owners == r
-        _take(row, lo[mine], hi[mine], sums[mine], q[mine], err[mine], panel_points,
-              _settle_below(limit[r], max_points, panel_points))
+    panels = _panel_gradients(job, panel_points, np.concatenate(owners), np.concatenate(lo), np.concatenate(hi))
+    for r, row in job.rows.items():
+        _take(row, panels.of(r), panel_points, job.settle_below(r, panel_points))
 
 
 def _choose(row: _Row, limit: float, budget: int) -> np.ndarray:
@@ -300,43 +330,48 @@ def _choose(row: _Row, limit: float, budget: int) -> np.ndarray:
     return chosen[:budget] if chosen.size else order[:1]
 
 
-def _refine(forward, gradients, rows, result, method, panel_points, limit, max_points) -> None:
+def _refine(job: _Job, panel_points: int) -> None:
+    rows, result, limit = job.rows, job.result, job.limit
     active = {r for r, row in rows.items() if abs(row.gap()) > limit[r]}
     while active:
         plans = {}
         for r in sorted(active):
-            row = rows[r]
-            budget = (max_points - int(result.gradient_points[r])) // (2 * panel_points)
-            chosen = _choose(row, limit[r], budget)
+            budget = (job.max_points - int(result.gradient_points[r])) // (2 * panel_points)
+            chosen = _choose(rows[r], limit[r], budget)
             if chosen.size:
                 plans[r] = chosen
             else:  # budget spent, or every panel as narrow as it can be
                 active.discard(r)
         if not plans:
             return
-        asked_rows, asked_alphas, splits = [], [], {}
-        for r, chosen in plans.items():
-            row = rows[r]
-            cumulative = monitor(row.grid_a, row.grid_f)
-            at = np.array([split_point(row.grid_a, cumulative, row.lo[i], row.hi[i]) for i in chosen])
-            splits[r] = at
-            new = ~np.isin(at, row.grid_a)
-            asked_rows.append(np.full(int(new.sum()), r))
-            asked_alphas.append(at[new])
-        asked_rows, asked_alphas = np.concatenate(asked_rows), np.concatenate(asked_alphas)
-        if asked_rows.size:
-            _add_forward(forward, rows, result, asked_rows, asked_alphas)
+        splits = _split(job, plans)
         owners = np.concatenate([np.full(2 * len(plans[r]), r) for r in plans])
         lo = np.concatenate([np.concatenate([rows[r].lo[plans[r]], splits[r]]) for r in plans])
         hi = np.concatenate([np.concatenate([splits[r], rows[r].hi[plans[r]]]) for r in plans])
-        sums, q, err = _panel_gradients(gradients, rows, result, method, panel_points, owners, lo, hi)
+        panels = _panel_gradients(job, panel_points, owners, lo, hi)
         for r, chosen in plans.items():
-            row, mine = rows[r], owners == r
+            row = rows[r]
             keep = np.ones(len(row.lo), bool)
             keep[chosen] = False  # the split panels are replaced by their halves
             row.lo, row.hi, row.q = row.lo[keep], row.hi[keep], row.q[keep]
             row.err, row.sums, row.points = row.err[keep], row.sums[keep], row.points[keep]
-            _take(row, lo[mine], hi[mine], sums[mine], q[mine], err[mine], panel_points,
-                  _settle_below(limit[r], max_points, panel_points))
+            _take(row, panels.of(r), panel_points, job.settle_below(r, panel_points))
             if abs(row.gap()) <= limit[r]:
                 active.discard(r)
+
+
+def _split(job: _Job, plans: dict) -> dict:
+    """Where each chosen panel of each row is split ({row: alphas}); f there swept first where not yet known."""
+    asked_rows, asked_alphas, splits = [], [], {}
+    for r, chosen in plans.items():
+        row = job.rows[r]
+        cumulative = monitor(row.grid_a, row.grid_f)
+        at = np.array([split_point(row.grid_a, cumulative, row.lo[i], row.hi[i]) for i in chosen])
+        splits[r] = at
+        new = ~np.isin(at, row.grid_a)
+        asked_rows.append(np.full(int(new.sum()), r))
+        asked_alphas.append(at[new])
+    asked_rows, asked_alphas = np.concatenate(asked_rows), np.concatenate(asked_alphas)
+    if asked_rows.size:
+        _add_forward(job.forward, job.rows, job.result, asked_rows, asked_alphas)
+    return splits

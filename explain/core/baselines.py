@@ -26,6 +26,7 @@ any model's inputs, keyed as the engine keys them, with two more rules:
 from __future__ import annotations
 
 import mmap
+from typing import NamedTuple
 
 import numpy as np
 
@@ -282,7 +283,7 @@ def from_spec(spec: str | Baseline, data: dict, inputs: dict, *, ids=None, label
     spec = Baseline.parse(spec)
     kind, arg = spec.kind, spec.argument
     if layout is not None:
-        return _for_layout(spec, data, inputs, ids, labels, seed, layout, categorical, statistics)
+        return _for_layout(spec, data, inputs, layout, _Source(ids, labels, seed, categorical, statistics))
     if kind == "zero":
         return zero(data)
     if kind in ("mean", "median"):
@@ -339,28 +340,50 @@ def parse_categorical(rule: str, layout=None) -> tuple[str, dict]:
     return kind, chosen
 
 
-def _for_layout(spec, data, inputs, ids, labels, seed, layout, categorical, statistics=None) -> dict:
+class _Source(NamedTuple):
+    """What a baseline reads besides the data and the customers' inputs: the customers' ``ids`` and ``labels``
+    (customer:ID, cohort:LABEL), the ``seed`` of sample:K, the ``categorical`` rule and the stored
+    ``statistics``."""
+
+    ids: object
+    labels: object
+    seed: int
+    categorical: str
+    statistics: dict | None
+
+
+class _Pick(NamedTuple):
+    """Which customers of the data set a baseline reads: the spec's ``kind``, its ``rows`` (customer, cohort,
+    sample; else None) and the blur ``width`` (blur only)."""
+
+    kind: str
+    rows: np.ndarray | None
+    width: float | None
+
+
+def _for_layout(spec, data, inputs, layout, source: _Source) -> dict:
     kind, arg = spec.kind, spec.argument
-    rule, chosen = parse_categorical(categorical, layout)
+    rule, chosen = parse_categorical(source.categorical, layout)
     n = _n_rows(data)
     rows = None
     if kind == "customer":
-        rows = np.array([_customer_index(arg, ids, n)])
+        rows = np.array([_customer_index(arg, source.ids, n)])
     elif kind == "cohort":
-        rows = np.flatnonzero(_cohort_rows(arg, labels))
+        rows = np.flatnonzero(_cohort_rows(arg, source.labels))
     elif kind == "sample":
-        rows = np.sort(np.random.default_rng(seed).choice(n, size=min(arg, n), replace=False))
-    width = spec.width if kind == "blur" else None
+        rows = np.sort(np.random.default_rng(source.seed).choice(n, size=min(arg, n), replace=False))
+    pick = _Pick(kind, rows, spec.width if kind == "blur" else None)
     out = {}
     for item in layout.specs:
         if item.kind == "categorical":
-            out[item.key] = _categorical(kind, item, data[item.key], inputs[item.key], rows, rule, chosen)
+            out[item.key] = _categorical(pick, item, data[item.key], inputs[item.key], rule, chosen)
         else:
-            out[item.key] = _numeric(kind, item, data[item.key], inputs[item.key], rows, width, statistics)
+            out[item.key] = _numeric(pick, item, data[item.key], inputs[item.key], source.statistics)
     return out
 
 
-def _numeric(kind, spec, values, own, rows, width, statistics=None):
+def _numeric(pick: _Pick, spec, values, own, statistics=None):
+    kind, rows, width = pick
     # only the rows used are read (values may be memory-mapped): data-wide statistics stored, or a chunk at a time
     if kind in ("mean", "median"):
         mask_value = None if spec.role == "static" else spec.mask_value
@@ -423,7 +446,8 @@ def _off_mask(b, mask_value):
     return b
 
 
-def _categorical(kind, spec, values, own, rows, rule, chosen):
+def _categorical(pick: _Pick, spec, values, own, rule, chosen):
+    kind, rows = pick.kind, pick.rows
     values = np.asarray(values)
     real = ~_padded_ids(spec, values)
     if kind in ("flat", "blur"):
