@@ -120,8 +120,9 @@ def describe(points: np.ndarray) -> str:
 
 def long_history_part(args) -> None:
     import explain
-    from explain.analysis.explainer import Request, baseline_for, explain_customers
+    from explain.analysis.explainer import baseline_for, explain_customers
     from explain.bundle.load import Bundle
+    from explain.core.settings import Settings
 
     print(f"== {args.periods} periods x {FEATURES} features, Masking + LSTM(64), raw units; cores: {os.cpu_count()}")
     started = time.perf_counter()
@@ -134,7 +135,7 @@ def long_history_part(args) -> None:
     bundle = Bundle.from_arrays(model, static, temporal, ids=[f"C{i:05d}" for i in range(len(static))])
     ids = [str(i) for i in bundle.ids[args.train:]]
     baseline = baseline_for(bundle, bundle.inputs_for(list(bundle.ids)), "mean")  # the mean of every customer
-    auto_settings = Request(baseline="mean", steps="auto")
+    auto_settings = Settings(baseline="mean", steps="auto")
 
     explain_customers(bundle, ids[:2], _warm_up(), baseline=baseline)  # every compiled function traced: not timed
     begun = time.perf_counter()
@@ -143,7 +144,7 @@ def long_history_part(args) -> None:
     auto_ok = within(auto, 1e-3)
 
     def uniform(rows, steps):
-        return explain_customers(bundle, [ids[i] for i in rows], Request(baseline="mean", steps=int(steps)),
+        return explain_customers(bundle, [ids[i] for i in rows], Settings(baseline="mean", steps=int(steps)),
                                  baseline=baseline)
 
     needed, evaluated, ladder_seconds, rungs = ladder(uniform, n, 1e-3)
@@ -210,8 +211,9 @@ def long_history_part(args) -> None:
 
 
 def demo_part(args) -> None:
-    from explain.analysis.explainer import Request, baseline_for, explain_customers
+    from explain.analysis.explainer import baseline_for, explain_customers
     from explain.bundle.load import load_bundle
+    from explain.core.settings import Settings
     from explain.demo.churn import DEFAULT_DEMO_DIR
 
     bundle = load_bundle(DEFAULT_DEMO_DIR)
@@ -220,11 +222,11 @@ def demo_part(args) -> None:
     baseline = baseline_for(bundle, bundle.inputs_for(list(bundle.ids)), "mean")
     explain_customers(bundle, ids[:2], _warm_up(), baseline=baseline)  # every compiled function traced: not timed
     begun = time.perf_counter()
-    auto = explain_customers(bundle, ids, Request(steps="auto"), baseline=baseline)
+    auto = explain_customers(bundle, ids, Settings(steps="auto"), baseline=baseline)
     auto_seconds = time.perf_counter() - begun
 
     def uniform(rows, steps):
-        return explain_customers(bundle, [ids[i] for i in rows], Request(steps=int(steps)), baseline=baseline)
+        return explain_customers(bundle, [ids[i] for i in rows], Settings(steps=int(steps)), baseline=baseline)
 
     needed, evaluated, seconds, _ = ladder(uniform, n, 1e-4, cap=TODAY_CAP)
     print(f"\n== the demo ({n} customers, {bundle.n_periods} periods), mean baseline, tolerance 0.5 % (at least 1e-4)")
@@ -240,9 +242,9 @@ def demo_part(args) -> None:
 
 
 def _warm_up():
-    from explain.analysis.explainer import Request
+    from explain.core.settings import Settings
 
-    return Request(baseline="mean", steps="auto", tolerance=1e-9, max_points=64)  # past the first try: the sweep too
+    return Settings(baseline="mean", steps="auto", tolerance=1e-9, max_points=64)  # past the first try: the sweep too
 
 
 def main(argv=None) -> int:

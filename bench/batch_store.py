@@ -18,7 +18,7 @@ starts, Masking(0) + LSTM(64), untrained). In one run, each step in its own proc
 * the model's own limit: its forward + backward pass (a ``tf.function`` over the same number of points
   per call, ``GradientTape`` of the summed output) over 64 points per customer of 200 customers, as
   bench/benchmark.py's ``limit``, at 4096 and at the batch job's points per call; and the same with the
-  calls cut as the engine now cuts them (issue 26 item 5, ``explain.core.engine.Cut``): the customers
+  calls cut as the engine now cuts them (issue 26 item 5, ``explain.core.cut.Cut``): the customers
   sorted by padding length and each call cut to the periods some row of it has (a clone of the model with
   a free time axis; for Masking + LSTM its output is bit for bit the full one's). The "new" batch job runs
   this tree's engine, which cuts its calls so (its line says whether the cut was on);

@@ -31,10 +31,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from explain.analysis.explainer import Request, explain_customers  # noqa: E402
+from explain.analysis.explainer import explain_customers  # noqa: E402
 from explain.batch.local import run_batch_job  # noqa: E402
-from explain.batch.store import find_store, open_store  # noqa: E402
+from explain.batch.store import open_store  # noqa: E402
+from explain.batch.stores import find_store  # noqa: E402
 from explain.bundle.load import load_bundle  # noqa: E402
+from explain.core.settings import Settings  # noqa: E402
 
 
 def best(fn, repeat: int) -> tuple[float, object]:
@@ -51,7 +53,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    request = Request(steps=args.steps)
+    request = Settings(steps=args.steps)
     with tempfile.TemporaryDirectory(prefix="explain-store-bench-") as tmp:
         folder = Path(tmp) / "demo"
         shutil.copytree(ROOT / "bundles" / "demo", folder, ignore=shutil.ignore_patterns("attributions"))
