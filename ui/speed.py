@@ -12,11 +12,6 @@
   float64: those are sent as they are.) :class:`Spec`: such a dict that ``st.plotly_chart`` takes.
 * :func:`heatmap_first`: a short pause right after the Customer page's heatmap, so that the
   browser draws it before the charts below it arrive (see ``HEATMAP_FIRST_S``).
-* :func:`warm_up_xla`: with ``EXPLAIN_XLA=1`` the startup bundle's model answers small requests
-  on the XLA-compiled path (``explain.core.xla``), compiled in the background when it opens. Off by
-  default: on 2 cores each bucket's compile takes seconds of CPU that the first visitors'
-  reruns would share, to save about a millisecond per customer. (Its place is the engine's:
-  ``explain.core.xla``, once the engine side has its warm-up for a model.)
 * ``EXPLAIN_SPEED=off`` in the server's environment switches them off (figures rebuilt on every
   rerun and sent as Plotly makes them, ``ui.cache`` keeping none): ``bench/latency.py`` measures the
   two side by side.
@@ -26,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import logging
 import os
 import time
 
@@ -35,17 +29,12 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from _plotly_utils.utils import plotlyjsShortTypes, to_typed_array_spec
 
-from explain.core import quadrature, xla
-from explain.core.engine import engine_for
-from explain.core.settings import Settings
-
 SPEED_ENV = "EXPLAIN_SPEED"
 # The browser draws the elements that arrive together in one go: sent right behind the heatmap, the
 # static bars and the history (6 small charts) held the heatmap back until all three were drawn.
 # A pause this long after the heatmap lets the browser draw it first (customer switch, p50 of 14
 # in one interleaved run: 0.53 -> 0.31-0.40 s with 0.04-0.12 s; 0.08 s gave the lowest maximum).
 HEATMAP_FIRST_S = 0.08
-XLA_ENV = xla.ENV
 UNUSED_SUBPLOTS = ("polar", "ternary", "scene", "geo", "mapbox", "map", "smith")
 UNTYPED = ("geojson", "layer", "layers", "range")  # keys whose arrays to_dict() leaves as they are
 
@@ -151,18 +140,3 @@ def ranking(bundle, scores, top_n: int, target=None) -> tuple[list, list, dict]:
     from ui import cache
 
     return cache.ranking(bundle, scores, top_n, target)
-
-
-def warm_up_xla(bundle) -> None:
-    """With ``EXPLAIN_XLA=1``: enable the XLA path for ``bundle``'s model and compile, in the
-    background, the bucket of one customer at the default settings' alphas."""
-    if os.environ.get(XLA_ENV) != "1":
-        return
-    try:
-        engine = engine_for(bundle.model)
-        xla.enable(engine)
-        default = Settings()
-        alphas = len(quadrature.alphas_and_weights(default.method, int(default.steps))[0])
-        xla.warm_up(engine, steps=[alphas], spaces=[default.space], rows=[1])
-    except Exception:  # noqa: BLE001 - a model the engine refuses: the pages say why
-        logging.getLogger("explain.app").warning("XLA warm-up skipped", exc_info=True)
