@@ -102,7 +102,18 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default=str(DEFAULT_DEMO_DIR), help=f"folder (default {DEFAULT_DEMO_DIR})")
 
     _bundle_command(sub, "check", "validate a bundle; list every problem; exit 1 if any")
+    _explain_commands(sub)
+    _summary_commands(sub)
+    convert = _bundle_command(sub, "convert", "write a bundle in the other layout: .npy histories (arrays) or long "
+                                             "temporal tables (long)")
+    convert.add_argument("--out", required=True, help="the new bundle folder (must not exist or be empty)")
+    convert.add_argument("--layout", choices=("arrays", "long"), default="arrays", help="default: arrays")
+    _serve_command(sub)
+    return parser
 
+
+def _explain_commands(sub) -> None:
+    """``attribute`` (some customers) and ``batch`` (every customer, to a store)."""
     attribute = _bundle_command(sub, "attribute", "explain some customers; write JSON, CSV or Parquet")
     attribute.add_argument("--customer", action="append", required=True, help="customer id (repeat for several)")
     _settings_arguments(attribute)
@@ -120,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
                                          "default: start a local Ray with this machine's cores")
     batch.add_argument("--workers", type=int, help="with --engine ray: actors (default: the cluster's CPUs)")
 
+
+def _summary_commands(sub) -> None:
+    """``drivers`` (what drives the prediction, from a batch store) and ``faithfulness`` (checks of the method)."""
     drivers = _bundle_command(sub, "drivers", "what drives the prediction across every customer of a batch store: "
                                              "ranking, segments, time profile, drift; JSON or HTML")
     drivers.add_argument("--store", help="the batch store (default: the most exact finished store of every customer, "
@@ -138,11 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     faith.add_argument("--batch-size", type=int, default=None, help="interpolation points per gradient call")
     faith.add_argument("--out", required=True, help="FILE.json")
 
-    convert = _bundle_command(sub, "convert", "write a bundle in the other layout: .npy histories (arrays) or long "
-                                             "temporal tables (long)")
-    convert.add_argument("--out", required=True, help="the new bundle folder (must not exist or be empty)")
-    convert.add_argument("--layout", choices=("arrays", "long"), default="arrays", help="default: arrays")
 
+def _serve_command(sub) -> None:
+    """``serve``: the dashboard, its startup bundle, the address it listens on and who may sign in."""
     serve = sub.add_parser("serve", help="start the dashboard (Streamlit) on a bundle")
     serve.add_argument("--bundle", help="bundle folder (default: the demo bundle)")
     serve.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP + "; never for uploads")
@@ -157,7 +169,6 @@ def build_parser() -> argparse.ArgumentParser:
                        help="raise (or lower) one of the size limits of the files visitors upload through the page "
                             "(the same fields as --limit, which is for --bundle; repeat for several)")
     _login_arguments(serve)
-    return parser
 
 
 def settings_from_args(args) -> Settings:
@@ -359,7 +370,8 @@ def cmd_serve(args) -> int:
         auth = oidc_settings(args.oidc_metadata, args.client_id, args.client_secret, args.allow, args.redirect_uri)
     elif given := [option for option, value in login.items() if value]:
         raise ExplainError(AUTH_ONLY.format(option=given[0]))
-    return serve(args.bundle, args.port, args.address, args.trust_code, limits=limits_from_args(args),
+    return serve(args.bundle, port=args.port, address=args.address, trust_code=args.trust_code,
+                 limits=limits_from_args(args),
                  behind_auth_proxy=args.behind_auth_proxy, auth=auth,
                  upload_limits=parse_limits(args.upload_limit, UPLOAD_LIMITS, "--upload-limit"))
 

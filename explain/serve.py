@@ -276,7 +276,7 @@ def config_flags(root: Path) -> list[str]:
     return flags
 
 
-def command(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
+def command(bundle: str | os.PathLike | None = None, *, port: int = DEFAULT_PORT,
             address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None,
             limits: Limits = OWNER_LIMITS, upload_limits: Limits = UPLOAD_LIMITS,
             secrets_file: str | os.PathLike | None = None) -> list[str]:
@@ -313,7 +313,7 @@ def command(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
     return argv
 
 
-def serve(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
+def serve(bundle: str | os.PathLike | None = None, *, port: int = DEFAULT_PORT,
           address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None,
           limits: Limits = OWNER_LIMITS, behind_auth_proxy: bool = False, auth: Oidc | None = None,
           upload_limits: Limits = UPLOAD_LIMITS) -> int:
@@ -325,11 +325,13 @@ def serve(bundle: str | os.PathLike | None = None, port: int = DEFAULT_PORT,
     trust = check_address(address, behind_auth_proxy, login=auth is not None or secrets_login())
     if importlib.util.find_spec("streamlit") is None:
         raise ExplainError(NO_STREAMLIT)
-    argv = command(bundle, port, address, trust_code, limits, upload_limits)  # every check before a file is written
+    served = {"port": port, "address": address, "trust_code": trust_code, "limits": limits,
+              "upload_limits": upload_limits}
+    argv = command(bundle, **served)  # every check before a file is written
     if auth is not None:
         secrets_file = write_secrets(auth, port)
         os.environ[AUTH_DIR_ENV] = str(secrets_file.parent.parent)
-        argv = command(bundle, port, address, trust_code, limits, upload_limits, secrets_file)
+        argv = command(bundle, **served, secrets_file=secrets_file)
         print(LOGIN_NOTE.format(metadata=auth.metadata_url, client=auth.client_id, count=len(auth.allow),
                                 ies="y" if len(auth.allow) == 1 else "ies",
                                 redirect=auth.redirect_uri or f"http://localhost:{port}{CALLBACK}"),

@@ -153,64 +153,40 @@ def search(ctx: Context, *, threshold: float = 0.5, locked=(), max_edits: int = 
     edited, and every value stays in the observed range. Edits that are not needed to stay
     below the threshold are dropped at the end.
     """
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
-        raise ExplainError(BAD_THRESHOLD.format(value=threshold))
-    for name, value in (("max_edits", max_edits), ("time_limit", time_limit), ("candidates", candidates)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ExplainError(BAD_LIMIT.format(name=name, value=value))
+    _check_limits(threshold, max_edits=max_edits, time_limit=time_limit, candidates=candidates)
     locked = locked_features(ctx.bundle, locked)
     start = time.perf_counter()
     current = {role: ctx.original[role].copy() for role in ROLES}
     chosen: list[Edit] = []
     used: set = set()
     evaluated = rounds = 0
-    first = explain_inputs(ctx.bundle, {r: current[r][None].astype(np.float32) for r in ROLES}, ctx.settings,
-                           should_stop=should_stop)
-    target = first.settings.target
-    original = prediction = float(predict(ctx.bundle, current["static"][None], current["temporal"][None], target,
-                                          should_stop=should_stop)[0])
-    attribution, stopped = first, ""
+    attribution = explain_inputs(ctx.bundle, _one(current), ctx.settings, should_stop=should_stop)
+    goal = _Goal(threshold, attribution.settings.target, should_stop)
+    original = prediction = float(predict(ctx.bundle, current["static"][None], current["temporal"][None],
+                                          goal.target, should_stop=should_stop)[0])
+    stopped = ""
     while prediction >= threshold:
-        if len(chosen) >= max_edits:
-            stopped = f"reached the limit of {max_edits} edit(s)"
-            break
-        if time.perf_counter() - start > time_limit:
-            stopped = f"reached the time limit of {time_limit:g} s"
+        stopped = _limit_reached(len(chosen), max_edits, time.perf_counter() - start, time_limit)
+        if stopped:
             break
         if rounds:
-            attribution = explain_inputs(ctx.bundle, {r: current[r][None].astype(np.float32) for r in ROLES},
-                                         ctx.settings, should_stop=should_stop)
+            attribution = explain_inputs(ctx.bundle, _one(current), ctx.settings, should_stop=should_stop)
         rounds += 1
         pool = candidate_edits(ctx, current, attribution, 0, locked, used)
         if not pool:
             stopped = "no edit is left to try (every feature is locked, edited or already at its value)"
             break
-        pool.sort(key=lambda item: -item[1])
-        pool = pool[:int(candidates)]
-        trials = [with_change(current, change) for _, _, change in pool]
-        # candidates: (k, S) and (k, T, F) in one batched call
-        scores = predict(ctx.bundle, np.stack([t["static"] for t in trials]),
-                         np.stack([t["temporal"] for t in trials]), target, should_stop=should_stop)
-        evaluated += len(trials)
-        below = np.flatnonzero(scores < threshold)
-        if below.size:  # the smallest edit that reaches: fewest values, then the smallest change
-            best = min(below, key=lambda i: (pool[i][0].cells(), _size(ctx, current, trials[i]), scores[i]))
-        else:
-            best = int(np.argmin(scores))
-            if scores[best] >= prediction - 1e-9:
-                stopped = "no single edit lowers the prediction further"
-                break
-        edit, _, change = pool[best]
-        if below.size and edit.role == "static" and ctx.observed.static_categories[edit.feature] is None:
-            edit, change, scores[best], extra = _closest_static(ctx, current, edit, change, threshold, target,
-                                                                should_stop)
-            evaluated += extra
-        chosen.append(edit)
-        used.add((edit.role, edit.feature))
-        current = with_change(current, change)
-        prediction = float(scores[best])
+        step = _best_step(ctx, current, sorted(pool, key=lambda item: -item[1])[:int(candidates)], prediction, goal)
+        evaluated += step.evaluated
+        if step.edit is None:
+            stopped = "no single edit lowers the prediction further"
+            break
+        chosen.append(step.edit)
+        used.add((step.edit.role, step.edit.feature))
+        current = with_change(current, step.change)
+        prediction = step.prediction
     if prediction < threshold:
-        chosen, prediction, extra = _prune(ctx, chosen, threshold, target, prediction, should_stop)
+        chosen, prediction, extra = _prune(ctx, chosen, prediction, goal)
         evaluated += extra
         stopped = "the prediction is below the threshold"
     return SearchResult(Scenario(tuple(chosen)), original, prediction, float(threshold), prediction < threshold,
@@ -218,10 +194,74 @@ def search(ctx: Context, *, threshold: float = 0.5, locked=(), max_edits: int = 
                         CAUTION.format(threshold=threshold))
 
 
-def _closest_static(ctx: Context, current: dict, edit: Edit, change: dict, threshold: float, target: int,
-                    should_stop: StopCheck = None, points: int = 16):
+@dataclass(frozen=True)
+class _Goal:
+    """What the search aims at: a prediction of output ``target`` below ``threshold``; ``should_stop`` asked
+    between model calls."""
+
+    threshold: float
+    target: int
+    should_stop: StopCheck = None
+
+
+@dataclass(frozen=True)
+class _Step:
+    """A round's chosen edit (None when no edit lowers the prediction), its change, the prediction with it, and
+    the candidate inputs evaluated to find it."""
+
+    edit: Edit | None
+    change: dict | None
+    prediction: float
+    evaluated: int
+
+
+def _check_limits(threshold, *, max_edits, time_limit, candidates) -> None:
+    """``ExplainError`` unless the threshold is in (0, 1) and every limit a positive number."""
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
+        raise ExplainError(BAD_THRESHOLD.format(value=threshold))
+    for name, value in (("max_edits", max_edits), ("time_limit", time_limit), ("candidates", candidates)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ExplainError(BAD_LIMIT.format(name=name, value=value))
+
+
+def _limit_reached(edits: int, max_edits: int, seconds: float, time_limit: float) -> str:
+    """Why no new round starts, in words; "" while the limits allow one."""
+    if edits >= max_edits:
+        return f"reached the limit of {max_edits} edit(s)"
+    if seconds > time_limit:
+        return f"reached the time limit of {time_limit:g} s"
+    return ""
+
+
+def _one(current: dict) -> dict:
+    """The current inputs as a batch of one customer, as the explainer takes them."""
+    return {r: current[r][None].astype(np.float32) for r in ROLES}
+
+
+def _best_step(ctx: Context, current: dict, pool: list, prediction: float, goal: _Goal) -> _Step:
+    """The round's edit among the ranked ``pool``, all scored in one batched call ((k, S) and (k, T, F)): the
+    smallest that reaches the threshold (fewest values, then the smallest change; a numeric static value then
+    moved as close to the customer's as still reaches), else the one that lowers the prediction most."""
+    trials = [with_change(current, change) for _, _, change in pool]
+    scores = predict(ctx.bundle, np.stack([t["static"] for t in trials]),
+                     np.stack([t["temporal"] for t in trials]), goal.target, should_stop=goal.should_stop)
+    below = np.flatnonzero(scores < goal.threshold)
+    if below.size:
+        best = min(below, key=lambda i: (pool[i][0].cells(), _size(ctx, current, trials[i]), scores[i]))
+    else:
+        best = int(np.argmin(scores))
+        if scores[best] >= prediction - 1e-9:
+            return _Step(None, None, prediction, len(trials))
+    edit, _, change = pool[best]
+    if below.size and edit.role == "static" and ctx.observed.static_categories[edit.feature] is None:
+        edit, change, score, extra = _closest_static(ctx, current, edit, change, goal)
+        return _Step(edit, change, score, len(trials) + extra)
+    return _Step(edit, change, float(scores[best]), len(trials))
+
+
+def _closest_static(ctx: Context, current: dict, edit: Edit, change: dict, goal: _Goal, *, points: int = 16):
     """The value between the customer's and the edit's, closest to the customer's, that still
-    gets below ``threshold`` (one batched call over ``points`` values; the edit's own value,
+    gets below the threshold (one batched call over ``points`` values; the edit's own value,
     known to get below, is the last of them)."""
     j, value = change["static"]
     x = current["static"][j]
@@ -232,24 +272,24 @@ def _closest_static(ctx: Context, current: dict, edit: Edit, change: dict, thres
     grid = grid[np.argsort(np.abs(grid - x), kind="stable")]
     trials = [with_change(current, {"static": (j, float(v))}) for v in grid]
     scores = predict(ctx.bundle, np.stack([t["static"] for t in trials]), np.stack([t["temporal"] for t in trials]),
-                     target, should_stop=should_stop)
-    k = int(np.flatnonzero(scores < threshold)[0]) if (scores < threshold).any() else len(grid) - 1
+                     goal.target, should_stop=goal.should_stop)
+    k = int(np.flatnonzero(scores < goal.threshold)[0]) if (scores < goal.threshold).any() else len(grid) - 1
     value = float(grid[k])
     return Edit("static", j, "set", value), {"static": (j, value)}, float(scores[k]), len(trials)
 
 
-def _prune(ctx: Context, chosen: list, threshold: float, target: int, prediction: float,
-           should_stop: StopCheck = None):
+def _prune(ctx: Context, chosen: list, prediction: float, goal: _Goal):
     """Drop edits the result does not need (each leave-one-out set evaluated in one batched call)."""
     evaluated = 0
     while len(chosen) > 1:
         subsets = [chosen[:k] + chosen[k + 1:] for k in range(len(chosen))]
         inputs = [apply(ctx, Scenario(tuple(s)))[0] for s in subsets]
         scores = predict(ctx.bundle, np.concatenate([i["static"] for i in inputs]),
-                         np.concatenate([i["temporal"] for i in inputs]), target, should_stop=should_stop)
+                         np.concatenate([i["temporal"] for i in inputs]), goal.target,
+                         should_stop=goal.should_stop)
         evaluated += len(subsets)
         k = int(np.argmin(scores))
-        if scores[k] >= threshold:
+        if scores[k] >= goal.threshold:
             break
         chosen, prediction = subsets[k], float(scores[k])
     return chosen, prediction, evaluated

@@ -253,6 +253,30 @@ def _estimate_params(class_name: str, cfg: dict, shape) -> int:
     return 0
 
 
+def _refusal(class_name: str, module, registered, conf) -> tuple[str, dict] | None:
+    """(reason, its fields) when a class that is not trusted may not be built: registered under another name,
+    from no module or one outside Keras, a Lambda or a denied class, not a modelling class, or a lookup layer
+    whose vocabulary is a file; else None."""
+    if registered is not None and registered != class_name:
+        return REASON_REGISTERED, {"registered": registered}
+    if module is None:
+        return REASON_NO_MODULE, {"class_name": class_name}
+    if not isinstance(module, str):
+        return REASON_MALFORMED, {"detail": "module is not a string"}
+    if module != "keras" and not module.startswith("keras."):
+        return REASON_MODULE, {"module": module}
+    if class_name == "Lambda":
+        return REASON_LAMBDA, {}
+    if class_name in REASON_DENIED_CLASS:
+        return REASON_DENIED_CLASS[class_name], {}
+    if any(module == p or module.startswith(p + ".") for p in _NON_MODELING_PREFIXES):
+        return REASON_NOT_MODELING, {"module": module, "class_name": class_name}
+    vocabulary = conf.get("vocabulary") if isinstance(conf, dict) else None
+    if class_name in _LOOKUP_CLASSES and isinstance(vocabulary, str):
+        return REASON_VOCAB_FILE, {"vocabulary": vocabulary}
+    return None
+
+
 class ConfigWalker:
     """Walks a model config like Keras' deserializer does, collecting refusals and sizes.
 
@@ -299,65 +323,60 @@ class ConfigWalker:
                 self._value(item, trail, f"{pos}[{i}]", owner, shape)
 
     def _node(self, node: dict, trail, pos, shape, owner, skip_keys=()) -> None:
-        class_name = node.get("class_name")
+        """One object of the config: refused with its reason, or passed (its parameters counted) and its
+        children walked."""
         where = trail + (pos,)
+        class_name = self._class_name(node, trail, pos, shape, owner)
+        if class_name is None:  # refused, plain data, or walked already
+            return
         conf = node.get("config")
-        if not isinstance(class_name, str) or not class_name:
-            self._problem(where, owner, REASON_MALFORMED, detail="class_name is not a name")
-            return
-        if class_name in _DATA_CLASSES:
-            return
-        field = pos or "value"
-        if class_name == "__lambda__":
-            self._problem(where, owner, REASON_PY_LAMBDA, field=field)
-            return
-        if class_name == "__slice__":
-            self._value(conf, trail, pos, owner, shape)
-            return
-        module = node.get("module")
-        registered = node.get("registered_name")
-        if class_name == "function":
-            self._function(node, where, owner, field)
-            return
-        if class_name == "__typespec__":
-            class_name = node.get("spec_name")
-            if not isinstance(class_name, str):
-                self._problem(where, owner, REASON_MALFORMED, detail="spec_name is not a name")
-                return
         name = conf.get("name") if isinstance(conf, dict) else None
         me = (name if isinstance(name, str) else pos, class_name)
         if not _IDENTIFIER.match(class_name):
             self._problem(where, me, REASON_MALFORMED, detail=f"class_name {class_name!r}")
             return
+        registered = node.get("registered_name")
         if self._is_trusted(class_name, registered):
             self._children(node, trail, me, shape, skip_keys)
             return
-        if registered is not None and registered != class_name:
-            self._problem(where, me, REASON_REGISTERED, registered=registered)
+        refused = _refusal(class_name, node.get("module"), registered, conf)
+        if refused is not None:
+            reason, fields = refused
+            self._problem(where, me, reason, **fields)
             return
-        if module is None:
-            self._problem(where, me, REASON_NO_MODULE, class_name=class_name)
-            return
-        if not isinstance(module, str):
-            self._problem(where, me, REASON_MALFORMED, detail="module is not a string")
-            return
-        if module != "keras" and not module.startswith("keras."):
-            self._problem(where, me, REASON_MODULE, module=module)
-            return
-        if class_name == "Lambda":
-            self._problem(where, me, REASON_LAMBDA)
-            return
-        if class_name in REASON_DENIED_CLASS:
-            self._problem(where, me, REASON_DENIED_CLASS[class_name])
-            return
-        if any(module == p or module.startswith(p + ".") for p in _NON_MODELING_PREFIXES):
-            self._problem(where, me, REASON_NOT_MODELING, module=module, class_name=class_name)
-            return
-        if isinstance(conf, dict):
-            vocabulary = conf.get("vocabulary")
-            if class_name in _LOOKUP_CLASSES and isinstance(vocabulary, str):
-                self._problem(where, me, REASON_VOCAB_FILE, vocabulary=vocabulary)
-                return
+        shape = self._count_params(node, me, shape)
+        self._children(node, trail, me, shape, skip_keys)
+
+    def _class_name(self, node: dict, trail, pos, shape, owner) -> str | None:
+        """The class (or typespec) name to check, or None when there is nothing more to check: a malformed name
+        or a Python lambda (refused), plain data, a slice (its values walked), a function (checked)."""
+        class_name = node.get("class_name")
+        where = trail + (pos,)
+        if not isinstance(class_name, str) or not class_name:
+            self._problem(where, owner, REASON_MALFORMED, detail="class_name is not a name")
+            return None
+        if class_name in _DATA_CLASSES:
+            return None
+        if class_name == "__lambda__":
+            self._problem(where, owner, REASON_PY_LAMBDA, field=pos or "value")
+            return None
+        if class_name == "__slice__":
+            self._value(node.get("config"), trail, pos, owner, shape)
+            return None
+        if class_name == "function":
+            self._function(node, where, owner, pos or "value")
+            return None
+        if class_name == "__typespec__":
+            class_name = node.get("spec_name")
+            if not isinstance(class_name, str):
+                self._problem(where, owner, REASON_MALFORMED, detail="spec_name is not a name")
+                return None
+        return class_name
+
+    def _count_params(self, node: dict, me, shape):
+        """The input shape the node's children see (its own build or inbound shape, else ``shape``); its
+        estimated parameters go to ``self.params``."""
+        class_name, conf = me[1], node.get("config")
         own_shape = _shape_from_build_config(node)
         if own_shape is None and node.get("inbound_nodes"):
             dim = _inbound_last_dim(node)
@@ -368,7 +387,7 @@ class ConfigWalker:
             params = _estimate_params(class_name, conf, shape)
             if params:
                 self.params.append((f"{me[0]} ({class_name})", params))
-        self._children(node, trail, me, shape, skip_keys)
+        return shape
 
     def _is_trusted(self, class_name: str, registered) -> bool:
         if registered is not None and registered != class_name:
