@@ -88,7 +88,8 @@ def _cut(value, rows: int):
 
 
 class _Padded:
-    """Call a jitted function of (state, *args) with the model's current variables and rows padded to a bucket."""
+    """Call a jitted function of (state, args) with the model's current variables and the rows of every argument
+    padded to a bucket (``fn(*args)`` calls ``jitted(state, [*args padded])``)."""
 
     def __init__(self, compiler, jitted):
         self.compiler, self.jitted = compiler, jitted
@@ -96,7 +97,7 @@ class _Padded:
     def __call__(self, *args):
         rows = len(args[0][0]) if isinstance(args[0], (list, tuple)) else len(args[0])
         size = bucket(rows)
-        out = self.jitted(self.compiler.state(), *(_pad(a, size) for a in args))
+        out = self.jitted(self.compiler.state(), [_pad(a, size) for a in args])
         return _cut(jax.device_get(out), rows)  # one transfer back for all outputs
 
 
@@ -179,7 +180,8 @@ class Compiler:
     def _build_path(self, space):
         e = self.engine
 
-        def path_gradients(state, xs, bs, raws, alphas, weights, target):
+        def path_gradients(state, args):
+            xs, bs, raws, alphas, weights, target = args
             e.traces["path"] += 1  # Python side effect: runs at trace time only
             c, k = alphas.shape
             raw = {key: jnp.repeat(r, k, axis=0) for key, r in zip(e.categorical, raws)}  # (c * k, ...)
@@ -222,7 +224,8 @@ class Compiler:
     def _build_sweep(self, space):
         e = self.engine
 
-        def sweep(state, xs, bs, raws, alphas, target):
+        def sweep(state, args):
+            xs, bs, raws, alphas, target = args
             e.traces["sweep"] += 1
             c, k = alphas.shape
             raw = {key: jnp.repeat(r, k, axis=0) for key, r in zip(e.categorical, raws)}
@@ -235,7 +238,8 @@ class Compiler:
     def _build_forward(self, space):
         e = self.engine
 
-        def forward(state, xs, raws):
+        def forward(state, args):
+            xs, raws = args
             e.traces["forward"] += 1
             out = self._call(state, dict(zip(e.keys, xs)), dict(zip(e.categorical, raws)), space)
             return out.astype(jnp.float64)  # (n, K)
@@ -245,7 +249,8 @@ class Compiler:
     def _build_points(self, space):
         e = self.engine
 
-        def point_gradients(state, ps, raws, target):
+        def point_gradients(state, args):
+            ps, raws, target = args
             e.traces["points"] += 1
             out, grads = self._gradients(state, ps, dict(zip(e.categorical, raws)), target, space)
             return out.astype(jnp.float64), grads
@@ -257,7 +262,8 @@ class Compiler:
         spec = e.layout.spec(key)
         model = e.model_ref()
 
-        def embed(state, raw):
+        def embed(state, args):
+            (raw,) = args
             e.traces["embed"] += 1
             with keras.StatelessScope(state_mapping=list(zip(model.variables, state))):
                 vectors = jnp.asarray(spec.embedding(raw)).astype(e.point_dtypes[key].np)
