@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
+import os
 import threading
 import weakref
 from dataclasses import dataclass
@@ -538,3 +540,22 @@ def engine_for(model, roles=None) -> Engine:
         if key not in engines:
             engines[key] = Engine(model, roles)
         return engines[key]
+
+
+def warm_up_xla(model) -> None:
+    """The dashboard's start (with ``EXPLAIN_XLA=1`` only, ``explain.core.xla.ENV``): XLA enabled for ``model``'s
+    engine and the one-customer bucket of the default settings' alphas compiled in a daemon thread
+    (``explain.core.xla.warm_up``); a model the engine refuses, or any failure, is logged and skipped."""
+    if os.environ.get(xla.ENV) != "1":
+        return
+    try:
+        from explain.core.quadrature import alphas_and_weights
+        from explain.core.settings import Settings
+
+        engine = engine_for(model)
+        xla.enable(engine)
+        default = Settings()
+        alphas = len(alphas_and_weights(default.method, int(default.steps))[0])
+        xla.warm_up(engine, steps=[alphas], spaces=[default.space], rows=[1])
+    except Exception:  # noqa: BLE001 - the graph path serves every request without it
+        logging.getLogger("explain.app").warning("XLA warm-up skipped", exc_info=True)

@@ -127,10 +127,11 @@ class Attribution:
 
     What made it: ``settings`` (the request, target as an index; ``baseline`` None when the arrays were
     given directly) and ``baselines``, the baseline arrays the customers were compared with, as given to
-    ``integrated_gradients`` and broadcast to the n customers: ``baselines[key]`` (n, *input shape), or
-    (n, K, *input shape) for a distribution of K baselines, read-only (a categorical input's ids as given,
-    or its ``MeanEmbedding``). Padded periods of a customer are padding in the path whatever the array
-    holds there. None on a result that did not come from ``integrated_gradients`` (a stored one).
+    ``integrated_gradients`` (a read-only copy): ``baselines[key]`` (1 or n, *input shape), or (1 or n, K,
+    *input shape) for a distribution of K baselines (a categorical input's ids as given, or its
+    ``MeanEmbedding``); ``baseline_of(i)`` is customer i's. Padded periods of a customer are padding in the
+    path whatever the array holds there. None on a result that did not come from ``integrated_gradients``
+    (a stored one).
     """
 
     static: np.ndarray  # (n, S) float64
@@ -149,7 +150,7 @@ class Attribution:
     forward_points: np.ndarray | None = None  # (n,) int: model evaluations without a gradient, f(x), f(b) included
     ignored_inputs: tuple = ()  # keys of the inputs the model does not use: attributions exactly 0
     notes: tuple = ()  # sentences a reader of the result needs (an ignored input, ...)
-    baselines: dict | None = None  # key -> the baseline as given, (n, ...) or (n, K, ...) read-only; None: not known
+    baselines: dict | None = None  # key -> the baseline as given, (1 or n, [K,] ...) read-only; None: not known
 
     def __post_init__(self):
         if self.gradient_points is None:  # read from an older store: a rule of ``steps`` points
@@ -161,6 +162,12 @@ class Attribution:
     @property
     def n_customers(self) -> int:
         return int(self.prediction.shape[0])
+
+    def baseline_of(self, i: int) -> dict:
+        """Customer ``i``'s baseline: {key: (*input shape)}, or (K, *input shape) for a distribution of K
+        baselines (a ``MeanEmbedding`` as it is); empty when ``baselines`` is not known."""
+        return {key: value if isinstance(value, MeanEmbedding) else value[min(int(i), len(value) - 1)]
+                for key, value in (self.baselines or {}).items()}
 
     def total(self) -> np.ndarray:
         """Sum of all attributions per customer, (n,)."""
@@ -431,7 +438,7 @@ def integrated_gradients(
     chunk = int(batch_size or (DEFAULT_BATCH_SIZE if engine.backend == "tensorflow"
                                else chunks.points_per_call(engine, settings.space)))
     run = Run(engine, settings, chunk, should_stop)
-    return _attribution(run, rows, _integrate_legs(run, rows), padding, _given(engine, baselines, n))
+    return _attribution(run, rows, _integrate_legs(run, rows), padding, _given(engine, baselines))
 
 
 def request_settings(settings: Settings | None, overrides: dict, n_outputs: int, output_names=None) -> Settings:
@@ -451,18 +458,17 @@ def request_settings(settings: Settings | None, overrides: dict, n_outputs: int,
     return settings.replace(target=resolve_target(settings.target, n_outputs, output_names))
 
 
-def _given(engine, baselines, n: int) -> dict:
-    """The baseline arrays as given, each broadcast to the n customers ((n, ...), or (n, K, ...) for a
-    distribution), read-only; a ``MeanEmbedding`` as it is (``Attribution.baselines``)."""
+def _given(engine, baselines) -> dict:
+    """The baseline arrays as given ((1 or n, ...), or (1 or n, K, ...) for a distribution), a read-only copy;
+    a ``MeanEmbedding`` as it is (``Attribution.baselines``)."""
     out = {}
     for key, value in _by_key(engine, baselines, "baselines").items():
         if key not in engine.keys:
             continue
-        if isinstance(value, MeanEmbedding):
-            out[key] = value
-            continue
-        arr = np.array(value)  # a copy: the caller's array may change afterwards
-        out[key] = np.broadcast_to(arr, (n, *arr.shape[1:]))  # a read-only view
+        if not isinstance(value, MeanEmbedding):
+            value = np.array(value)  # a copy: the caller's array may change afterwards
+            value.flags.writeable = False
+        out[key] = value
     return out
 
 

@@ -23,8 +23,8 @@ function a request's chunks use.
 
 TensorFlow only: under ``KERAS_BACKEND=jax`` every function of the engine is XLA-compiled by
 ``jax.jit`` already, so :func:`for_chunks` returns the engine's own function and :func:`warm_up`
-does nothing. :func:`warm_up_default` is the dashboard's start: with ``EXPLAIN_XLA=1``, enable and
-compile the one-customer bucket of the default settings.
+does nothing. The dashboard's start (``explain.core.engine.warm_up_xla(model)``): with ``EXPLAIN_XLA=1``,
+enable and compile the one-customer bucket of the default settings.
 
 A batch job's calls are compiled too, another way (:func:`compiled_calls`): while inside, the calls that
 ``explain.core.cut.Cut`` cuts run a function compiled for their fixed number of rows (:class:`Fixed`), each
@@ -35,8 +35,6 @@ cut length in steps of ``COMPILED_CUT_STEP``, the first call checked against the
 from __future__ import annotations
 
 import contextlib
-import logging
-import os
 import threading
 import weakref
 
@@ -274,25 +272,6 @@ def for_chunks(engine, space: str, graph_fn, rows: int, alphas: int):
     if getattr(engine, "backend", "tensorflow") != "tensorflow":
         return graph_fn
     return graph_fn if state is None else state.function_for(space, rows, alphas, graph_fn)
-
-
-def warm_up_default(model) -> None:
-    """The dashboard's start (with ``EXPLAIN_XLA=1`` only): enable XLA for ``model``'s engine and compile, in a
-    daemon thread, the one-customer bucket of the default settings' alphas; a failure is logged and skipped."""
-    if os.environ.get(ENV) != "1":
-        return
-    try:
-        from explain.core import quadrature
-        from explain.core.engine import engine_for
-        from explain.core.settings import Settings
-
-        engine = engine_for(model)
-        enable(engine)
-        default = Settings()
-        alphas = len(quadrature.alphas_and_weights(default.method, int(default.steps))[0])
-        warm_up(engine, steps=[alphas], spaces=[default.space], rows=[1])
-    except Exception:  # noqa: BLE001 - the graph path serves every request without it
-        logging.getLogger("explain.app").warning("XLA warm-up skipped", exc_info=True)
 
 
 _COMPILED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> compiled_calls blocks open

@@ -1,7 +1,7 @@
 """The request as one object (issue 39): ``integrated_gradients`` takes a ``Settings`` whole, keyword overrides
 change it (``settings.replace``), and the result says what made it: its ``settings`` (target as an index,
-baseline None when arrays are given directly) and ``baselines``, the arrays as given, broadcast to the customers
-and read-only. ``explain_customers`` hands its settings over whole: the result carries the bundle's baseline."""
+baseline None when arrays are given directly) and ``baselines``, the arrays as given (read-only; ``baseline_of(i)``
+each customer's). ``explain_customers`` hands its settings over whole: the result carries the bundle's baseline."""
 
 import numpy as np
 import pytest
@@ -35,19 +35,22 @@ def test_settings_whole_and_keywords_give_the_same_numbers_and_settings(lstm):
     assert by_keywords.settings.baseline is None  # arrays given directly
 
 
-def test_the_result_carries_the_baselines_as_given_broadcast_and_read_only(lstm):
+def test_the_result_carries_the_baselines_as_given_read_only_and_each_customers(lstm):
     x = data(4)
     shared = {"static": np.full((1, S), 0.5), "temporal": x["temporal"][:1].copy()}
     a = explain.integrated_gradients(lstm, x, shared, steps=8)
     assert set(a.baselines) == {"static", "temporal"}
-    assert a.baselines["static"].shape == (4, S) and a.baselines["temporal"].shape == x["temporal"].shape
-    np.testing.assert_array_equal(a.baselines["temporal"][3], shared["temporal"][0])
+    assert a.baselines["static"].shape == (1, S) and a.baselines["temporal"].shape == (1, *x["temporal"].shape[1:])
+    np.testing.assert_array_equal(a.baseline_of(3)["temporal"], shared["temporal"][0])
     assert not a.baselines["static"].flags.writeable
     shared["static"][:] = 9.0  # the caller's array changed afterwards: the result keeps what was used
     np.testing.assert_array_equal(a.baselines["static"], 0.5)
+    own = {"static": x["static"] * 0.5, "temporal": x["temporal"] * 0.5}  # one baseline per customer
+    np.testing.assert_array_equal(explain.integrated_gradients(lstm, x, own, steps=8).baseline_of(2)["static"],
+                                  x["static"][2] * 0.5)
     sampled = {"static": np.zeros((1, 2, S)), "temporal": np.stack([x["temporal"][:2]])}  # (1, K=2, ...)
-    assert explain.integrated_gradients(lstm, x, sampled, steps=8).baselines["temporal"].shape == (4, 2, *x[
-        "temporal"].shape[1:])
+    assert explain.integrated_gradients(lstm, x, sampled, steps=8).baseline_of(1)["temporal"].shape == (
+        2, *x["temporal"].shape[1:])
 
 
 def test_an_unknown_setting_is_refused_by_name(lstm):
@@ -64,4 +67,5 @@ def test_explain_customers_passes_its_settings_whole_and_the_result_carries_its_
     assert a.settings == settings.for_bundle(bundle)
     expected = baseline_for(bundle, bundle.inputs_for(ids), settings.baseline)
     for key, value in expected.items():
-        np.testing.assert_array_equal(a.baselines[key], np.broadcast_to(value, (3, *np.shape(value)[1:])))
+        np.testing.assert_array_equal(a.baselines[key], value)
+        np.testing.assert_array_equal(a.baseline_of(2)[key], value[0])

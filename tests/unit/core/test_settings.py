@@ -11,7 +11,6 @@ import shlex
 import pytest
 
 from explain import Settings as ExportedSettings
-from explain.analysis.explainer import Request
 from explain.cli import build_parser, settings_from_args
 from explain.core.errors import AttributionError
 from explain.core.ig import Settings as EngineSettings
@@ -91,8 +90,13 @@ def test_typed_and_string_forms_are_the_same_settings():
     assert Baseline.parse("sample:8").argument == 8 and Baseline.parse("blur").width == 2.0
 
 
-def test_old_names_are_the_one_class():
-    assert Request is Settings and EngineSettings is Settings and ExportedSettings is Settings
+def test_one_class_and_no_alias_of_it():
+    """``Settings`` is the one request type (issue 39: the ``Request`` alias is gone)."""
+    import explain
+    from explain.analysis import explainer
+
+    assert EngineSettings is Settings and ExportedSettings is Settings
+    assert not hasattr(explainer, "Request") and "Request" not in explain.__all__
 
 
 @pytest.mark.parametrize("given, message", [

@@ -7,7 +7,7 @@ import pytest
 import explain
 from explain.bundle import load as bundle_io
 from explain.core import xla
-from explain.core.engine import engine_for
+from explain.core.engine import engine_for, warm_up_xla
 from explain.demo.churn import DEFAULT_DEMO_DIR
 from tests.support.models import T, data, linear_model, lstm_model, zero_baseline
 
@@ -98,3 +98,52 @@ def test_warm_up_needs_enable():
     model = lstm_model(seed=9)
     with pytest.raises(RuntimeError, match="enable"):
         xla.warm_up(engine_for(model), steps=[T], background=False)
+
+
+def test_warm_up_xla_compiles_the_default_settings_one_customer_bucket_only_when_asked(monkeypatch):
+    """The dashboard's start (``engine.warm_up_xla``): nothing without EXPLAIN_XLA=1; with it, XLA enabled for the
+    model's engine and the one-customer bucket of the default settings' alphas compiled (in a thread)."""
+    import threading
+
+    from explain.core import quadrature
+    from explain.core.settings import Settings
+
+    model = lstm_model(seed=10)
+    engine = engine_for(model)
+    xla.disable(engine)
+    monkeypatch.delenv(xla.ENV, raising=False)
+    warm_up_xla(model)
+    assert xla.state_of(engine) is None  # off unless asked
+    started = []
+    real = threading.Thread.start
+    monkeypatch.setattr(threading.Thread, "start", lambda self: (started.append(self), real(self))[1])
+    monkeypatch.setenv(xla.ENV, "1")
+    try:
+        warm_up_xla(model)
+        state = xla.state_of(engine)
+        assert state is not None and started
+        for thread in started:
+            thread.join(timeout=120)
+        default = Settings()
+        alphas = len(quadrature.alphas_and_weights(default.method, int(default.steps))[0])
+        assert set(state.ready) == {(default.space, 1, alphas)} and state.compiles == 1
+    finally:
+        xla.disable(engine)
+
+
+def test_warm_up_xla_logs_and_skips_a_failure(monkeypatch, caplog):
+    monkeypatch.setenv(xla.ENV, "1")
+    monkeypatch.setattr(xla, "enable", lambda engine: (_ for _ in ()).throw(RuntimeError("no XLA here")))
+    with caplog.at_level("WARNING", logger="explain.app"):
+        warm_up_xla(lstm_model(seed=11))  # no exception
+    assert "XLA warm-up skipped" in caplog.text
+
+
+def test_compiled_calls_count_nested_blocks_per_model():
+    model, other = lstm_model(seed=12), lstm_model(seed=13)
+    assert not xla.compiling(model)
+    with xla.compiled_calls(model):
+        with xla.compiled_calls(model):
+            assert xla.compiling(model) and not xla.compiling(other)
+        assert xla.compiling(model)
+    assert not xla.compiling(model)
