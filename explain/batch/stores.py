@@ -194,7 +194,7 @@ class BundleStores:
         this = current if isinstance(current, Store) else open_store(current)
         found = [s for s in self.every if not _same(s, this) and s.complete and s.settings == this.settings
                  and s.manifest.get("rows_per_customer") == this.manifest.get("rows_per_customer")]
-        return sorted(found, key=lambda s: s.completed, reverse=True)
+        return sorted(found, key=lambda s: (s.completed, s.path.name, str(s.path)), reverse=True)
 
     def mark(self) -> tuple:
         """What changes when a store is finished, repaired or removed in the folders: (folder, ((file, size,
