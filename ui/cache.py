@@ -4,7 +4,7 @@ bundle a session uses. The computations are in ``explain/``; this module only ca
 * ``st.cache_resource``: bundles (model + tables), keyed by the folder's path and a fingerprint of its files
   (name, size, mtime), shared by every session. Every model call holds the model's engine lock
   (``explain.core.ig.engine_for(model).lock``). A bundle opened here warms its model's XLA path (with
-  ``EXPLAIN_XLA=1`` only: ``explain.core.xla.warm_up_default``).
+  ``EXPLAIN_XLA=1`` only: ``explain.core.engine.warm_up_xla``).
 * ``st.cache_data`` (bounded ``max_entries`` and ``ttl``): attribution arrays and other derived arrays, keyed
   by the bundle's content hash and the settings; the bundle itself is passed as an unhashed ``_bundle``
   argument (``explainer``, ``diagnostics``, ``cohort``, ``whatif``, ``faithfulness``).
@@ -44,8 +44,8 @@ from explain.batch.store import Store
 from explain.batch.stores import BundleStores, stores_of
 from explain.bundle import cache as array_cache
 from explain.bundle import load as bundle_io
-from explain.core import xla
 from explain.core.baselines import release_pages
+from explain.core.engine import warm_up_xla
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings, resolve_target
 from ui import runtime, speed, startup, stores, uploads
@@ -118,7 +118,7 @@ def _open_bundle(path: str, fingerprint: tuple):
         # the full paths stay here, in the server log; the page shows them relative (ui.show.plain)
         LOG.error("the bundle %s could not be opened: %s", path, error)
         return None, str(error)
-    xla.warm_up_default(bundle.model)  # with EXPLAIN_XLA=1 only: small requests on the compiled path
+    warm_up_xla(bundle.model)  # with EXPLAIN_XLA=1 only: small requests on the compiled path
     return bundle, None
 
 
