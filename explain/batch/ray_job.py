@@ -35,6 +35,7 @@ one: same manifest, same part files (compact, format 3) and summary files, same 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -230,7 +231,7 @@ def run_ray_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size
     the bundle's files are checked against (default ``OWNER_LIMITS``: the caller's own bundle), by the planning
     task's ``load_bundle`` and again before Ray Data reads the tables (``ray_tables.table_layout``).
     """
-    from explain.batch import ray_store, ray_tables
+    from explain.batch import ray_store
 
     started = time.perf_counter()
     chunk_size = job.check_chunk_size(chunk_size)
@@ -243,43 +244,21 @@ def run_ray_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size
     ray = _import_ray()
     started_here = _connect(ray, address)
     try:
-        try:
+        with _own_errors():
             plan_ref, keys_ref = ray.remote(num_cpus=1, num_returns=2, max_calls=1)(_plan).remote(
                 bundle_path, ids, request, chunk_size, limits)
             plan = ray.get(plan_ref)  # small: the key table stays in the object store
-        except Exception as error:
-            cause = _cause(error)
-            if cause is None:
-                raise
-            raise cause from None
         n_chunks = plan["manifest"]["n_chunks"]
         with target.open(plan["manifest"]) as (manifest, temps):
             plan = {**plan, "manifest": manifest}  # the stored one when resuming
             cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
             workers = min(workers or cpus, n_chunks)
-            context = ray.data.DataContext.get_current()
-            context.enable_progress_bars = False
-            context.print_on_execution_start = False
-            logging.getLogger("ray.data").setLevel(logging.ERROR)  # its per-dataset INFO lines; our bar says it
             if progress:
                 print(f"reading the bundle's tables with Ray Data into {n_chunks} chunk(s)...", file=sys.stderr)
-            try:
-                chunks = ray_tables.chunks(ray, plan["layout"], keys_ref, manifest["customers"]["count"], n_chunks,
-                                           cpus, workers)
-            except Exception as error:
-                cause = _cause(error)
-                if cause is None:
-                    raise
-                raise cause from None
-            dataset = chunks.map_batches(
-                ChunkWriter, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
-                fn_constructor_kwargs={"plan": plan, "request": request, "target": target.spec,
-                                       "engine_batch_size": engine_batch_size},
-                # Ray Data's defaults restart a dead actor and retry its chunk (max_restarts=-1, max_task_retries=-1)
-                num_cpus=1)
-            desc = f"batch (ray, {workers} workers)"
-            computed, reused = job.follow(_finished(dataset, out), total=manifest["customers"]["count"], desc=desc,
-                                          progress=progress, where=out)
+            dataset = _pool_dataset(ray, plan, keys_ref, n_chunks=n_chunks, cpus=cpus, workers=workers, actor_kwargs={
+                "plan": plan, "request": request, "target": target.spec, "engine_batch_size": engine_batch_size})
+            computed, reused = job.follow(_finished(dataset, out), total=manifest["customers"]["count"],
+                                          desc=f"batch (ray, {workers} workers)", progress=progress, where=out)
             if computed + reused != n_chunks:
                 raise ExplainError(MISSING_CHUNKS.format(done=computed + reused, total=n_chunks, out=out))
             manifest = target.finish(manifest)
@@ -288,6 +267,37 @@ def run_ray_batch_job(bundle, out, request: Settings = Settings(), *, chunk_size
             ray.shutdown()
     return job.result(target.display_path, manifest, n_chunks=n_chunks, computed=computed, reused=reused,
                       temporary_files=temps, started=started)
+
+
+@contextlib.contextmanager
+def _own_errors():
+    """An ExplainError raised inside Ray's wrappers re-raised as itself (its message, not Ray's traceback)."""
+    try:
+        yield
+    except Exception as error:
+        cause = _cause(error)
+        if cause is None:
+            raise
+        raise cause from None
+
+
+def _pool_dataset(ray, plan: dict, keys_ref, *, n_chunks: int, cpus: int, workers: int, actor_kwargs: dict):
+    """The run's chunks read by Ray Data (:func:`explain.batch.ray_tables.chunks`), mapped through a pool of
+    ``workers`` :class:`ChunkWriter` actors (made with ``actor_kwargs``); Ray Data's own progress output off."""
+    from explain.batch import ray_tables
+
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # its per-dataset INFO lines; our bar says it
+    with _own_errors():
+        chunks = ray_tables.chunks(ray, plan["layout"], keys_ref, n_customers=plan["manifest"]["customers"]["count"],
+                                   n_chunks=n_chunks, cpus=cpus, workers=workers)
+    return chunks.map_batches(
+        ChunkWriter, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
+        fn_constructor_kwargs=actor_kwargs,
+        # Ray Data's defaults restart a dead actor and retry its chunk (max_restarts=-1, max_task_retries=-1)
+        num_cpus=1)
 
 
 def _finished(dataset, out):

@@ -275,8 +275,9 @@ def blocks_for(n_chunks: int, workers: int) -> int:
     return max(1, min(n_chunks, max(MIN_BLOCKS, BLOCKS_PER_WORKER * workers)))
 
 
-def chunks(ray, layout: dict, keys_ref, n_customers: int, n_chunks: int, cpus: int, workers: int):
-    """Steps 1-5: a materialised dataset with one row per chunk of the run."""
+def chunks(ray, layout: dict, keys_ref, *, n_customers: int, n_chunks: int, cpus: int, workers: int):
+    """Steps 1-5: a materialised dataset with one row per chunk of the run (``keys_ref``: the planning task's
+    key table; ``cpus``: the cluster's, for the shuffles' partitions; ``workers``: the actors, for the blocks)."""
     n_buckets = max(1, -(-n_customers // CUSTOMERS_PER_BUCKET))
     if layout["files"]["temporal"].get("npy"):  # array layout: no long table to regroup
         keys = ray.data.from_arrow_refs([keys_ref])

@@ -627,7 +627,7 @@ class _Parts(NamedTuple):
 
     folder: Path
     config: Config
-    model_info: _ModelInfo
+    model_info: _ModelInfo | None                 # None when the model could not be read
     layout: Any                                   # explain.core.inputs.InputLayout
     plan: dict
     report: ValidationReport
