@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from explain.analysis import cohort, report, whatif
+from explain.analysis import cohort, report
 from explain.core import baselines, periods
 from explain.plots import figures
 from ui import frame, show, state, views
@@ -58,22 +58,7 @@ def search_section(bundle, cid, settings) -> None:
     search = ui.search_ui(bundle, cid)
     if search is None:
         return
-    result = state.whatif_search(bundle, cid, settings, **search)
-    if result.reached:
-        st.success(show.md(f"{len(result.scenario.edits)} edit(s) bring the prediction from "
-                           f"{result.original_prediction:.3f} to {result.prediction:.3f}:"), icon=":material/check:")
-    else:
-        st.error(show.md(f"Not found: {result.stopped}. Best reached: {result.prediction:.3f} "
-                         f"(from {result.original_prediction:.3f}). Unlock features or allow more edits."))
-    values = bundle.inputs_for([cid])
-    for edit in result.scenario.edits:
-        st.markdown("- " + show.md(edit.describe(bundle, {role: values[role][0] for role in values})))
-    st.warning(show.md(result.caution), icon=":material/psychology_alt:")
-    st.caption(show.md(f"{result.rounds} round(s), {result.evaluated} candidate inputs scored, "
-                       f"{result.seconds:.2f} s; stopped because {result.stopped}."))
-    if result.scenario:
-        st.button("Show these edits above", icon=":material/arrow_upward:", key="wi_use",
-                  on_click=ui.try_scenario, args=(bundle, cid, settings, result.scenario))
+    ui.search_result_ui(bundle, cid, settings, state.whatif_search(bundle, cid, settings, **search))
 
 
 def whatif_page():
@@ -93,12 +78,7 @@ def whatif_page():
         ui.table_ui(bundle, cid, settings, scenario, outcome.inputs["temporal"][0], version)
     with static:
         ui.static_ui(bundle, cid, settings, scenario, outcome.inputs["static"][0], version)
-    if scenario:
-        st.markdown("**Your edits**: " + "; ".join(show.md(e.describe(bundle)) for e in scenario.edits))
-        st.button("Undo the last edit", key="wi_undo", icon=":material/undo:", on_click=ui.try_scenario,
-                  args=(bundle, cid, settings, whatif.Scenario(scenario.edits[:-1])))
-    else:
-        st.caption("No edits yet: both sides show the customer as they are.")
+    ui.edits_ui(bundle, cid, settings, scenario)
     figs = results(bundle, cid, settings, outcome)
     search_section(bundle, cid, settings)
     st.subheader("Download")

@@ -145,6 +145,16 @@ def quick_ui(bundle, cid, settings, scenario) -> None:
                               args=(bundle, cid, settings, scenario))
 
 
+def edits_ui(bundle, cid, settings, scenario: Scenario) -> None:
+    """The scenario's edits in words, and a button that undoes the last one."""
+    if not scenario:
+        st.caption("No edits yet: both sides show the customer as they are.")
+        return
+    st.markdown("**Your edits**: " + "; ".join(show.md(e.describe(bundle)) for e in scenario.edits))
+    st.button("Undo the last edit", key="wi_undo", icon=":material/undo:", on_click=try_scenario,
+              args=(bundle, cid, settings, Scenario(scenario.edits[:-1])))
+
+
 def _search_settings(bundle, cid) -> None:
     ss = st.session_state
     ss["_whatif_search"] = ((bundle.content_hash, cid), {
@@ -167,6 +177,26 @@ def search_ui(bundle, cid) -> dict | None:
                               args=(bundle, cid))
     stored = st.session_state.get("_whatif_search")
     return stored[1] if stored and stored[0] == (bundle.content_hash, cid) else None
+
+
+def search_result_ui(bundle, cid, settings, result) -> None:
+    """What the search found (:class:`explain.analysis.counterfactual.SearchResult`): its edits in words, its
+    caution, how it went, and a button that shows its edits on the page."""
+    if result.reached:
+        st.success(show.md(f"{len(result.scenario.edits)} edit(s) bring the prediction from "
+                           f"{result.original_prediction:.3f} to {result.prediction:.3f}:"), icon=":material/check:")
+    else:
+        st.error(show.md(f"Not found: {result.stopped}. Best reached: {result.prediction:.3f} "
+                         f"(from {result.original_prediction:.3f}). Unlock features or allow more edits."))
+    values = bundle.inputs_for([cid])
+    for edit in result.scenario.edits:
+        st.markdown("- " + show.md(edit.describe(bundle, {role: values[role][0] for role in values})))
+    st.warning(show.md(result.caution), icon=":material/psychology_alt:")
+    st.caption(show.md(f"{result.rounds} round(s), {result.evaluated} candidate inputs scored, "
+                       f"{result.seconds:.2f} s; stopped because {result.stopped}."))
+    if result.scenario:
+        st.button("Show these edits above", icon=":material/arrow_upward:", key="wi_use",
+                  on_click=try_scenario, args=(bundle, cid, settings, result.scenario))
 
 
 def downloads_ui(bundle, cid, settings, outcome, figs) -> None:
