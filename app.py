@@ -34,12 +34,12 @@ frame.unknown_page_note([p for section in PAGES.values() for p in section], page
 
 # TensorFlow and the model: the first run after a server start waits here for the import (seconds), while
 # the browser, which already has the page style, loads and compiles Plotly (see show.CHART_LIBRARY)
-from ui import pickers, state, tour  # noqa: E402
+from ui import cache, pickers, tour  # noqa: E402
 
 with frame.timed(page.url_path or "customer"):
     bundle, choice, problem = None, None, None
     try:
-        bundle = state.active_bundle()
+        bundle = cache.active_bundle()
     except Exception as exc:  # a broken bundle: the pages say so; the Data & model page still works
         problem = exc
     if bundle is not None:

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from explain.core import periods
-from ui import frame, show, state, uploads
+from ui import cache, frame, show, uploads
 from ui import inputs as more_inputs
 
 
@@ -50,7 +50,7 @@ def bundle_overview(bundle) -> None:
         st.dataframe(pd.DataFrame(bundle.temporal[0], index=bundle.periods, columns=bundle.temporal_labels))
     more_inputs.overview(bundle)
     st.markdown("**Model summary**")
-    show.model_summary(*state.model_layers(bundle))
+    show.model_summary(*cache.model_layers(bundle))
 
 
 def data_page():

@@ -13,7 +13,7 @@ from explain import figures
 from explain.analysis import report
 from explain.core import baselines, periods
 from explain.plots import html as html_report
-from ui import show, speed, views
+from ui import cache, show, speed, views
 
 INPUTS_HELP = (
     "**Inputs of this model.** Every 2-D input is static-like, every 3-D input a history. Category ids "
@@ -86,7 +86,7 @@ def customer_figures(attribution, bundle, cid, reference: dict, settings, after_
     every kind of bundle): each history's heatmap (a long one with its bin/zoom control), then ``after_heatmaps()``
     (the page's words), the static bars (a long ranking cut, with "show all") and (one history) the customer's
     history against the baseline ``reference`` ({key: values}), drawn in the heatmap's bins and rows; return
-    (heading, figure) for the downloads. Built once per customer, settings and view (``ui.speed.figures``)."""
+    (heading, figure) for the downloads. Built once per customer, settings and view (``ui.cache.figures``)."""
     keys = histories(bundle)
     chosen = {key: views.view_ui(bundle.input_periods.get(key, bundle.periods), f"customer_{key}") for key in keys}
     top = views.top_of(len(bundle.static_labels), "customer_static")  # its toggle is drawn above the bars
@@ -96,7 +96,7 @@ def customer_figures(attribution, bundle, cid, reference: dict, settings, after_
             attribution, bundle, 0, ids=[cid], reference=reference, views=chosen, top=top, spec=True))
 
     page = f"customer|{sorted(chosen.items())}|{top}"
-    built, shown = speed.figures(bundle, page, cid, settings, build)
+    built, shown = cache.figures(bundle, page, cid, settings, build)
     one = attribution.temporal is not None  # one history: drawn beside the static bars
     headings = [title.split(":")[0] for title in figures.history_titles(bundle)] + ["Static features"]
     headings += ["History"] if one else []

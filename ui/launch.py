@@ -5,7 +5,7 @@
 ``explain serve`` runs this. It is ``streamlit run app.py`` plus a background thread that, as soon
 as Streamlit's server is up, imports TensorFlow, opens the startup bundle and computes every
 customer's score and the default view's attribution into the caches every session shares
-(``ui.state.warm_up``): the first visitor's run then finds them done instead of doing them
+(``ui.cache.warm_up``): the first visitor's run then finds them done instead of doing them
 (about 4.5 s on 2 cores). Nothing is computed twice: a session that arrives before the thread is done waits for
 the same cache entry. A warm-up that fails is logged and left to the first session, which
 reports the problem in the page as it always does. The server sends headers that deny framing by other
@@ -38,7 +38,7 @@ def warm_up() -> None:
         from ui import runtime
 
         runtime.wait_for_server(timeout=60.0)
-        from ui import startup, state, uploads
+        from ui import cache, startup, uploads
 
         uploads.sweep(None)  # the upload folders of servers that have exited
         # Streamlit warns once per cached call made outside a session ("missing ScriptRunContext!
@@ -47,7 +47,7 @@ def warm_up() -> None:
         level = quiet.level
         quiet.setLevel(logging.ERROR)
         try:
-            state.warm_up(state.open_bundle(startup.bundle_path()))
+            cache.warm_up(cache.open_bundle(startup.bundle_path()))
         finally:
             quiet.setLevel(level)
     except Exception:  # noqa: BLE001 - the first session reports the bundle's problem in the page

@@ -19,8 +19,8 @@ import streamlit as st
 from explain.analysis import words as analyst_words
 from explain.core import labels, verdict
 from explain.core.settings import DEFAULT_BLUR_WIDTH, DEFAULT_SAMPLES, Baseline, Settings
+from ui import cache, options, show, url
 from ui import inputs as more_inputs
-from ui import options, show, speed, state, url
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def init_state(bundle) -> None:
     is not the one the session wrote (the browser's Back/Forward: the widgets follow the URL)."""
     if (st.session_state.get("_state_for") != bundle.content_hash or url.moved()
             or "customer" not in st.session_state):  # e.g. a run without the sidebar (the bundle failed) dropped it
-        link, warnings = url.read(bundle, default_customer=state.default_customer(bundle))
+        link, warnings = url.read(bundle, default_customer=cache.default_customer(bundle))
         _load(link, bundle)
         st.session_state["param_warnings"] = warnings
         st.session_state["_state_for"] = bundle.content_hash
@@ -96,7 +96,7 @@ def _random_churner(bundle) -> None:
     if positive is not None:
         rows = np.flatnonzero(labels.mask(bundle.labels, positive))
     else:  # no labels: a customer the model scores above 0.5
-        rows = np.flatnonzero(state.predictions(bundle, st.session_state.get("target")) > 0.5)
+        rows = np.flatnonzero(cache.predictions(bundle, st.session_state.get("target")) > 0.5)
     rows = rows if rows.size else np.arange(bundle.n_customers)
     st.session_state["customer"] = str(bundle.ids[int(rng.choice(rows))])
 
@@ -130,7 +130,7 @@ def _typed_customer(bundle) -> None:
     """The customer box changed: an id typed or picked becomes the customer; text that names no
     single id keeps the customer shown and says why."""
     ss = st.session_state
-    found, matches, note = find_customer(speed.ranking(bundle, state.predictions(bundle, ss.get("target")),
+    found, matches, note = find_customer(cache.ranking(bundle, cache.predictions(bundle, ss.get("target")),
                                                        options.TOP_RISK, ss.get("target"))[0], ss.get("customer"))
     found = found if found is not None else ss["_customer_recent"][0]  # the customer shown (customer_ui)
     if found != ss.get("customer"):  # written only when it differs: a value written is sent with the box again
@@ -147,7 +147,7 @@ def customer_ui(bundle) -> str:
     its 72 KB were sent again whenever its value changed."""
     ss = st.session_state
     # the sidebar's target: the box's scores and the highest-risk list follow it
-    ids, top, label = speed.ranking(bundle, state.predictions(bundle, ss.get("target")), options.TOP_RISK,
+    ids, top, label = cache.ranking(bundle, cache.predictions(bundle, ss.get("target")), options.TOP_RISK,
                                     ss.get("target"))
     current = ss["customer"]
     recent = [current] + [i for i in ss.get("_customer_recent", []) if i != current and i in label]
@@ -178,7 +178,7 @@ def misses_ui(bundle, label: dict) -> None:
         return
     target = st.session_state.get("target") or bundle.output_names[bundle.target]
     bands = verdict.bands_of(bundle)
-    high, low = analyst_words.misses(bundle, state.predictions(bundle, target), bands)
+    high, low = analyst_words.misses(bundle, cache.predictions(bundle, target), bands)
     found, positive, _ = analyst_words.label_facts(bundle)
     stayed = analyst_words.outcome_word(bundle, found[0], target) if len(found) > 1 else "negative"
     churned = analyst_words.outcome_word(bundle, positive, target)
@@ -289,7 +289,7 @@ def compare_ui(bundle) -> Baseline:
         ss["_compare"] = url.compare_text(url.default_compare(bundle))
     ss["w_compare"] = ss["_compare"]
     target = ss.get("target") or bundle.output_names[bundle.target]
-    scores = dict(zip(bundle.ids.tolist(), state.predictions(bundle, target).tolist()))
+    scores = dict(zip(bundle.ids.tolist(), cache.predictions(bundle, target).tolist()))
 
     def label(option):
         other = url.parse_compare(option)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import keep, state
+from ui import cache, keep
 
 PARAM = "tour"
 STEPS = {
@@ -38,7 +38,7 @@ def links(bundle, settings, n: int) -> dict:
     would keep them (the what-if search, as the Customer page's card runs it)."""
     query = {**st.query_params.to_dict(), PARAM: str(n)}
     if n >= 2:
-        query["customer"] = state.default_customer(bundle)  # the highest score of the bundle
+        query["customer"] = cache.default_customer(bundle)  # the highest score of the bundle
     if n == 3:
         result = keep.search(bundle, query["customer"], settings)
         if result is not None and result.reached:

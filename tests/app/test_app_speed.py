@@ -93,13 +93,13 @@ def test_the_page_style_is_sent_before_tensorflow_is_imported():
     tree = ast.parse((ROOT / "app.py").read_text())
     early = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "ui"]
     style = next(n for n in tree.body if "page_style" in ast.unparse(n))
-    late = next(n for n in early if "state" in {a.name for a in n.names})
-    assert style.lineno < late.lineno, "show.page_style() must come before `from ui import ... state`"
+    late = next(n for n in early if "cache" in {a.name for a in n.names})
+    assert style.lineno < late.lineno, "show.page_style() must come before `from ui import ... cache`"
     imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and n.lineno < style.lineno]
     others = [ast.unparse(n) for n in imports if not (n in early or ast.unparse(n) == "import streamlit as st")]
     assert not others, f"imports before the page style that this test does not probe: {others}"
     before = sorted({a.name for n in early if n.lineno < style.lineno for a in n.names})
-    assert before and "state" not in before
+    assert before and "cache" not in before
     probe = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); import streamlit\n"
              f"from ui import {', '.join(before)}\n"
              "print(sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))")
