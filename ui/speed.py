@@ -126,17 +126,3 @@ def heatmap_first() -> None:
     (``HEATMAP_FIRST_S``) so that the browser draws the heatmap before the rest arrives."""
     if enabled():
         time.sleep(HEATMAP_FIRST_S)
-
-
-def figures(bundle, page: str, customer: str, settings, build) -> tuple[tuple, tuple]:
-    """Moved to ``ui.cache.figures`` (issue 39); kept here until ``ui/inputs.py`` calls it there."""
-    from ui import cache
-
-    return cache.figures(bundle, page, customer, settings, build)
-
-
-def ranking(bundle, scores, top_n: int, target=None) -> tuple[list, list, dict]:
-    """Moved to ``ui.cache.ranking`` (issue 39); kept here until ``ui/pickers.py`` calls it there."""
-    from ui import cache
-
-    return cache.ranking(bundle, scores, top_n, target)
