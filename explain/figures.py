@@ -361,7 +361,7 @@ def customer_figures(a, bundle, customer=0, *, ids=None, reference=None, views=N
     row, cid = customer_row(a, bundle, customer, ids)
     views, first = views or {}, cohorts.first_history(bundle)
     if reference is None and a.settings.baseline is not None:
-        reference = shown_baseline(bundle, cid, a.settings)
+        reference = shown_baseline(bundle, cid, a.settings, attribution=a, row=row)
     who = _Customer(a, bundle, row, cid, reference or {})
     plan = history_plan(a, bundle, row, views.get(first)) if a.temporal is not None else None
     if getattr(bundle, "plain", True):

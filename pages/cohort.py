@@ -7,6 +7,7 @@ import streamlit as st
 from explain.analysis import cohort
 from explain.core import verdict
 from explain.plots import figures
+from explain.plots.periods import heatmap_plan
 from ui import cache, frame, jobs, pickers, show, views
 from ui import inputs as more_inputs
 
@@ -43,10 +44,12 @@ def cohort_page():
     view = views.view_ui(bundle.periods, "cohort")  # a long history: its bin and zoom
     left, right = st.columns(2)
     with left:
-        show.plot(figures.magnitude_heatmap(bundle.periods, bundle.temporal_labels, agg.mean_abs, view=view,
+        plan = heatmap_plan(bundle.periods, bundle.temporal_labels, agg.mean_abs, view=view)
+        show.plot(figures.magnitude_heatmap(bundle.periods, bundle.temporal_labels, agg.mean_abs, plan=plan,
                                             title="How much each cell matters: mean |attribution|"), key="cohort_abs")
     with right:
-        show.plot(figures.temporal_heatmap(bundle.periods, bundle.temporal_labels, agg.signed_mean, view=view,
+        plan = heatmap_plan(bundle.periods, bundle.temporal_labels, agg.signed_mean, view=view)
+        show.plot(figures.temporal_heatmap(bundle.periods, bundle.temporal_labels, agg.signed_mean, plan=plan,
                                            title="Which way on average: signed mean"), key="cohort_signed")
     left, right = st.columns(2)
     with left:

@@ -6,7 +6,8 @@ import streamlit as st
 from explain.analysis import cohort, report
 from explain.core import labels
 from explain.plots import figures
-from ui import frame, pickers, show, state, views
+from explain.plots.periods import compare_plan
+from ui import cache, frame, pickers, show, views
 from ui import inputs as more_inputs
 
 COHORT_NOTE = ("The cohort's mean is over {n:,} of the {total:,} customers with {label} = {value}, drawn at random "
@@ -17,7 +18,7 @@ COHORT_NOTE = ("The cohort's mean is over {n:,} of the {total:,} customers with 
 def second(bundle, other, settings) -> dict:
     """What the page shows of the second customer, or of the cohort's mean (no badge for a mean)."""
     if other.kind == "cohort":
-        mean = state.cohort_mean(bundle, other.argument, settings)
+        mean = cache.cohort_mean(bundle, other.argument, settings)
         total = labels.counts(bundle).get(other.argument, mean["n"])
         return {"static": mean["static"], "temporal": mean["temporal"], "values": mean["values"],
                 "padding": np.isnan(mean["temporal"]).all(axis=1),  # no customer of the cohort has data there
@@ -30,7 +31,7 @@ def second(bundle, other, settings) -> dict:
 
 def one(bundle, cid, settings) -> dict:
     """One customer's history attributions, values and padding, static attributions, prediction and badge."""
-    attribution = state.attributions(bundle, [cid], settings)
+    attribution = cache.attributions(bundle, [cid], settings)
     prediction = float(attribution.prediction[0])
     return {"static": attribution.static[0], "temporal": attribution.temporal[0],
             "values": bundle.inputs_for([cid])[cohort.first_history(bundle)][0],
@@ -65,10 +66,12 @@ def compare_page():
             st.caption(show.md(b["note"]))
 
     view = views.view_ui(bundle.periods, "compare")  # a long history: its bin and zoom
+    plan = compare_plan(bundle.periods, bundle.temporal_labels, a["temporal"], b["temporal"],
+                        padding=(a["padding"], b["padding"]), view=view)  # one plan for the two and their difference
     fig_a, fig_b, fig_diff = figures.compare_figures(
         bundle.periods, bundle.temporal_labels, a["temporal"], b["temporal"], names=(cid, b["name"]),
         values=(a["values"], b["values"]), units=show.units(bundle, bundle.temporal_features),
-        padding=(a["padding"], b["padding"]), view=view)
+        padding=(a["padding"], b["padding"]), plan=plan)
     show.pair_and_difference(fig_a, fig_b, fig_diff, keys=("compare_a", "compare_b", "compare_diff"))
     top = views.top_ui(len(bundle.static_labels), "compare_static")
     show.plot(figures.compare_static(bundle.static_labels, a["static"], b["static"], names=(cid, b["name"]), top=top),

@@ -6,8 +6,9 @@ import streamlit as st
 from explain import figures
 from explain.analysis import report
 from explain.analysis import words as analyst_words
+from explain.analysis.diagnostics import shown_baseline
 from explain.core import baselines, periods, verdict
-from ui import frame, keep, pickers, show, state
+from ui import cache, frame, keep, pickers, show
 from ui import inputs as more_inputs
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
@@ -50,16 +51,17 @@ def below_heatmaps(bundle, cid, settings, story, score, target, described, advic
 def customer_page():
     bundle, choice = frame.page()
     cid, settings = choice.customer, choice.settings
-    attribution = state.attributions(bundle, [cid], settings)
+    attribution = cache.attributions(bundle, [cid], settings)
     target, unit = bundle.output_names[attribution.settings.target], SPACE_UNITS[attribution.space_used]
     fx, fb, delta = (float(attribution.prediction[0]), float(attribution.baseline_prediction[0]),
                      float(attribution.delta[0]))
     status, advice = report.delta_status(delta, fx, fb, auto=settings.steps == "auto")
     described = show.md(more_inputs.baseline_words(bundle, settings, analyst=True))
-    scores = state.predictions(bundle, attribution.settings.target)
-    reference = analyst_words.references(bundle, cid, settings, state.baseline_arrays(bundle, cid, settings))
+    scores = cache.predictions(bundle, attribution.settings.target)
+    shown = shown_baseline(bundle, cid, settings, attribution=attribution)  # the baseline IG used, from its result
+    reference = analyst_words.references(bundle, cid, settings, shown)
     story = figures.customer_story(attribution, bundle, 0, ids=[cid], settings=settings, reference=reference,
-                                   scores=scores, groups=state.feature_groups(bundle))
+                                   scores=scores, groups=cache.feature_groups(bundle))
 
     with st.container(horizontal=True, vertical_alignment="center", gap="medium"):  # one line: a laptop's screen
         st.markdown(f"#### Customer {show.md(cid)}", width="content")  # small: the sentence names them again

@@ -5,7 +5,7 @@ import streamlit as st
 
 from explain.analysis import diagnostics, faithfulness, report
 from explain.plots import diagnostics as diagnostic_figures
-from ui import frame, show, state
+from ui import cache, frame, show
 
 SAMPLE_NOTE = " For sample:K the path to the first sampled baseline is shown."
 
@@ -14,13 +14,13 @@ def diagnostics_page():
     bundle, choice = frame.page()
     cid, settings = choice.customer, choice.settings
     st.title("Diagnostics")
-    attribution = state.attributions(bundle, [cid], settings)
+    attribution = cache.attributions(bundle, [cid], settings)
     st.caption(show.md(f"Customer {cid} · baseline {settings.baseline} · "
                        f"target {bundle.output_names[settings.target]} ({settings.space}) · "
                        f"{settings.path} path · now {attribution.steps[0]} steps ({settings.method}), "
                        f"{spent(attribution)}, delta {float(attribution.delta[0]):+.2e}"))
 
-    sweep = state.delta_sweep(bundle, cid, settings)
+    sweep = cache.delta_sweep(bundle, cid, settings)
     gap = abs(sweep["gap"])
     left, right = st.columns(2)
     with left:
@@ -31,7 +31,7 @@ def diagnostics_page():
                            f"|f(x) - f(b)| = {gap:.4g}. Below the dashed line the badge says 'fine'."))
     with right:
         st.subheader("Along the path from baseline to customer")
-        profile = state.path_profile(bundle, cid, settings)
+        profile = cache.path_profile(bundle, cid, settings)
         y_title = f"{bundle.output_names[settings.target]} ({settings.space})"
         show.plot(diagnostic_figures.path_figure(profile, y_title=y_title),
                   key="diag_path")
@@ -40,7 +40,7 @@ def diagnostics_page():
                    + (SAMPLE_NOTE if settings.baseline.kind == "sample" else ""))
 
     st.subheader("Where the engine placed its integration points")
-    found = state.integration_points(bundle, cid, settings)
+    found = cache.integration_points(bundle, cid, settings)
     show.plot(diagnostic_figures.integration_points_figure(found, y_title=y_title), key="diag_points")
     st.caption(show.md(diagnostics.points_text(found)))
 
@@ -49,10 +49,10 @@ def diagnostics_page():
     st.dataframe(roles, hide_index=True, width="stretch")
     st.dataframe(model, hide_index=True, width="stretch")
     st.subheader("Timings of the last computations")
-    st.dataframe(state.timings(), hide_index=True, width="stretch")  # full width: every column shows
+    st.dataframe(cache.timings(), hide_index=True, width="stretch")  # full width: every column shows
     faithfulness_section(bundle, settings)
     st.subheader("Model summary")
-    show.model_summary(*state.model_layers(bundle))
+    show.model_summary(*cache.model_layers(bundle))
     if bundle.notes:
         st.subheader("Notes from loading the bundle")
         for note in bundle.notes:
@@ -69,8 +69,8 @@ def spent(attribution) -> str:
 def faithfulness_section(bundle, settings):
     st.subheader("Can the attributions be trusted? Faithfulness checks")
     n = faithfulness.DEFAULT_CUSTOMERS
-    st.button(f"Run faithfulness checks ({n} customers)", on_click=state.ask_for_faithfulness)  # survives a rerun
-    result = state.faithfulness_checks(bundle, settings, n)
+    st.button(f"Run faithfulness checks ({n} customers)", on_click=cache.ask_for_faithfulness)  # survives a rerun
+    result = cache.faithfulness_checks(bundle, settings, n)
     if result is None:
         st.caption("Deletion and insertion curves against random orders, the model randomisation check and occlusion, "
                    "for a seeded sample with the sidebar's settings (about 15 s on 2 cores).")

@@ -5,7 +5,8 @@ import streamlit as st
 from explain.analysis import cohort, report
 from explain.core import baselines, periods
 from explain.plots import figures
-from ui import frame, show, state, views
+from explain.plots.periods import compare_plan
+from ui import cache, frame, show, views
 from ui import inputs as more_inputs
 from ui import whatif as ui
 
@@ -36,10 +37,12 @@ def results(bundle, cid, settings, outcome) -> list:
     values = (bundle.inputs_for([cid])["temporal"][0], outcome.inputs["temporal"][0])
     units = show.units(bundle, bundle.temporal_features)
     a = outcome.attribution
-    view = views.view_ui(bundle.periods, "whatif")  # a long history: its bin and zoom
+    view, pad = views.view_ui(bundle.periods, "whatif"), cohort.padding_of(a)[0]  # a long history: its bin and zoom
+    plan = compare_plan(bundle.periods, bundle.temporal_labels, a.temporal[1], a.temporal[0], padding=(pad, pad),
+                        view=view)  # the edited and the original customer drawn in the same bins and rows
     fig_o, fig_e, fig_d = figures.whatif_figures(bundle.periods, bundle.temporal_labels, a.temporal[0], a.temporal[1],
                                                  changed=outcome.edited["temporal"], values=values, units=units,
-                                                 padding=cohort.padding_of(a)[0], view=view)
+                                                 padding=pad, plan=plan)
     show.pair_and_difference(fig_o, fig_e, fig_d, keys=("whatif_original", "whatif_edited", "whatif_difference"))
     top = views.top_ui(len(bundle.static_labels), "whatif_static")
     fig_s = figures.compare_static(bundle.static_labels, outcome.attribution.static[0],
@@ -58,7 +61,7 @@ def search_section(bundle, cid, settings) -> None:
     search = ui.search_ui(bundle, cid)
     if search is None:
         return
-    ui.search_result_ui(bundle, cid, settings, state.whatif_search(bundle, cid, settings, **search))
+    ui.search_result_ui(bundle, cid, settings, cache.whatif_search(bundle, cid, settings, **search))
 
 
 def whatif_page():
@@ -68,7 +71,7 @@ def whatif_page():
     st.title(f"What if… customer {show.md(cid)}")
     st.markdown(INTRO)
     scenario, version = ui.scenario_state(bundle, cid, settings)
-    outcome = state.whatif_outcome(bundle, cid, settings, scenario.text())
+    outcome = cache.whatif_outcome(bundle, cid, settings, scenario.text())
     kind = periods.words(bundle).adjective.capitalize()
     quick, table, static = st.tabs([f"{kind} values in one click", f"{kind} values cell by cell", "Static values"])
     with quick:

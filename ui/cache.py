@@ -354,16 +354,6 @@ def model_layers(bundle) -> tuple[pd.DataFrame, dict]:
     return _model_layers(bundle, bundle.content_hash)
 
 
-@st.cache_data(max_entries=16, ttl=TTL, show_spinner=False)
-def _baseline_arrays(_bundle, content_hash: str, customer: str, key: tuple) -> dict:
-    return diagnostics.shown_baseline(_bundle, customer, Settings.from_key(key))
-
-
-def baseline_arrays(bundle, customer: str, settings: Settings) -> dict:
-    """The baseline this customer is compared with: static (S,), temporal (T, F) (mean if sampled)."""
-    return _baseline_arrays(bundle, bundle.content_hash, str(customer), settings.key())
-
-
 def feature_groups(bundle) -> tuple:
     """The bundle's feature groups (declared, else found from a seeded sample of its data), once per bundle content
     (``explain.analysis.groups.of`` keeps them): what the Customer page's words say as one reason."""
@@ -386,7 +376,7 @@ def observed(bundle) -> "whatif.Observed":
 def whatif_context(bundle, customer: str, settings: Settings) -> "whatif.Context":
     """What the edits of ``customer`` refer to (the baseline is the one the Customer page shows)."""
     return whatif.context(bundle, customer, settings, observed=observed(bundle),
-                          baseline=baseline_arrays(bundle, customer, settings))
+                          baseline=diagnostics.shown_baseline(bundle, customer, settings))
 
 
 @st.cache_data(max_entries=64, ttl=TTL, show_spinner="Explaining the original and the edited customer...")

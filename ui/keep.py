@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from explain.core.errors import ExplainError
-from ui import show, state
+from ui import cache, show
 from ui import whatif as whatif_ui
 
 THRESHOLD = 0.5  # the score to get below: the edge of "likely to churn"
@@ -17,7 +17,7 @@ def search(bundle, cid: str, settings):
     """The what-if search that would keep ``cid`` (cached), or None where it does not apply: the What-if page
     says which model kinds and why."""
     try:
-        return state.whatif_search(bundle, cid, settings, threshold=THRESHOLD, time_limit=TIME_LIMIT)
+        return cache.whatif_search(bundle, cid, settings, threshold=THRESHOLD, time_limit=TIME_LIMIT)
     except ExplainError:
         return None
 

@@ -16,7 +16,7 @@ from explain.analysis import report, whatif
 from explain.analysis.whatif import Edit, Scenario, ScenarioError
 from explain.core import labels, periods
 from explain.plots import html as html_report
-from ui import show, state, url
+from ui import cache, show, url
 
 PARAM = "whatif"
 THRESHOLDS = tuple(round(0.05 * k, 2) for k in range(1, 20))
@@ -33,7 +33,7 @@ def try_scenario(bundle, cid: str, settings, scenario: Scenario | str, source: s
     """Make ``scenario`` the current one if it can be applied to ``cid``; else warn (naming it)."""
     text = scenario if isinstance(scenario, str) else scenario.text()
     try:
-        ctx = state.whatif_context(bundle, cid, settings)
+        ctx = cache.whatif_context(bundle, cid, settings)
         whatif.apply(ctx, whatif.parse_scenario(text, bundle, ctx.observed))
     except ScenarioError as error:
         prefix = f"Ignored the link's {PARAM}={text!r}. " if source == "link" else ""
@@ -58,7 +58,7 @@ def scenario_state(bundle, cid: str, settings) -> tuple[Scenario, int]:
     for warning in ss.pop("_whatif_warnings", []):
         st.warning(show.md(warning), icon=":material/warning:")
     url.write({PARAM: current["text"] or None})
-    return whatif.parse_scenario(current["text"], bundle, state.observed(bundle)), current["version"]
+    return whatif.parse_scenario(current["text"], bundle, cache.observed(bundle)), current["version"]
 
 
 def _static_changed(bundle, cid, settings, scenario, j: int, key: str) -> None:
@@ -69,7 +69,7 @@ def _static_changed(bundle, cid, settings, scenario, j: int, key: str) -> None:
 
 def static_ui(bundle, cid, settings, scenario, values, version: int) -> None:
     """One input per static feature: categories from the observed set, numbers within the observed range."""
-    observed = state.observed(bundle)
+    observed = cache.observed(bundle)
     columns = st.columns(3)
     for j, label in enumerate(bundle.static_labels):
         key = f"wi_s{j}_{version}"
@@ -100,7 +100,7 @@ def _table_changed(bundle, cid, settings, scenario, key: str) -> None:
 
 def table_ui(bundle, cid, settings, scenario, values, version: int) -> None:
     """The monthly values as an editable period x feature table (each column within its observed range)."""
-    observed = state.observed(bundle)
+    observed = cache.observed(bundle)
     config = {}
     for f, (column, label) in enumerate(zip(bundle.temporal_features, bundle.temporal_labels)):
         low, high = observed.limits("temporal", f)

@@ -65,11 +65,9 @@ def integration_points(bundle, customer: str, settings, alphas: int = SWEEP_ALPH
     settings = settings.for_bundle(bundle)
     inputs = bundle.inputs_for([str(customer)])
     base = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical)
-    return points.path_points(
-        bundle.model, inputs, base, sweep=alphas, steps=settings.steps, method=settings.method,
-        target=settings.target, space=settings.space, path=settings.path, tolerance=settings.tolerance,
-        max_points=settings.max_points, ids=[str(customer)], output_names=bundle.output_names,
-        should_stop=should_stop, roles=getattr(bundle, "roles", None) or None)
+    return points.path_points(bundle.model, inputs, base, settings, sweep=alphas, ids=[str(customer)],
+                              output_names=bundle.output_names, should_stop=should_stop,
+                              roles=getattr(bundle, "roles", None) or None)
 
 
 def points_text(result: points.PathPoints) -> str:
@@ -93,19 +91,32 @@ def points_text(result: points.PathPoints) -> str:
     return what + " " + "; ".join(spent) + "." + sample
 
 
-def shown_baseline(bundle, customer: str, settings) -> dict:
+def shown_baseline(bundle, customer: str, settings, *, attribution=None, row: int = 0) -> dict:
     """The baseline ``customer`` is compared with: static (S,), temporal (T, F) float64 (a model with
     more inputs: its numeric inputs by key, the histories among them); a distribution of K
-    baselines (sample:K) is shown as its mean."""
-    inputs = bundle.inputs_for([customer])
-    base = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical)
+    baselines (sample:K) is shown as its mean.
+
+    ``attribution``: the customer's result at ``row``; its baseline (``Attribution.baselines``, the arrays
+    IG integrated from) is read, not computed again. Without one (or one that does not carry its
+    baseline) the baseline of ``settings`` is computed (``baseline_for``)."""
+    if attribution is not None and attribution.baselines:
+        one = {key: np.asarray(value)[None] if isinstance(value, np.ndarray) else value
+               for key, value in attribution.baseline_of(row).items()}  # (1, ...) or (1, K, ...) as computed
+        dtypes = {key: np.asarray(value).dtype for key, value in attribution.baselines.items()
+                  if isinstance(value, np.ndarray)}
+        ndims = {key: np.ndim(value) for key, value in attribution.inputs.items()}
+    else:
+        inputs = bundle.inputs_for([customer])
+        one = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical)
+        dtypes = {key: np.asarray(value).dtype for key, value in inputs.items()}
+        ndims = {key: np.ndim(value) for key, value in inputs.items()}
     out = {}
-    for key, value in base.items():
-        if not isinstance(value, np.ndarray) or np.asarray(inputs[key]).dtype.kind not in "fiub" or (
+    for key, value in one.items():
+        if not isinstance(value, np.ndarray) or dtypes[key].kind not in "fiub" or (
                 not bundle.plain and bundle.layout.spec(key).embedding is not None):
             continue  # a category (ids or text, or a mean embedding) has no value to draw
         value = np.asarray(value, np.float64)
-        if value.ndim == np.ndim(inputs[key]) + 1:  # (1, K, ...): K sampled baselines
+        if value.ndim == ndims[key] + 1:  # (1, K, ...): K sampled baselines
             value = value.mean(axis=1)
         out[key] = value[0]
     return out

@@ -49,11 +49,12 @@ from explain.batch.format import (
 )
 from explain.batch.job import DEFAULT_CHUNK_SIZE, BatchResult, check_chunk_size, follow, result
 from explain.core import xla
-from explain.core.engine import compiled_calls, cut_notes
+from explain.core.engine import cut_notes
 from explain.core.errors import ExplainError
 from explain.core.ig import DEFAULT_BATCH_SIZE
 from explain.core.settings import Settings
 from explain.core.text import examples
+from explain.core.xla import compiled_calls
 
 POINT_PERIODS = 400_000  # interpolation points x history periods per gradient call (memory, see points_per_call)
 MIN_POINTS = 64

@@ -41,7 +41,6 @@ from explain.core.calls import COMPILED_IN_FLIGHT, InFlight
 from explain.core.cut import CUT_STEP, Checked, Cut, Probe
 from explain.core.errors import AttributionError, Stopped
 from explain.core.inputs import input_layout
-from explain.core.xla import compiled_calls  # noqa: F401 - explain/batch/local.py imports it from here (issue 39)
 
 # Message templates (tests match them).
 NOT_TWO_INPUTS = (

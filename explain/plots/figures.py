@@ -297,12 +297,11 @@ def no_data_trace(periods, features, padding) -> go.Heatmap | None:
     return None if grey is None else go.Heatmap(grey)
 
 
-def _plan_of(plan, periods, features, *arrays, padding=None, view=None) -> Plan:
-    """The finished ``plan`` the caller made (``explain.plots.periods.heatmap_plan``), else the one of ``arrays``
-    as ``view`` asks. The second is a compatibility path for the callers that still pass a ``view`` (the Cohort,
-    Compare and What-if pages): a figure draws a plan, it does not make one."""
-    return plan if plan is not None else periods_display.heatmap_plan(periods, features, *arrays, padding=padding,
-                                                                      view=view)
+def _plan_of(plan, periods, features, *arrays, padding=None) -> Plan:
+    """The finished ``plan`` the caller made (``explain.plots.periods.heatmap_plan`` with the reader's ``View``:
+    what the dashboard and ``explain.figures`` pass), else the default plan of ``arrays`` (every period up to
+    ``MAX_PERIODS``, then binned; the top features): a figure drawn from bare arrays in a notebook."""
+    return plan if plan is not None else periods_display.heatmap_plan(periods, features, *arrays, padding=padding)
 
 
 def _period_title(plan) -> str:
@@ -318,12 +317,12 @@ def _units_shown(plan, features, units) -> list:
 def temporal_heatmap(periods, features, attributions, *, values=None, baseline=None, units=None,
                      zmax: float | None = None, title: str | None = None,
                      colorbar_title: str = ATTRIBUTION_TITLE, height: int | None = None, padding=None,
-                     view=None, plan: Plan | None = None) -> go.Figure:
+                     plan: Plan | None = None) -> go.Figure:
     """One heatmap of ``attributions`` (T, F): periods on x, features on y (first at the top);
     padded periods grey, "no data". A long history is drawn binned and many features folded as
     ``plan`` says (``explain.plots.periods.heatmap_plan`` of these attributions and their padding;
-    the axis title says how). Without a plan: the one of ``padding`` (T,) bool and ``view``."""
-    plan = _plan_of(plan, periods, features, attributions, padding=padding, view=view)
+    the axis title says how). Without a plan: the default one of ``padding`` (T,) bool."""
+    plan = _plan_of(plan, periods, features, attributions, padding=padding)
     return _heatmap_figure(plan, features, plan.sums(attributions), values=plan.means(values),
                            baseline=plan.means(baseline), units=_units_shown(plan, features, units), zmax=zmax,
                            title=title, colorbar_title=colorbar_title, height=height)
@@ -344,11 +343,11 @@ def _heatmap_figure(plan, features, shown, *, values=None, baseline=None, units=
 
 
 def magnitude_heatmap(periods, features, magnitudes, *, title: str | None = None,
-                      colorbar_title: str = MAGNITUDE_TITLE, view=None, plan: Plan | None = None) -> go.Figure:
+                      colorbar_title: str = MAGNITUDE_TITLE, plan: Plan | None = None) -> go.Figure:
     """Sequential heatmap of non-negative sizes (T, F), from 0 to the largest (a robust limit on a
     large heatmap with an extreme cell); long histories binned and many features folded as ``plan``
-    says (``heatmap_plan`` of these sizes; without one: as ``view`` asks)."""
-    plan = _plan_of(plan, periods, features, magnitudes, view=view)
+    says (``heatmap_plan`` of these sizes; without one: the default plan)."""
+    plan = _plan_of(plan, periods, features, magnitudes)
     shown = plan.sums(magnitudes)
     m, clipped = periods_display.robust_limit(shown)
     return _heatmap_figure(plan, features, shown, zmax=m, zmin=0.0, colorscale=SEQUENTIAL, title=title,
@@ -361,10 +360,10 @@ PANEL_GRID = dict(rows=2, cols=2, column_widths=(0.8, 0.2), row_heights=(0.24, 0
 
 
 def temporal_panel_spec(periods, features, attributions, *, values=None, baseline=None, units=None,
-                        zmax: float | None = None, title: str | None = None, padding=None, view=None,
+                        zmax: float | None = None, title: str | None = None, padding=None,
                         plan: Plan | None = None) -> dict:
     """:func:`temporal_panel` as a plain figure dict (no template)."""
-    plan = _plan_of(plan, periods, features, attributions, padding=padding, view=view)
+    plan = _plan_of(plan, periods, features, attributions, padding=padding)
     attributions, values, baseline = plan.sums(attributions), plan.means(values), plan.means(baseline)
     units, periods, padding = _units_shown(plan, features, units), plan.labels, plan.padding
     features = plan.row_names(features)
@@ -399,7 +398,7 @@ def temporal_panel_spec(periods, features, attributions, *, values=None, baselin
 
 
 def temporal_panel(periods, features, attributions, *, values=None, baseline=None, units=None,
-                   zmax: float | None = None, title: str | None = None, padding=None, view=None,
+                   zmax: float | None = None, title: str | None = None, padding=None,
                    plan: Plan | None = None) -> go.Figure:
     """The heatmap with its totals beside it: per period above, per feature on the right.
 
@@ -407,11 +406,11 @@ def temporal_panel(periods, features, attributions, *, values=None, baseline=Non
     Padded periods are grey, "no data". ``plan``: the finished plan of this heatmap
     (``explain.plots.periods.heatmap_plan`` of these attributions, their padding and the reader's
     ``View``), made once by the caller: the history beside it draws the same one. Without a plan:
-    the one of ``padding`` (T,) bool and ``view`` (default: binned when longer than 60 periods).
+    the default one of ``padding`` (T,) bool (binned when longer than 60 periods).
     """
     return subplots_figure(temporal_panel_spec(periods, features, attributions, values=values, baseline=baseline,
-                                               units=units, zmax=zmax, title=title, padding=padding, view=view,
-                                               plan=plan), **PANEL_GRID)
+                                               units=units, zmax=zmax, title=title, padding=padding, plan=plan),
+                           **PANEL_GRID)
 
 
 HISTORY_PX = 360   # the narrowest history figure planned for: half of a 1280 px page's main column, or a phone
@@ -589,21 +588,21 @@ def history_figure(periods, labels, values, *, baseline=None, units=None, title:
 
 
 def compare_figures(periods, features, first, second, *, names=("A", "B"), values=(None, None),
-                    units=None, padding=(None, None), view=None,
+                    units=None, padding=(None, None),
                     plan: Plan | None = None) -> tuple[go.Figure, go.Figure, go.Figure]:
     """Two heatmaps on ONE shared scale (same zmin/zmax) and their difference (first - second).
 
     first, second: (T, F) attributions aligned by period; ``padding``: each one's padded periods
     (T,) bool (or None), grey "no data"; the difference is no data where either has none. The
     difference has its own symmetric scale, titled as such. ``plan``: the three's one plan
-    (``explain.plots.periods.compare_plan`` of these attributions and paddings); without one: that
-    plan as ``view`` asks.
+    (``explain.plots.periods.compare_plan`` of these attributions and paddings, with the reader's ``View``);
+    without one: their default plan.
     """
     pads = [None if p is None else np.asarray(p, bool) for p in padding]
     first, second = (np.where(p[:, None], np.nan, np.asarray(a, np.float64)) if p is not None
                      else np.asarray(a, np.float64) for a, p in zip((first, second), pads))
-    if plan is None:  # compatibility: the pages that pass a view
-        plan = periods_display.compare_plan(periods, features, first, second, padding=pads, view=view)
+    if plan is None:  # arrays alone (a notebook): their default plan
+        plan = periods_display.compare_plan(periods, features, first, second, padding=pads)
     # one binning and row order for the three (the same importance); each grey where it has no data
     plans = [plan.with_padding(p) for p in pads]
     first, second = plans[0].sums(first), plans[1].sums(second)
@@ -710,7 +709,7 @@ def risk_histogram(predictions, bands=None, *, title: str | None = None, x_title
 
 
 def whatif_figures(periods, features, original, edited, *, changed=None, values=(None, None), units=None,
-                   names=("Original", "What-if"), padding=None, view=None,
+                   names=("Original", "What-if"), padding=None,
                    plan: Plan | None = None) -> tuple[go.Figure, go.Figure, go.Figure]:
     """The original's and the edited customer's heatmaps on ONE shared symmetric scale, and the
     change (edited minus original) on its own; ``changed`` (T, F) bool outlines the edited cells.
@@ -718,11 +717,10 @@ def whatif_figures(periods, features, original, edited, *, changed=None, values=
     original, edited: (T, F) attributions; values: their raw values (T, F) for the hover text;
     ``padding`` (T,) bool: the customer's padded periods (never edited), grey "no data" in all three.
     ``plan``: the three's one plan (``explain.plots.periods.compare_plan(periods, features, edited,
-    original, padding=(padding, padding), view=...)``); without one: that plan as ``view`` asks.
+    original, padding=(padding, padding), view=...)``); without one: their default plan.
     """
-    if plan is None:  # compatibility: the pages that pass a view
-        plan = periods_display.compare_plan(periods, features, edited, original, padding=(padding, padding),
-                                            view=view)
+    if plan is None:  # arrays alone (a notebook): their default plan
+        plan = periods_display.compare_plan(periods, features, edited, original, padding=(padding, padding))
     fig_edited, fig_original, fig_change = compare_figures(
         periods, features, edited, original, names=(names[1], names[0]), values=(values[1], values[0]),
         padding=(padding, padding), units=units, plan=plan)

@@ -140,3 +140,20 @@ def test_integration_points_are_those_of_the_customers_attribution(lstm, steps):
         assert "where the prediction changes along the path, the engine placed more points" in text
     else:
         assert "the same 16 points of the gausslegendre rule for every customer" in text
+
+
+@pytest.mark.parametrize("spec", ["mean", "sample:4", "flat", "customer:D03", "zero"])
+def test_the_shown_baseline_read_from_a_result_is_the_one_computed(lstm, spec):
+    """The Customer page reads the baseline from the attribution (``Attribution.baselines``: the arrays IG
+    integrated from) instead of computing it a second time: the same numbers, for a shared and a per-customer
+    baseline and a distribution of K."""
+    from explain.analysis.explainer import explain_customers
+
+    settings = Settings(baseline=spec, seed=7, steps=8)
+    result = explain_customers(lstm, ["D01", "D05", "D07"], settings)
+    for row, cid in enumerate(["D01", "D05", "D07"]):
+        computed = diagnostics.shown_baseline(lstm, cid, settings)
+        read = diagnostics.shown_baseline(lstm, cid, settings, attribution=result, row=row)
+        assert read.keys() == computed.keys() == {"static", "temporal"}
+        for key in read:
+            np.testing.assert_array_equal(read[key], computed[key])

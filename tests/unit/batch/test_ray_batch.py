@@ -35,10 +35,10 @@ from explain.batch.stores import find_store
 from explain.bundle.load import load_bundle
 from explain.cli import main
 from explain.core.errors import ExplainError
-from explain.core.settings import Settings as Request
+from explain.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[3]
-REQUEST = Request(steps=8)
+REQUEST = Settings(steps=8)
 SETTINGS = ["--steps", "8"]
 CHUNK = 4  # many small chunks: a kill lands mid-run
 
@@ -256,7 +256,7 @@ def test_resume_after_the_driver_is_killed_gives_the_same_store(ray_cluster, bun
 def test_every_customer_of_a_shuffled_parquet_bundle_same_as_local(ray_cluster, parquet_dir, tmp_path):
     """Ray Data's read_parquet path, the whole bundle (no customers file) and a data-wide
     baseline computed once by the planning task: the local engine's store, bit for bit."""
-    request = Request(steps=8, baseline="median")
+    request = Settings(steps=8, baseline="median")
     local_out, ray_out = tmp_path / "local", tmp_path / "ray"
     run_batch_job(load_bundle(parquet_dir), local_out, request, chunk_size=500, progress=False)
     result = ray_batch.run_ray_batch_job(parquet_dir, ray_out, request, chunk_size=500, workers=2, progress=False)
@@ -288,7 +288,7 @@ def test_a_different_run_is_refused_and_nothing_is_changed(ray_cluster, bundle_d
     shutil.copytree(local[0], out)
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
     with pytest.raises(StoreError, match=r"setting steps: stored 8, requested 16"):
-        ray_batch.run_ray_batch_job(bundle_dir, out, Request(steps=16), chunk_size=CHUNK, ids=ids, progress=False)
+        ray_batch.run_ray_batch_job(bundle_dir, out, Settings(steps=16), chunk_size=CHUNK, ids=ids, progress=False)
     (out / "notes.txt").write_text("mine")
     with pytest.raises(StoreError, match="holds 1 file\\(s\\) this tool did not write: 'notes.txt'"):
         ray_batch.run_ray_batch_job(bundle_dir, out, REQUEST, chunk_size=CHUNK, ids=ids, progress=False)
