@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from explain.core.access import parse_allow
+from explain.access import parse_allow
 from explain.core.errors import ExplainError
 from explain.modelfile.limits import OWNER_LIMITS, UPLOAD_LIMITS, Limits, limit_arguments
 
@@ -86,7 +86,7 @@ LOGIN_NOTE = ("explain: login: OpenID Connect through {metadata} (client {client
 class Oidc:
     """The settings of the dashboard's login (``--auth oidc``): the provider's discovery document
     (``.well-known/openid-configuration``), this app's client id and secret at the provider, the allow-list
-    (``explain.core.access``) and the redirect URI registered there (None: ``http://localhost:PORT/oauth2callback``)."""
+    (``explain.access``) and the redirect URI registered there (None: ``http://localhost:PORT/oauth2callback``)."""
 
     metadata_url: str
     client_id: str

@@ -9,7 +9,7 @@ Configured in ``.streamlit/secrets.toml`` (or the private one ``explain serve --
     client_secret = "..."
     server_metadata_url = "https://login.example.com/.well-known/openid-configuration"
 
-    [access]                    # who may see the dashboard (explain.core.access)
+    [access]                    # who may see the dashboard (explain.access)
     allow = ["ana@example.com", "@example.com"]
 
 Without an ``[auth]`` section there is no login (local use). With one, app.py calls :func:`gate`
@@ -31,7 +31,7 @@ from urllib.parse import urlparse
 
 import streamlit as st
 
-from explain.core import access
+from explain import access
 from explain.core.errors import ExplainError
 from ui import show
 

@@ -5,7 +5,7 @@ Imports nothing above it."""
 import importlib
 
 _MODULES = (
-    'access', 'adaptive', 'backend', 'backend_jax', 'backend_tf', 'baselines', 'bounded_json', 'calls', 'chunks',
+    'adaptive', 'backend', 'backend_jax', 'backend_tf', 'baselines', 'bounded_json', 'calls', 'chunks',
     'cut', 'engine', 'errors', 'files', 'ig', 'inputs', 'kept', 'labels', 'periods', 'points', 'quadrature',
     'settings', 'text', 'verdict', 'xla'
 )

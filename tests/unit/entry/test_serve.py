@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from explain import serve
+from explain import access, serve
 from explain.cli import main
-from explain.core import access
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -1,9 +1,9 @@
-"""The allow-list of the dashboard's login (explain.core.access): exact addresses, whole domains, case, and no
+"""The allow-list of the dashboard's login (explain.access): exact addresses, whole domains, case, and no
 match on a partial domain, a subdomain, a look-alike or an address the provider did not verify."""
 
 import pytest
 
-from explain.core import access
+from explain import access
 from explain.core.errors import ExplainError
 
 ALLOW = access.parse_allow(["Ana@Example.com", "@Team.Example", " bob@other.example "])
