@@ -8,13 +8,12 @@ from explain.analysis import cohort
 from explain.core import verdict
 from explain.plots import figures
 from explain.plots.periods import heatmap_plan
-from ui import cache, frame, jobs, pickers, show, views
-from ui import inputs as more_inputs
+from ui import cache, frame, input_views, jobs, pickers, show, views
 
 
 def cohort_page():
     bundle, choice = frame.page()
-    more_inputs.one_history_only(bundle, "Cohort")
+    input_views.one_history_only(bundle, "Cohort")
     settings = choice.settings
     st.title("Cohort")
     st.caption(show.md(f"Each customer compared with {pickers.compared_with(settings)}."))

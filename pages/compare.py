@@ -7,8 +7,7 @@ from explain.analysis import cohort, report
 from explain.core import labels
 from explain.plots import figures
 from explain.plots.periods import compare_plan
-from ui import cache, frame, pickers, show, views
-from ui import inputs as more_inputs
+from ui import cache, frame, input_views, pickers, show, views
 
 COHORT_NOTE = ("The cohort's mean is over {n:,} of the {total:,} customers with {label} = {value}, drawn at random "
                "with a fixed seed (the same ones every time), which keeps the page fast. A padded period counts "
@@ -43,7 +42,7 @@ def one(bundle, cid, settings) -> dict:
 
 def compare_page():
     bundle, choice = frame.page()
-    more_inputs.one_history_only(bundle, "Compare")
+    input_views.one_history_only(bundle, "Compare")
     cid, settings = choice.customer, choice.settings
     st.title("Compare")
     other = pickers.compare_ui(bundle)

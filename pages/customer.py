@@ -8,8 +8,7 @@ from explain.analysis import report
 from explain.analysis import words as analyst_words
 from explain.analysis.diagnostics import shown_baseline
 from explain.core import baselines, periods, verdict
-from ui import cache, frame, keep, pickers, show
-from ui import inputs as more_inputs
+from ui import cache, frame, input_views, keep, pickers, show
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
 LEGEND = ("Each bar and cell is a share of the difference between this customer's score and the "
@@ -56,7 +55,7 @@ def customer_page():
     fx, fb, delta = (float(attribution.prediction[0]), float(attribution.baseline_prediction[0]),
                      float(attribution.delta[0]))
     status, advice = report.delta_status(delta, fx, fb, auto=settings.steps == "auto")
-    described = show.md(more_inputs.baseline_words(bundle, settings, analyst=True))
+    described = show.md(input_views.baseline_words(bundle, settings, analyst=True))
     scores = cache.predictions(bundle, attribution.settings.target)
     shown = shown_baseline(bundle, cid, settings, attribution=attribution)  # the baseline IG used, from its result
     reference = analyst_words.references(bundle, cid, settings, shown)
@@ -96,10 +95,10 @@ def customer_page():
               help="prediction minus baseline prediction: what the attributions below share out")
     if close := report.close_baseline_note(fx, fb):
         st.warning(show.md(close), icon=":material/compare_arrows:")
-    shown = more_inputs.customer_figures(attribution, bundle, cid, reference, settings, after_heatmaps=lambda: (
+    shown = input_views.customer_figures(attribution, bundle, cid, reference, settings, after_heatmaps=lambda: (
         below_heatmaps(bundle, cid, settings, story, score, target, described, advice)))
     st.subheader("Download")
-    more_inputs.downloads(attribution, bundle, cid, settings, shown, story)
+    input_views.downloads(attribution, bundle, cid, settings, shown, story)
 
 
 with show.guard():

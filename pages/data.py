@@ -6,8 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from explain.core import periods
-from ui import cache, frame, show, uploads
-from ui import inputs as more_inputs
+from ui import cache, frame, input_views, show, uploads
 
 
 def demo_note(bundle) -> None:
@@ -48,7 +47,7 @@ def bundle_overview(bundle) -> None:
     with right:
         st.markdown(f"**{periods.words(bundle).adjective.capitalize()} table** (customer {show.md(bundle.ids[0])})")
         st.dataframe(pd.DataFrame(bundle.temporal[0], index=bundle.periods, columns=bundle.temporal_labels))
-    more_inputs.overview(bundle)
+    input_views.overview(bundle)
     st.markdown("**Model summary**")
     show.model_summary(*cache.model_layers(bundle))
 

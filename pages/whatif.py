@@ -6,8 +6,7 @@ from explain.analysis import cohort, report
 from explain.core import baselines, periods
 from explain.plots import figures
 from explain.plots.periods import compare_plan
-from ui import cache, frame, show, views
-from ui import inputs as more_inputs
+from ui import cache, frame, input_views, show, views
 from ui import whatif as ui
 
 INTRO = ("Change this customer's values and see what the model would say. Left: the customer as they are; "
@@ -66,7 +65,7 @@ def search_section(bundle, cid, settings) -> None:
 
 def whatif_page():
     bundle, choice = frame.page()
-    more_inputs.one_history_only(bundle, "What-if", needs="numbers")
+    input_views.one_history_only(bundle, "What-if", needs="numbers")
     cid, settings = choice.customer, choice.settings
     st.title(f"What if… customer {show.md(cid)}")
     st.markdown(INTRO)

@@ -19,8 +19,7 @@ import streamlit as st
 from explain.analysis import words as analyst_words
 from explain.core import labels, verdict
 from explain.core.settings import DEFAULT_BLUR_WIDTH, DEFAULT_SAMPLES, Baseline, Settings
-from ui import cache, options, show, url
-from ui import inputs as more_inputs
+from ui import cache, input_views, options, show, url
 
 
 @dataclass(frozen=True)
@@ -255,7 +254,7 @@ def advanced_ui(bundle) -> None:
         st.selectbox("Target (output explained)", bundle.output_names, key="target")
         st.radio("Space", options.SPACES, key="space", format_func=options.SPACE_LABELS.get, horizontal=True)
         st.radio("Path", options.PATHS, key="path", format_func=options.PATH_LABELS.get)
-        more_inputs.categorical_ui(bundle)
+        input_views.categorical_ui(bundle)
 
 
 def sidebar_ui(bundle) -> Choice:

@@ -110,7 +110,7 @@ def test_customer_history_lines_follow_the_heatmaps_bins_and_rows(bundle_env):
 
 def test_a_padded_bundles_history_has_the_same_control(tmp_path, monkeypatch):
     """Bundles with more inputs (here 64 weeks behind Masking) draw their histories through
-    ui/inputs.py: the same control, one per history; padded weeks stay grey "no data"."""
+    ui/input_views.py: the same control, one per history; padded weeks stay grey "no data"."""
     from tests.support import padded
 
     folder = padded.write(tmp_path / "padded")
