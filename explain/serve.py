@@ -47,6 +47,9 @@ NO_DASHBOARD = ("The dashboard's files were not found: expected {packaged}/app.p
                 "repository (a wheel built by `python -m build` carries the dashboard).")
 NO_STREAMLIT = ("`explain serve` needs Streamlit, which is not installed. Install the dashboard extra: "
                 "pip install 'explain[dashboard]' (or pip install -r requirements.txt in the repository).")
+CANNOT_START = ("cannot start the dashboard: {program} could not be run ({reason}). Check that this Python exists "
+                "and that this user may run it (its folder's permissions), or start the dashboard from the checkout "
+                "with `streamlit run app.py`.")
 NOT_A_BUNDLE = ("--bundle {path} is not a folder. A bundle is a folder holding model.keras, a static and a "
                 "temporal table (see `explain check --bundle DIR`).")
 BAD_PORT = "--port {port} must be a TCP port number from 1 to 65535."
@@ -340,6 +343,9 @@ def serve(bundle: str | os.PathLike | None = None, *, port: int = DEFAULT_PORT,
         print(trust.format(address=address, port=port), file=sys.stderr, flush=True)
     print(f"explain: serving {'the demo bundle' if bundle is None else bundle} at http://{address}:{port}",
           file=sys.stderr, flush=True)
-    if os.name == "posix":
-        os.execv(argv[0], argv)  # signals (Ctrl-C, kill) reach Streamlit itself
-    return subprocess.call(argv)
+    try:
+        if os.name == "posix":
+            os.execv(argv[0], argv)  # signals (Ctrl-C, kill) reach Streamlit itself
+        return subprocess.call(argv)
+    except OSError as error:  # PermissionError, a missing interpreter: one line, not a traceback
+        raise ExplainError(CANNOT_START.format(program=argv[0], reason=error.strerror or error)) from None

@@ -106,6 +106,19 @@ def test_serve_on_every_interface_exits_2_naming_the_two_ways_to_proceed(capsys,
     assert started and "--server.address=0.0.0.0" in started[0][1]  # execv (stubbed) of the launcher
 
 
+@pytest.mark.parametrize("failure", [PermissionError(13, "Permission denied"), FileNotFoundError(2, "No such file")])
+def test_a_python_that_cannot_be_started_is_one_line_naming_it(capsys, monkeypatch, failure):
+    def refuse(*args, **kwargs):
+        raise failure
+
+    monkeypatch.setattr(serve.os, "execv", refuse)
+    monkeypatch.setattr(serve.subprocess, "call", refuse)
+    assert main(["serve", "--port", "8767"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "cannot start the dashboard" in err and failure.strerror in err
+    assert serve.sys.executable in err or "python" in err.lower()
+
+
 OIDC = ["--auth", "oidc", "--oidc-metadata", "https://login.example.com/.well-known/openid-configuration",
         "--client-id", "dashboard", "--allow", "ana@example.com", "--allow", "@Team.Example"]
 SECRET = 'se"cr\\et-ü-0123456789'  # a quote, a backslash and a non-ASCII letter: written as TOML escapes them
