@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
 # Install everything the tests need on a fresh Debian machine, then run every test.
 # Used by .ci/run and quoted in the README. Needs root (or sudo) for Debian's chromium.
+#   bash scripts/test.sh [pytest options]           everything (what CI runs)
+#   bash scripts/test.sh --quick [pytest options]   the quick loop: the engine, bundles, analysis and AppTest
+#                                                   pages in two workers; no browser, Ray, JAX subprocess or
+#                                                   test measured over 1 s (tests/slow_tests.txt); no docs build
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--quick" ]; then
+    shift
+    python3 -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+    export TF_CPP_MIN_LOG_LEVEL=2
+    python3 -m ruff check .
+    exec python3 -m pytest --quick -n 2 "$@"
+fi
 
 if ! command -v chromium >/dev/null 2>&1; then
     SUDO=""

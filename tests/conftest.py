@@ -49,3 +49,35 @@ def bundle_dir(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bundle") / "demo"
     shutil.copytree(DEMO, folder, ignore=shutil.ignore_patterns("attributions"))
     return folder
+
+
+# ---------------------------------------------------------------------------------------------- the quick run
+QUICK_LEAVES_OUT = (  # whole kinds of tests the quick run (--quick) leaves out; CI runs everything
+    "tests/browser/",                       # Chromium
+    "tests/unit/batch/test_ray",            # Ray's cluster
+    "tests/unit/core/test_backends.py",     # the JAX backend in a subprocess
+    "tests/app/test_jax_pages.py",          # the dashboard under JAX
+)
+SLOW_TESTS = Path(__file__).with_name("slow_tests.txt")  # measured: scripts/slow_tests.py
+
+
+def pytest_addoption(parser):
+    parser.addoption("--quick", action="store_true", default=False,
+                     help="the quick loop: leave out the browser, Ray, JAX-subprocess and `slow` tests and those "
+                          "measured over 1 s (tests/slow_tests.txt); CI runs everything")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--quick"):
+        return
+    slow = {line.strip() for line in SLOW_TESTS.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")}
+    kept, left = [], []
+    for item in items:
+        node = item.nodeid
+        out = (node.startswith(QUICK_LEAVES_OUT) or node in slow
+               or item.get_closest_marker("slow") is not None or item.get_closest_marker("browser") is not None)
+        (left if out else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
