@@ -29,14 +29,19 @@ FIELDS = ("static", "temporal", "prediction", "baseline_prediction", "delta", "s
 
 def machine() -> str:
     """The processor and library versions the numbers depend on: equality bit for bit is expected on these."""
+    import hashlib
+
     import tensorflow as tf
 
-    model = ""
+    model, flags = platform.processor(), ""
     try:
-        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+        lines = open("/proc/cpuinfo").read().splitlines()
+        model = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
+        flags = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("flags"))
     except (OSError, StopIteration):
-        model = platform.processor()
-    return f"{model} | tf {tf.__version__} | numpy {np.__version__} | {platform.python_version()}"
+        pass
+    vector = hashlib.sha256(" ".join(sorted(flags.split())).encode()).hexdigest()[:12]  # the kernels oneDNN picks
+    return f"{model} (flags {vector}) | tf {tf.__version__} | numpy {np.__version__} | {platform.python_version()}"
 
 
 def _arrays(bundle, ids, cases) -> dict:
