@@ -36,17 +36,23 @@ ABSOLUTE_TOLERANCE = 1e-4  # floor, for customers whose f(x) is close to f(b)
 AUTO = "auto"
 
 # Baseline kinds and their arguments.
-KINDS = ("zero", "mean", "median", "customer", "cohort", "flat", "blur", "sample")
-NEEDS_ARGUMENT = ("customer", "cohort", "sample")
+KINDS = ("zero", "mean", "median", "customer", "cohort", "flat", "blur", "sample", "previous", "bundle")
+NEEDS_ARGUMENT = ("customer", "cohort", "sample", "bundle")
 NO_ARGUMENT = ("zero", "mean", "median", "flat")
 DEFAULT_BLUR_WIDTH = 2.0
 DEFAULT_SAMPLES = 16
 MAX_SAMPLES = 256
+MAX_PREVIOUS = 1000  # previous:K, K periods back
 
 # Message templates (tests import them).
 BAD_SPEC = (
     "Unknown baseline {spec!r}. Expected one of: zero, mean, median, customer:ID, "
-    "cohort:LABEL, flat, blur or blur:WIDTH, sample:K."
+    "cohort:LABEL, flat, blur or blur:WIDTH, sample:K, previous or previous:K (the customer K periods earlier), "
+    "bundle:DIR (an earlier snapshot of the same customers)."
+)
+BAD_PREVIOUS = (
+    "previous:K needs K, the number of periods back, as an integer from 1 to {high} (for example previous:1, "
+    "last period); got {k!r}."
 )
 BAD_WIDTH = "Blur width {width!r} must be a positive number of periods (for example blur:2)."
 BAD_SAMPLES = "sample:K needs K from 1 to {high} baselines (for example sample:16); got {k!r}."
@@ -89,7 +95,8 @@ class Baseline:
     """A baseline spec: ``kind`` and its ``argument``.
 
     customer: the id (str); cohort: the label value as text (str); blur: the width in periods
-    (float, None = DEFAULT_BLUR_WIDTH); sample: K (int); the other kinds take none.
+    (float, None = DEFAULT_BLUR_WIDTH); sample: K (int); previous: K periods back (int, None = 1);
+    bundle: the folder of an earlier snapshot of the same customers (str); the other kinds take none.
     ``str()`` is the spec the CLI and the URL use (``customer:C00042``, ``blur:1.5``).
     """
 
@@ -101,8 +108,12 @@ class Baseline:
         if (kind not in KINDS or (kind in NEEDS_ARGUMENT and arg in (None, ""))
                 or (kind in NO_ARGUMENT and arg is not None)):
             raise AttributionError(BAD_SPEC.format(spec=self._text()))
-        if kind in ("customer", "cohort"):
+        if kind in ("customer", "cohort", "bundle"):
             object.__setattr__(self, "argument", str(arg))
+        elif kind == "previous" and arg is not None:
+            if not _is_int(arg) or not 1 <= arg <= MAX_PREVIOUS:
+                raise AttributionError(BAD_PREVIOUS.format(high=MAX_PREVIOUS, k=arg))
+            object.__setattr__(self, "argument", None if int(arg) == 1 else int(arg))
         elif kind == "blur" and arg is not None:
             if isinstance(arg, bool) or not isinstance(arg, (int, float)) or not math.isfinite(arg) or not arg > 0:
                 raise AttributionError(BAD_WIDTH.format(width=arg))
@@ -132,12 +143,16 @@ class Baseline:
             except ValueError:
                 raise AttributionError(BAD_WIDTH.format(width=arg)) from None
             return cls(kind, width)
-        if kind == "sample":
+        if kind in ("sample", "previous") and arg:
             try:
                 k = int(arg)
             except ValueError:
-                raise AttributionError(BAD_SAMPLES.format(high=MAX_SAMPLES, k=arg)) from None
+                bad = BAD_SAMPLES.format(high=MAX_SAMPLES, k=arg) if kind == "sample" else BAD_PREVIOUS.format(
+                    high=MAX_PREVIOUS, k=arg)
+                raise AttributionError(bad) from None
             return cls(kind, k)
+        if kind == "bundle":
+            return cls(kind, str(text).strip().partition(":")[2].strip())  # a path keeps its case and colons
         return cls(kind, arg or None)
 
     def __str__(self) -> str:
@@ -151,9 +166,20 @@ class Baseline:
         return DEFAULT_BLUR_WIDTH if self.argument is None else float(self.argument)
 
     @property
+    def periods_back(self) -> int:
+        """K of previous:K (previous only)."""
+        return 1 if self.argument is None else int(self.argument)
+
+    @property
     def data_wide(self) -> bool:
         """True when the baseline depends on the data set only, not on the customers explained."""
-        return self.kind not in ("flat", "blur")
+        return self.kind not in ("flat", "blur", "previous", "bundle")
+
+    @property
+    def change(self) -> bool:
+        """True when the baseline is the same customers at an earlier time (previous:K, bundle:DIR): the
+        attributions explain the change of their score since then."""
+        return self.kind in ("previous", "bundle")
 
 
 # --------------------------------------------------------------------------- one parser per setting
