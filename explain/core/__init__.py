@@ -1,12 +1,13 @@
 """The IG engine on arrays: settings, inputs, baselines, quadrature, the compiled gradients, completeness, and the
-shared vocabulary (errors, risk bands, labels, text); adaptive: the panel quadrature of steps="auto".
+shared vocabulary (errors, risk bands, labels, text); adaptive: the panel quadrature of steps="auto"; change:
+the change of a score since an earlier time.
 Imports nothing above it."""
 
 import importlib
 
 _MODULES = (
     'adaptive', 'backend', 'backend_jax', 'backend_tf', 'baselines', 'bounded_json', 'calls', 'chunks',
-    'cut', 'engine', 'errors', 'files', 'ig', 'inputs', 'kept', 'labels', 'periods', 'points', 'quadrature',
+    'change', 'cut', 'engine', 'errors', 'files', 'ig', 'inputs', 'kept', 'labels', 'periods', 'points', 'quadrature',
     'settings', 'text', 'verdict', 'xla'
 )
 

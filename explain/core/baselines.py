@@ -37,10 +37,12 @@ from explain.core.labels import text as labels_text
 from explain.core.periods import Words
 from explain.core.settings import (  # noqa: F401
     BAD_CATEGORICAL,
+    BAD_PREVIOUS,
     BAD_SAMPLES,
     BAD_WIDTH,
     DEFAULT_BLUR_WIDTH,
     DEFAULT_SAMPLES,
+    MAX_PREVIOUS,
     MAX_SAMPLES,
     Baseline,
 )
@@ -53,6 +55,10 @@ UNKNOWN_CUSTOMER = "Baseline customer {customer!r} is not in the data set. Some 
 EMPTY_COHORT = (
     "The cohort {value!r} has no customers: the label column holds {present}. Pick one of "
     "those values, or a bundle with a label column."
+)
+SNAPSHOT_ONLY_WITH_BUNDLE = (
+    "{spec}: an earlier snapshot is a bundle folder read by customer id; build it with "
+    "explain.analysis.explainer.baseline_for (the CLI's --baseline-bundle DIR), not from arrays."
 )
 NO_LABELS = "A cohort baseline needs a label column in the bundle (bundle.json 'label_column'); this bundle has none."
 UNKNOWN_CATEGORY_FEATURE = "category:{feature}=...: {feature!r} is not a categorical input; they are {names}."
@@ -107,6 +113,11 @@ DESCRIPTIONS = {
             "the effects show what sudden changes do, not overall levels.",
     "sample": "K customers drawn at random (expected gradients): the effects are averaged over K "
               "comparisons, so no single reference point dominates.",
+    "previous": "the same customer {back} earlier: the history as it was then (each {unit} compared with "
+                "{before}), static features unchanged. The effects add up to the change of the "
+                "score since then: they say why it rose or fell.",
+    "bundle": "the same customer in an earlier snapshot of the data (matched by customer id): every feature as it "
+              "was then. The effects add up to the change of the score since that snapshot.",
 }
 
 
@@ -265,6 +276,46 @@ def sample(data: dict, k: int = DEFAULT_SAMPLES, seed: int = 0) -> dict:
             "temporal": np.asarray(data["temporal"][rows], np.float64)[None]}
 
 
+def previous(inputs: dict, k: int = 1, layout=None) -> dict:
+    """The customers as they were ``k`` periods earlier (``previous:K``): each history shifted ``k`` periods later,
+    its first ``k`` periods, which the data does not hold, repeating the first period held, or padding for a
+    history the model reads padding in (a Masking layer: the mask value; ``mask_zero`` ids: the padding id);
+    static inputs unchanged. One baseline per customer: ``(n, ...)`` arrays in the inputs' dtypes.
+
+    With padding the earlier history is ``k`` periods shorter, as it was then: the periods it did not have yet
+    are padding in the baseline and real in the customer (``explain.core.change`` explains them)."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise AttributionError(BAD_PREVIOUS.format(high=MAX_PREVIOUS, k=k))
+    if layout is None:
+        return {"static": np.asarray(inputs["static"]).copy(),
+                "temporal": _shift_later(np.asarray(inputs["temporal"]), int(k), None)}
+    out = {}
+    for spec in layout.specs:
+        values = np.asarray(inputs[spec.key])
+        out[spec.key] = values.copy() if spec.role == "static" else _shift_later(values, int(k), _padding_value(spec))
+    return out
+
+
+def _padding_value(spec):
+    """What a padded period of ``spec``'s history holds (None: the model reads no padding)."""
+    if spec.kind != "categorical":
+        return spec.mask_value
+    if not spec.mask_zero:
+        return None
+    return getattr(spec.lookup, "mask_token", None) if spec.lookup is not None else 0
+
+
+def _shift_later(values: np.ndarray, k: int, pad) -> np.ndarray:
+    """(n, T, ...) -> the same shape: period t holds period t - k; the first k hold ``pad``, or period 0
+    when ``pad`` is None."""
+    out = np.empty_like(values)
+    periods = values.shape[1]
+    if k < periods:
+        out[:, k:] = values[:, :periods - k]
+    out[:, :min(k, periods)] = values[:, :1] if pad is None else pad
+    return out
+
+
 def parse_spec(spec: str | Baseline) -> tuple[str, str | float | int | None]:
     """'customer:C00042' -> ('customer', 'C00042'); 'mean' -> ('mean', None) (``Baseline.parse``)."""
     parsed = Baseline.parse(spec)
@@ -282,7 +333,9 @@ def from_spec(spec: str | Baseline, data: dict, inputs: dict, *, ids=None, label
     """
     spec = Baseline.parse(spec)
     kind, arg = spec.kind, spec.argument
-    if layout is not None:
+    if layout is not None and kind == "previous":
+        return previous(inputs, spec.periods_back, layout)
+    if layout is not None and kind != "bundle":
         return _for_layout(spec, data, inputs, layout, _Source(ids, labels, seed, categorical, statistics))
     if kind == "zero":
         return zero(data)
@@ -296,6 +349,10 @@ def from_spec(spec: str | Baseline, data: dict, inputs: dict, *, ids=None, label
         return flat(inputs)
     if kind == "blur":
         return blur(inputs, spec.width)
+    if kind == "previous":
+        return previous(inputs, spec.periods_back)
+    if kind == "bundle":
+        raise AttributionError(SNAPSHOT_ONLY_WITH_BUNDLE.format(spec=spec))
     return sample(data, arg, seed)
 
 
@@ -499,8 +556,11 @@ def describe(spec: str | Baseline, *, layout=None, categorical: str = "mode", un
     spec = Baseline.parse(spec)
     said = Words(unit)
     period = {"adjective": said.adjective, "unit": said.unit, "units": said.units, "Units": said.units.capitalize()}
-    text = DESCRIPTIONS[spec.kind].format(**period)
-    if spec.argument is not None:
+    back = spec.periods_back if spec.kind == "previous" else 1
+    before = f"the {said.unit} before it" if back == 1 else f"the {said.unit} {back} {said.units} before it"
+    text = DESCRIPTIONS[spec.kind].format(back=f"one {said.unit}" if back == 1 else f"{back} {said.units}",
+                                          before=before, **period)
+    if spec.argument is not None and spec.kind != "previous":
         text = f"({spec.kind} {str(spec).partition(':')[2]}) " + text
     if layout is None:
         return text

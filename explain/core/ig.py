@@ -131,7 +131,9 @@ class Attribution:
     *input shape) for a distribution of K baselines (a categorical input's ids as given, or its
     ``MeanEmbedding``); ``baseline_of(i)`` is customer i's. Padded periods of a customer are padding in the
     path whatever the array holds there. None on a result that did not come from ``integrated_gradients``
-    (a stored one).
+    (a stored one). ``arrival``: for a change since an earlier time (``explain.core.change``), the part of
+    f(x) - f(b) due to periods that hold data now and were padding then, spread evenly over their cells;
+    None otherwise.
     """
 
     static: np.ndarray  # (n, S) float64
@@ -151,6 +153,7 @@ class Attribution:
     ignored_inputs: tuple = ()  # keys of the inputs the model does not use: attributions exactly 0
     notes: tuple = ()  # sentences a reader of the result needs (an ignored input, ...)
     baselines: dict | None = None  # key -> the baseline as given, (1 or n, [K,] ...) read-only; None: not known
+    arrival: np.ndarray | None = None  # (n,): f(x) - f(b) due to periods that arrived (explain.core.change)
 
     def __post_init__(self):
         if self.gradient_points is None:  # read from an older store: a rule of ``steps`` points
