@@ -22,6 +22,10 @@ from explain.modelfile.config import TRUST_CODE_HINT, custom_code_refused  # noq
 
 CUSTOMERS_FILE_MISSING = "The customers file {path} does not exist (--customers-file: one customer id per line)."
 CUSTOMERS_FILE_UNREADABLE = "The customers file {path} cannot be read as UTF-8 text ({why})."
+BASELINE_AND_SNAPSHOT = (
+    "--baseline {baseline} and --baseline-bundle both name a baseline: give one (--baseline-bundle DIR compares each "
+    "customer with its row in that earlier export)."
+)
 TRUST_LOCAL_ONLY = ("--trust-code works with --engine local only (Ray workers do not import it). To fix: drop "
                     "--engine ray, or convert the custom layers to built-in Keras layers.")
 DRIVERS_SUFFIX = "--out {path} must end in .json or .html: the suffix picks the format."
@@ -41,7 +45,8 @@ DEFAULT_DEMO_DIR = (_CHECKOUT if (_CHECKOUT / "app.py").is_file() else Path()) /
 def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     """The IG settings, as text: ``settings_from_args`` parses them (``Settings.from_strings``)."""
     parser.add_argument("--baseline", default="mean",
-                        help="zero | mean | median | customer:ID | cohort:LABEL | flat | blur[:WIDTH] | sample:K "
+                        help="zero | mean | median | customer:ID | cohort:LABEL | flat | blur[:WIDTH] | sample:K | "
+                             "previous[:K] (the customer K periods earlier: why the score changed since then) "
                              "(default: mean)")
     parser.add_argument("--steps", default="64", help="gradient evaluations per customer, or 'auto' (default 64)")
     parser.add_argument("--method", default="gausslegendre", help=f"integration rule: {' | '.join(METHODS)}")
@@ -62,6 +67,13 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--categorical", default="mode",
                         help="baseline of categorical inputs (ids into an Embedding): mode | mean-embedding | "
                              "category:FEATURE=VALUE;... (default: mode, the most frequent category)")
+
+
+def _snapshot_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--baseline-bundle", metavar="DIR",
+                        help="an earlier export of the same customers (a bundle folder, matched by customer id) as "
+                             "the baseline: the attributions add up to the change of each score since then, static "
+                             "features included (instead of --baseline; opened with --trust-code and --limit too)")
 
 
 def _login_arguments(serve: argparse.ArgumentParser) -> None:
@@ -117,6 +129,7 @@ def _explain_commands(sub) -> None:
     attribute = _bundle_command(sub, "attribute", "explain some customers; write JSON, CSV or Parquet")
     attribute.add_argument("--customer", action="append", required=True, help="customer id (repeat for several)")
     _settings_arguments(attribute)
+    _snapshot_argument(attribute)
     attribute.add_argument("--batch-size", type=int, default=None, help="interpolation points per gradient call")
     attribute.add_argument("--out", required=True, help="FILE.json | FILE.csv | FILE.parquet")
 
@@ -124,6 +137,7 @@ def _explain_commands(sub) -> None:
     batch.add_argument("--out", required=True, help="output folder (a Parquet dataset) or FILE.parquet")
     batch.add_argument("--customers-file", help="a text file with one customer id per line (default: all)")
     _settings_arguments(batch)
+    _snapshot_argument(batch)
     batch.add_argument("--batch-size", type=int, default=200, help="customers per chunk (default 200)")
     batch.add_argument("--engine", choices=("local", "ray"), default="local",
                        help="local: this process (default); ray: an actor pool on a Ray cluster (optional extra)")
@@ -172,8 +186,20 @@ def _serve_command(sub) -> None:
 
 
 def settings_from_args(args) -> Settings:
-    """The ``Settings`` of the command line's options (each parsed by ``explain.core.settings``)."""
-    return Settings.from_strings({name: getattr(args, name) for name in PARSERS})
+    """The ``Settings`` of the command line's options (each parsed by ``explain.core.settings``);
+    ``--baseline-bundle DIR`` is the baseline ``bundle:DIR`` (the folder made absolute), opened here with the
+    command's ``--trust-code`` and ``--limit``."""
+    strings = {name: getattr(args, name) for name in PARSERS}
+    snapshot = getattr(args, "baseline_bundle", None)
+    if snapshot:
+        if args.baseline != "mean":
+            raise ExplainError(BASELINE_AND_SNAPSHOT.format(baseline=args.baseline))
+        from explain.analysis.explainer import open_snapshot
+
+        folder = Path(snapshot).expanduser().resolve()
+        open_snapshot(folder, loader=model_loader(args), limits=limits_from_args(args))
+        strings["baseline"] = f"bundle:{folder}"
+    return Settings.from_strings(strings)
 
 
 def read_customers_file(path, with_lines: bool = False):
