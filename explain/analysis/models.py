@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -34,9 +35,11 @@ from explain.analysis import drivers
 from explain.analysis.cohort import sample_ids
 from explain.analysis.explainer import explain_customers
 from explain.core.engine import StopCheck
-from explain.core.errors import ExplainError
+from explain.core.errors import ExplainError, UnsafeModelError
 from explain.core.inputs import input_layout
 from explain.core.settings import Settings
+from explain.core.text import first_line
+from explain.modelfile.limits import DEFAULT_LIMITS, Limits
 
 DEFAULT_CUSTOMERS = 200
 DEFAULT_THRESHOLD = 0.5  # a probability; 0.0 in logit / log-odds space
@@ -56,6 +59,11 @@ OTHER_INPUTS = ("The challenger {name} does not take the inputs of the bundle's 
                 "output width. To fix: retrain the challenger on the bundle's features, or build a bundle for it.")
 NO_INPUTS = ("The challenger {name} has no symbolic inputs (a subclassed model that was never built): it cannot be "
              "checked against the bundle's inputs. To fix: save a functional or Sequential Keras model.")
+CHALLENGER_MISSING = ("The challenger model {path} is not a file. Give a Keras model file: model.keras (Keras 3) or "
+                      "model.h5 (legacy HDF5), taking the same inputs as the bundle's model.")
+CHALLENGER_UNREADABLE = ("The challenger model {path} could not be opened: {reason}. Save it from Keras 3 with "
+                         "model.save('challenger.keras') (or give a legacy .h5 file).")
+CHALLENGER_REFUSED = "The challenger model {path} was refused before loading: {reason}"
 BAD_CUSTOMERS = "customers={value!r} must be a whole number of at least 2 (the customers sampled and explained)."
 BAD_THRESHOLD = "threshold={value!r} must be a finite number (the score from which a model flags a customer)."
 
@@ -211,6 +219,27 @@ class ModelComparison:
 
 
 # ----------------------------------------------------------------------------- the comparison
+
+
+def open_challenger(path, *, loader=None, limits: Limits = DEFAULT_LIMITS):
+    """The challenger model file at ``path``, opened by the rules of a bundle's model
+    (``explain.bundle.load``): ``loader(path)`` when given (the owner's ``--trust-code`` loader, under the owner's
+    limits), else ``safe_load.open_model`` under ``limits`` (safe mode; ``.h5``/``.hdf5``: a legacy HDF5 model).
+    ``ExplainError`` naming the file: missing, refused before loading (``UnsafeModelError``), or unreadable."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise ExplainError(CHALLENGER_MISSING.format(path=path))
+    from explain.modelfile import safe_load  # imports keras (seconds); only when a model is opened
+
+    try:
+        return loader(path) if loader is not None else safe_load.open_model(path, limits=limits)
+    except UnsafeModelError as error:  # its message names the file and says how to fix it
+        raise ExplainError(CHALLENGER_REFUSED.format(path=path, reason=str(error).strip())) from None
+    except ExplainError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a damaged zip, unknown layers, ...
+        raise ExplainError(CHALLENGER_UNREADABLE.format(path=path, reason=first_line(error))) from None
+
 
 
 def compare_models(bundle, challenger, *, customers: int = DEFAULT_CUSTOMERS, settings: Settings | None = None,

@@ -2,7 +2,7 @@
 
 import importlib
 
-_MODULES = ('diagnostics', 'drivers', 'figures', 'html', 'periods', 'style')
+_MODULES = ('diagnostics', 'drivers', 'figures', 'html', 'models', 'models_html', 'periods', 'style')
 
 
 def __getattr__(name: str):
