@@ -120,8 +120,24 @@ def build_parser() -> argparse.ArgumentParser:
                                              "temporal tables (long)")
     convert.add_argument("--out", required=True, help="the new bundle folder (must not exist or be empty)")
     convert.add_argument("--layout", choices=("arrays", "long"), default="arrays", help="default: arrays")
+    _compare_command(sub)
     _serve_command(sub)
     return parser
+
+
+def _compare_command(sub) -> None:
+    """``compare-models``: the bundle's model (the champion) against a challenger model file."""
+    compare = _bundle_command(sub, "compare-models", "the bundle's model against a challenger: scores, disagreements, "
+                                                     "agreement of the rankings, what changed; JSON or HTML")
+    compare.add_argument("--challenger", required=True, metavar="MODEL",
+                         help="the challenger's model file (.keras or .h5), taking the bundle model's inputs; opened "
+                              "by the same rules as the bundle's model (--limit, safe mode, --trust-code)")
+    compare.add_argument("--customers", type=int, default=200, help="customers sampled with --seed (default 200)")
+    compare.add_argument("--threshold", type=float, default=None,
+                         help="the score from which a model flags a customer (default 0.5; 0 with --space logit)")
+    _settings_arguments(compare)
+    compare.add_argument("--batch-size", type=int, default=None, help="interpolation points per gradient call")
+    compare.add_argument("--out", required=True, help="report.json | report.html")
 
 
 def _explain_commands(sub) -> None:
@@ -377,6 +393,37 @@ def cmd_faithfulness(args) -> int:
     return 0
 
 
+def cmd_compare_models(args) -> int:
+    import json
+
+    from explain.analysis import models
+    from explain.bundle.load import load_bundle
+    from explain.core.files import write_atomic
+    from explain.plots.models_html import models_report
+
+    suffix = Path(args.out).suffix.lower()
+    if suffix not in (".json", ".html"):
+        raise ExplainError(DRIVERS_SUFFIX.format(path=args.out))
+    settings, loader, limits = settings_from_args(args), model_loader(args), limits_from_args(args)
+    bundle = load_bundle(args.bundle, loader=loader, limits=limits)
+    challenger = models.open_challenger(args.challenger, loader=loader, limits=limits)  # the bundle model's rules
+    result = models.compare_models(bundle, challenger, customers=args.customers, settings=settings,
+                                   seed=settings.seed, threshold=args.threshold, batch_size=args.batch_size,
+                                   name=str(args.challenger))
+    text = json.dumps(result.to_dict(), indent=1) if suffix == ".json" else models_report(result)
+    path = write_atomic(args.out, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"), readable=True)
+    tau = result.kendall_tau
+    print(result.sentence)
+    print(f"Kendall's tau-b of the rankings: {tau.value:.3f} ({100 * models.LEVEL:.0f} % bootstrap interval "
+          f"{tau.low:.3f} to {tau.high:.3f}, {models.RESAMPLES} resamples of the customers)")
+    for change in [c for c in result.changed[:5] if abs(c.change) >= models.SAID_CHANGE]:
+        print(f"  {change.words}")
+    print(f"{len(result.disagreements)} of {len(result.customers)} customers flagged by one model only "
+          f"(threshold {result.threshold:g})")
+    print(f"wrote {path}")
+    return 0
+
+
 def cmd_convert(args) -> int:
     from explain.bundle.convert import convert_bundle
 
@@ -407,6 +454,7 @@ def main(argv=None) -> int:
     try:
         return {"demo": cmd_demo, "check": cmd_check, "attribute": cmd_attribute, "batch": cmd_batch,
                 "drivers": cmd_drivers, "faithfulness": cmd_faithfulness, "convert": cmd_convert,
+                "compare-models": cmd_compare_models,
                 "serve": cmd_serve}[args.command](args)
     except ExplainError as error:
         print(f"error: {error}", file=sys.stderr)
