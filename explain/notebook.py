@@ -20,6 +20,7 @@ baseline sits on the mask value (docs/method.md, "Padded histories").
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -141,6 +142,34 @@ def explain(model, inputs, baseline="mean", *, ids=None, static_features=None, t
     attribution = integrated_gradients(bundle.model, bundle.inputs_for(ids), arrays, settings, ids=ids,
                                        output_names=bundle.output_names)
     return Explanation(attribution, bundle)
+
+
+def compare_models(bundle_or_path, challenger_model_or_path, *, customers: int = 200, baseline: str = "mean",
+                   steps: int | str = 64, method: str = "gausslegendre", target=None, space: str = "output",
+                   path: str = "joint", seed: int = 0, threshold: float | None = None, trust_code=None, limits=None):
+    """The bundle's model (the champion) against a challenger on ``customers`` customers sampled with ``seed``,
+    both explained with the same settings (``baseline``, ``steps``, ... as in :func:`explain`): a
+    ``explain.analysis.models.ModelComparison`` (``.sentence``, ``.kendall_tau``, ``.changed``,
+    ``.disagreements``, ``.to_dict()``; ``explain.plots.models.shares(result)`` draws the shares).
+
+    ``bundle_or_path``: a ``Bundle`` or a bundle folder; ``challenger_model_or_path``: a Keras model, or its
+    ``.keras`` / ``.h5`` file, opened by the rules of a bundle's model (safe mode, ``limits``, and ``trust_code``:
+    your own custom layers' Python file, for your own files only).
+    """
+    from explain.analysis import models
+    from explain.bundle.load import load_bundle, trusted_loader
+    from explain.modelfile.limits import DEFAULT_LIMITS
+
+    loader, limits = trusted_loader(trust_code), limits or DEFAULT_LIMITS
+    bundle = bundle_or_path if isinstance(bundle_or_path, Bundle) else load_bundle(bundle_or_path, loader=loader,
+                                                                                   limits=limits)
+    challenger, name = challenger_model_or_path, "the challenger"
+    if isinstance(challenger, (str, os.PathLike)):
+        challenger, name = models.open_challenger(challenger, loader=loader, limits=limits), str(challenger)
+    settings = Settings(baseline=baseline, steps=steps, method=method, target=target, space=space, path=path,
+                        seed=seed)
+    return models.compare_models(bundle, challenger, customers=customers, settings=settings, seed=seed,
+                                 threshold=threshold, name=name)
 
 
 def _rank(value) -> int:

@@ -1,7 +1,7 @@
 """Figures of a champion-against-challenger comparison (``explain.analysis.models.ModelComparison``): a finished
 comparison in, Plotly figures out. They draw; they never compute.
 
-    result = explain.compare_models(bundle, challenger)
+    result = explain.notebook.compare_models(bundle, challenger)
     explain.plots.models.shares(result).show()
 """
 
