@@ -118,11 +118,52 @@ def outcome_word(bundle, value, target: str = "churn") -> str:
     return f"{name} = {labels.text(value)}"
 
 
+CHANGE_SNAPSHOT = "the earlier snapshot"
+CHANGE_ARRIVED = ("{periods} hold data now and held none then (the history was shorter): their arrival {moved} "
+                  "(counted in the change, spread evenly over those {units}).")
+
+
+def change_reference(spec, bundle=None) -> str | None:
+    """Who the customer is compared with when the baseline is the customer earlier: "a month earlier", "3 weeks
+    earlier", "the earlier snapshot"; None for the other baselines."""
+    spec = Baseline.parse(spec)
+    if spec.kind == "bundle":
+        return CHANGE_SNAPSHOT
+    if spec.kind != "previous":
+        return None
+    said = periods_words(bundle) if bundle is not None else Words("month")
+    back = spec.periods_back
+    return f"a {said.unit} earlier" if back == 1 else f"{said.count(back)} earlier"
+
+
+def _is_change(reference: str) -> bool:
+    return reference == CHANGE_SNAPSHOT or reference.endswith(" earlier")
+
+
+def change_since(spec, bundle) -> str:
+    """When the earlier score was made, in words: "since 2025-11" (previous:K: the period K before the last), "since
+    the earlier snapshot (up to 2025-11)" (bundle:DIR: its last period)."""
+    spec = Baseline.parse(spec)
+    if spec.kind == "previous":
+        periods = [str(p) for p in bundle.periods]
+        back = spec.periods_back
+        return f"since {periods[-1 - back]}" if back < len(periods) else f"over the last {len(periods)} periods"
+    try:
+        from explain.analysis.explainer import open_snapshot
+
+        last = str(open_snapshot(spec.argument).periods[-1])
+    except Exception:  # noqa: BLE001 - the words do without the snapshot's last period
+        return f"since {CHANGE_SNAPSHOT}"
+    return f"since {CHANGE_SNAPSHOT} (up to {last})"
+
+
 def reference_name(spec, bundle=None, target: str = "churn") -> str:
     """Who the customer is compared with, by baseline kind: mean -> "the average customer", median -> "the median
     customer", customer:ID -> "customer ID", cohort:V -> "the average customer who stayed", zero -> "zero",
     flat / blur -> the customer's own level, sample:K -> "the average of K sampled customers"."""
     spec = Baseline.parse(spec)
+    if spec.change:
+        return change_reference(spec, bundle)
     if spec.kind == "customer":
         return f"customer {spec.argument}"
     if spec.kind == "cohort":
@@ -369,6 +410,8 @@ def phrase(driver: Driver, reference: str) -> str:
     """The customer's value and what it is compared with: "support calls averaged 6 calls in the last 2 months
     (the average customer: 1.2 calls)", "tenure is 6 months (the average customer: 30 months)"."""
     name = _name(driver.label)
+    if _is_change(reference) and driver.reference is not None:
+        return _change_phrase(driver, name, reference)
     if driver.reference is None:
         compared = f" (compared with {reference})"
     else:
@@ -394,6 +437,23 @@ def phrase(driver: Driver, reference: str) -> str:
         return f"{name} was {value}{driver.when}{compared}"
     verb = "reached" if driver.value > driver.reference else "dropped to"
     return f"{name} {verb} {value}{driver.when}{compared}"
+
+
+def _change_phrase(driver: Driver, name: str, reference: str) -> str:
+    """What changed since the earlier time: "support calls went from 1 to 6 in 2025-12", "tenure went from 11 to 12
+    months", "data usage went from an average of 4.6 to 2.8 in the last 2 months"; a value that did not change
+    (its effect comes from the order of the periods around it): "... stayed at 11 ... (as {reference})"."""
+    if isinstance(driver.value, str) or isinstance(driver.reference, str) or driver.value is None:
+        if str(driver.value) == str(driver.reference):
+            return f"{name} stayed {driver.value}{driver.when}"
+        return f"{name} went from {driver.reference} to {driver.value}{driver.when}"
+    then = _shown(driver.reference, "" if driver.yes_no else driver.unit, driver.yes_no)
+    now = _shown(driver.value, driver.unit, driver.yes_no)
+    if np.isclose(float(driver.value), float(driver.reference)) or then == now:  # the same number when said
+        return f"{name} stayed at {'an average of ' if driver.count > 1 else ''}{now}{driver.when} (as {reference})"
+    if not driver.yes_no and driver.unit and then.endswith(f" {driver.unit}"):
+        then = then[:-len(driver.unit) - 1]  # "from 1 to 6 calls", the unit said once
+    return f"{name} went from {'an average of ' if driver.count > 1 else ''}{then} to {now}{driver.when}"
 
 
 def _and(parts: list[str]) -> str:
@@ -442,21 +502,43 @@ def compared_with(reference_score: float, gap: float, reference: str, probabilit
     return f"{'higher' if gap > 0 else 'lower'} than for {who} ({said})"
 
 
+def _likely(score: float) -> str:
+    return "less than 1 %" if score < 0.005 else "over 99 %" if score >= 0.995 else _percent(f"{score:.0%}")
+
+
+def change_head(customer: str, score: float, gap: float, *, target: str, space: str = "output",
+                since: str = "") -> str:
+    """ "C00042's risk rose from 31 % to 78 % since 2025-11": the change the attributions explain (``gap``: the score
+    now minus then)."""
+    probability = space == "output" and 0.0 <= score <= 1.0 and 0.0 <= score - gap <= 1.0
+    what = "risk" if probability else f"{'log-odds' if space != 'output' else 'score'} for {target}"
+    shown = _likely if probability else (lambda value: f"{value:.2f}")
+    if abs(gap) >= 5e-5 and shown(score) == shown(score - gap):  # more digits where they would read the same
+        shown = (lambda value: _percent(f"{value:.2%}")) if probability else (lambda value: f"{value:.4g}")
+    if abs(gap) < 5e-5 or shown(score) == shown(score - gap):
+        return f"{customer}'s {what} stayed at {shown(score)} {since}".rstrip()
+    verb = "rose" if gap > 0 else "fell"
+    return f"{customer}'s {what} {verb} from {shown(score - gap)} to {shown(score)} {since}".rstrip()
+
+
 def why_sentence(customer: str, score: float, target: str, found: list, *, reference: str,
-                 base_rate: str = "", space: str = "output", gap: float | None = None) -> str:
+                 base_rate: str = "", space: str = "output", gap: float | None = None, since: str | None = None) -> str:
     """The first sentence: the score, what is usual, and the main reasons that moved it with value, reference and
     effect. ``found``: drivers (and groups, :func:`grouped`) largest first; those that push the score the way it
-    moved (``gap``: prediction minus the baseline's; default the sum of the effects) are named."""
+    moved (``gap``: prediction minus the baseline's; default the sum of the effects) are named. ``since``: the
+    baseline is the customer earlier (:func:`change_since`): the sentence says how the score changed since then."""
     probability = space == "output" and 0.0 <= score <= 1.0
     customer = f"Customer {customer}" if str(customer).isdigit() else customer  # "Customer 7", not "7 is ..."
-    likely = "less than 1 %" if score < 0.005 else "over 99 %" if score >= 0.995 else _percent(f"{score:.0%}")
-    head = f"{customer} is {likely} likely to {target}" if probability else (
-        f"{customer} scores {score:.2f} for {target}" + (" (log-odds)" if space != "output" else ""))
-    if base_rate:
-        head += f" ({base_rate})"
     gap = sum(d.effect for d in found) if gap is None else gap
-    if gap != 0.0:  # what the effects explain: the difference from the reference's score, said with its direction
-        head += ": " + compared_with(score - gap, gap, reference, probability)
+    if since is not None:
+        head = change_head(customer, score, gap, target=target, space=space, since=since)
+        head += f" ({base_rate})" if base_rate else ""
+    else:
+        head = f"{customer} is {_likely(score)} likely to {target}" if probability else (
+            f"{customer} scores {score:.2f} for {target}" + (" (log-odds)" if space != "output" else ""))
+        head += f" ({base_rate})" if base_rate else ""
+        if gap != 0.0:  # what the effects explain: the difference from the reference's score, with its direction
+            head += ": " + compared_with(score - gap, gap, reference, probability)
     pushing = [d for d in found if d.effect * (1 if gap >= 0 else -1) > 0]
     if not pushing:
         return head + "."
@@ -624,10 +706,38 @@ def story(attribution, bundle, i: int, customer: str, *, settings=None, referenc
         score = float(np.asarray(scores)[bundle.index_of(customer)])
     said = None if score is None else verdicts.verdict(score, verdicts.bands_of(bundle), target)
     gap = float(attribution.prediction[i] - attribution.baseline_prediction[i])
+    change = known and settings.baseline.change
     headline = why_sentence(customer, float(attribution.prediction[i]), target, items, reference=named,
-                            base_rate=base_rate(bundle, target, scores), space=space, gap=gap)
+                            base_rate=base_rate(bundle, target, scores), space=space, gap=gap,
+                            since=change_since(settings.baseline, bundle) if change else None)
     noun = _noun(space, 0.0 <= float(attribution.prediction[i]) <= 1.0)
     outcome, missed = known_outcome(bundle, customer, said, target)
+    history = " ".join(filter(None, [history_note(attribution, bundle, i), arrival_note(attribution, bundle, i)]))
     return Story(customer, headline, reasons_of(items, named, noun, reasons), named, said, outcome, missed,
-                 history_note(attribution, bundle, i), keep_unavailable(bundle), found,
-                 [d for d in items if isinstance(d, GroupDriver)])
+                 history or None, keep_unavailable(bundle), found, [d for d in items if isinstance(d, GroupDriver)])
+
+
+def arrival_note(attribution, bundle, i: int) -> str | None:
+    """For a change since an earlier time (``explain.core.change``): which periods arrived since then and what their
+    arrival did, or None."""
+    arrival = getattr(attribution, "arrival", None)
+    if arrival is None or float(arrival[i]) == 0.0 or attribution.baselines is None:
+        return None
+    for view in _views(bundle):
+        then, now = attribution.padding.get(view.key), attribution.baseline_of(i).get(view.key)
+        if view.role != "temporal" or then is None or now is None:
+            continue
+        spec = bundle.layout.spec(view.key) if getattr(bundle, "layout", None) is not None else None
+        padded_then = spec.padding(now[None])[0] if spec is not None and spec.mask_value is not None else None
+        if padded_then is None:
+            continue
+        came = np.flatnonzero(padded_then & ~np.asarray(then[i], bool))
+        if not came.size:
+            continue
+        periods = [str(p) for p in view.periods]
+        said = _period_words(bundle, periods)
+        where = periods[came[0]] if came.size == 1 else f"{said.count(came.size)} ({periods[came[0]]} to " \
+                                                         f"{periods[came[-1]]})"
+        moved = effect_words(float(arrival[i]), _noun(attribution.space_used, True))
+        return CHANGE_ARRIVED.format(periods=where[:1].upper() + where[1:], moved=moved, units=said.units)
+    return None
