@@ -172,6 +172,12 @@ def _summary_commands(sub) -> None:
                                                                 "drivers gained or lost weight since")
     drivers.add_argument("--window", type=int, help="summarise temporal features over their last N periods "
                                                     "(default: the whole history)")
+    drivers.add_argument("--over", metavar="STORE", action="append", help="drivers over runs: one store per run "
+                         "(give 2 or more); each feature's share per run with intervals, under drift_over_runs")
+    drivers.add_argument("--over-all", action="store_true", help="drivers over runs over the store read and every "
+                         "other finished store of its settings and layout in the bundle's store folders")
+    drivers.add_argument("--movers", metavar="STORE", help="the biggest movers from a store of --baseline previous "
+                         "(default: the store read, when it is one); under movers")
     drivers.add_argument("--out", required=True, help="drivers.json | drivers.html")
 
     faith = _bundle_command(sub, "faithfulness", "deletion/insertion curves, model randomisation, occlusion; JSON")
@@ -358,16 +364,20 @@ def cmd_drivers(args) -> int:
     import json
 
     from explain.analysis.drivers import profile_sentence
-    from explain.batch.drivers import drivers
+    from explain.batch.drivers import drivers, extras
     from explain.core.files import write_atomic
     from explain.plots.html import drivers_report
 
     suffix = Path(args.out).suffix.lower()
     if suffix not in (".json", ".html"):
         raise ExplainError(DRIVERS_SUFFIX.format(path=args.out))
-    result = drivers(open_bundle(args), args.store, against=args.against,
-                     window=args.window)
-    text = json.dumps(result.to_dict(), indent=1) if suffix == ".json" else drivers_report(result)
+    bundle = open_bundle(args)
+    result = drivers(bundle, args.store, against=args.against, window=args.window)
+    over_runs, movers = extras(bundle, result, over=args.over, over_all=args.over_all, movers_store=args.movers)
+    document = {**result.to_dict(), **({"drift_over_runs": over_runs.to_dict()} if over_runs else {}),
+                **({"movers": movers.to_dict()} if movers else {})}
+    text = (json.dumps(document, indent=1) if suffix == ".json"
+            else drivers_report(result, over_runs=over_runs, movers=movers))
     path = write_atomic(args.out, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"), readable=True)
     print(result.sentence)
     for profile in result.time_profiles:
@@ -376,6 +386,9 @@ def cmd_drivers(args) -> int:
         f"{s.name} ({s.size:,}, mean prediction {s.mean_prediction:.2f})" for s in result.segments))
     if result.drift is not None:
         print(result.drift.sentence)
+    for added in (over_runs, movers):
+        if added is not None:
+            print(added.sentence)
     print(f"wrote {path}")
     return 0
 
