@@ -195,6 +195,8 @@ def _serve_command(sub) -> None:
     serve.add_argument("--bundle", help="bundle folder (default: the demo bundle)")
     serve.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP + "; never for uploads")
     _limit_argument(serve)
+    serve.add_argument("--challenger", metavar="MODEL", help="a challenger model file taking the bundle model's "
+                       "inputs: adds the engineers' Champion against challenger page (opened like the bundle's model)")
     serve.add_argument("--port", type=int, default=8501, help="TCP port (default 8501)")
     serve.add_argument("--address", default="127.0.0.1",
                        help="interface to listen on (default 127.0.0.1, this machine only; another address needs "
@@ -458,7 +460,7 @@ def cmd_serve(args) -> int:
         raise ExplainError(AUTH_ONLY.format(option=given[0]))
     return serve(args.bundle, port=args.port, address=args.address, trust_code=args.trust_code,
                  limits=limits_from_args(args),
-                 behind_auth_proxy=args.behind_auth_proxy, auth=auth,
+                 behind_auth_proxy=args.behind_auth_proxy, auth=auth, challenger=args.challenger,
                  upload_limits=parse_limits(args.upload_limit, UPLOAD_LIMITS, "--upload-limit"))
 
 

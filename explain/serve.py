@@ -52,6 +52,9 @@ CANNOT_START = ("cannot start the dashboard: {program} could not be run ({reason
                 "with `streamlit run app.py`.")
 NOT_A_BUNDLE = ("--bundle {path} is not a folder. A bundle is a folder holding model.keras, a static and a "
                 "temporal table (see `explain check --bundle DIR`).")
+NOT_A_MODEL = ("--challenger {path} is not a file. Give the challenger's model file (.keras, or a legacy .h5) "
+               "taking the same inputs as the bundle's model; it is opened by the same rules (--limit, safe mode, "
+               "--trust-code).")
 BAD_PORT = "--port {port} must be a TCP port number from 1 to 65535."
 NO_ORIGIN = "none"  # the value of an empty list option on the command line (client.allowedOrigins = [])
 OPEN_ADDRESS = ("--address {address} would let anyone who can reach this machine open the dashboard, its bundle and "
@@ -282,13 +285,15 @@ def config_flags(root: Path) -> list[str]:
 def command(bundle: str | os.PathLike | None = None, *, port: int = DEFAULT_PORT,
             address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None,
             limits: Limits = OWNER_LIMITS, upload_limits: Limits = UPLOAD_LIMITS,
-            secrets_file: str | os.PathLike | None = None) -> list[str]:
+            secrets_file: str | os.PathLike | None = None, challenger: str | os.PathLike | None = None) -> list[str]:
     """The command line that serves ``bundle`` (default: the app's own default): ``ui/launch.py``,
     which is ``streamlit run app.py`` with the startup bundle opened while Streamlit starts;
     ``trust_code``: the owner's custom layers for that bundle (``--trust-code``, ``explain.modelfile.trust``);
     ``limits``: the size limits of the startup bundle's files (``--limit``, over OWNER_LIMITS); ``upload_limits``:
     those of the visitors' uploads (``--upload-limit``, over UPLOAD_LIMITS); ``secrets_file``: the login's
-    settings (:func:`write_secrets`), read by Streamlit instead of ``.streamlit/secrets.toml``."""
+    settings (:func:`write_secrets`), read by Streamlit instead of ``.streamlit/secrets.toml``; ``challenger``: a
+    challenger model file (``--challenger``: the engineers' Champion against challenger page, ``pages/models.py``),
+    opened by the app with the startup bundle's loader and limits."""
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise ExplainError(BAD_PORT.format(port=port))
     root = dashboard_dir()
@@ -309,6 +314,11 @@ def command(bundle: str | os.PathLike | None = None, *, port: int = DEFAULT_PORT
         if not code.is_file():
             raise TrustError(TRUST_NOT_FOUND.format(path=trust_code))
         extra += ["--trust-code", str(code)]
+    if challenger is not None:
+        model = Path(challenger).expanduser().resolve()
+        if not model.is_file():
+            raise ExplainError(NOT_A_MODEL.format(path=challenger))
+        extra += ["--challenger", str(model)]
     extra += limit_arguments(limits, OWNER_LIMITS, "--limit")
     extra += limit_arguments(upload_limits, UPLOAD_LIMITS, "--upload-limit")
     if extra:
@@ -319,7 +329,7 @@ def command(bundle: str | os.PathLike | None = None, *, port: int = DEFAULT_PORT
 def serve(bundle: str | os.PathLike | None = None, *, port: int = DEFAULT_PORT,
           address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None,
           limits: Limits = OWNER_LIMITS, behind_auth_proxy: bool = False, auth: Oidc | None = None,
-          upload_limits: Limits = UPLOAD_LIMITS) -> int:
+          upload_limits: Limits = UPLOAD_LIMITS, challenger: str | os.PathLike | None = None) -> int:
     """Run the dashboard until it is stopped; on POSIX the process becomes Streamlit's. A non-loopback
     ``address`` needs a login (``auth``, or one in ``.streamlit/secrets.toml``) or ``behind_auth_proxy``
     (:func:`check_address`)."""
@@ -329,7 +339,7 @@ def serve(bundle: str | os.PathLike | None = None, *, port: int = DEFAULT_PORT,
     if importlib.util.find_spec("streamlit") is None:
         raise ExplainError(NO_STREAMLIT)
     served = {"port": port, "address": address, "trust_code": trust_code, "limits": limits,
-              "upload_limits": upload_limits}
+              "upload_limits": upload_limits, "challenger": challenger}
     argv = command(bundle, **served)  # every check before a file is written
     if auth is not None:
         secrets_file = write_secrets(auth, port)
