@@ -18,6 +18,7 @@ import streamlit as st
 
 from explain.analysis import words as analyst_words
 from explain.core import labels, verdict
+from explain.core.periods import words as periods_words
 from explain.core.settings import DEFAULT_BLUR_WIDTH, DEFAULT_SAMPLES, Baseline, Settings
 from ui import cache, input_views, options, show, url
 
@@ -43,6 +44,7 @@ def _load(link: url.Link, bundle) -> None:
     ss["baseline_cohort"] = base.argument if base.kind == "cohort" else (values[0] if values else None)
     ss["blur_width"] = base.width if base.kind == "blur" else DEFAULT_BLUR_WIDTH
     ss["sample_k"] = base.argument if base.kind == "sample" else DEFAULT_SAMPLES
+    ss["previous_k"] = base.periods_back if base.kind == "previous" else 1
     ss["steps"], ss["method"], ss["space"], ss["path"] = (str(settings.steps), settings.method, settings.space,
                                                           settings.path)
     ss["target"] = bundle.output_names[settings.target]
@@ -53,7 +55,8 @@ def _baseline() -> Baseline:
     ss = st.session_state
     kind = ss.get("baseline_kind", "mean")
     argument = {"customer": ss.get("baseline_customer"), "cohort": ss.get("baseline_cohort"),
-                "blur": ss.get("blur_width", DEFAULT_BLUR_WIDTH), "sample": ss.get("sample_k", DEFAULT_SAMPLES)}
+                "blur": ss.get("blur_width", DEFAULT_BLUR_WIDTH), "sample": ss.get("sample_k", DEFAULT_SAMPLES),
+                "previous": ss.get("previous_k", 1)}
     return Baseline(kind, argument.get(kind))
 
 
@@ -213,6 +216,12 @@ def baseline_ui(bundle) -> Baseline:
     elif kind == "sample":
         ss.setdefault("sample_k", DEFAULT_SAMPLES)
         st.select_slider("K sampled customers", options.SAMPLE_KS, key="sample_k")
+    elif kind == "previous":
+        ss.setdefault("previous_k", 1)
+        st.select_slider(f"{periods_words(bundle).units.capitalize()} back",
+                         [k for k in options.PREVIOUS_KS if k < bundle.n_periods] or [1], key="previous_k",
+                         help="The customer as they were this many periods earlier: the effects add up to the change "
+                              "of the score since then.")
     return _baseline()
 
 

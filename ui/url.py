@@ -37,8 +37,9 @@ IGNORED = "Ignored the link's {name}={value!r}: expected {expected}."
 EXPECTED = {
     "customer": "a customer id of this bundle",
     "baseline": "zero, mean, median, customer:ID, cohort:LABEL, flat, blur:WIDTH (one of "
-                f"{', '.join(map(str, options.BLUR_WIDTHS))}) or sample:K "
-                f"(one of {', '.join(map(str, options.SAMPLE_KS))})",
+                f"{', '.join(map(str, options.BLUR_WIDTHS))}), sample:K "
+                f"(one of {', '.join(map(str, options.SAMPLE_KS))}) or previous:K "
+                f"(one of {', '.join(map(str, options.PREVIOUS_KS))})",
     "steps": "one of " + ", ".join(options.STEP_OPTIONS),
     "method": "one of " + ", ".join(options.METHODS),
     "space": "one of " + ", ".join(options.SPACES),
@@ -98,6 +99,11 @@ def check_baseline(baseline: Baseline, bundle) -> Baseline:
         return Baseline("blur", baseline.width)
     if baseline.kind == "sample" and baseline.argument not in options.SAMPLE_KS:
         raise ValueError("k")
+    if baseline.kind == "bundle":  # a folder on the server: never named by a link
+        raise ValueError("snapshot")
+    if baseline.kind == "previous" and not (baseline.periods_back in options.PREVIOUS_KS
+                                            and baseline.periods_back < bundle.n_periods):
+        raise ValueError("periods back")
     return baseline
 
 
