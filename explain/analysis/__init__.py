@@ -5,8 +5,8 @@ long tables, sentences)."""
 import importlib
 
 _MODULES = (
-    'cohort', 'counterfactual', 'diagnostics', 'drivers', 'explainer', 'faithfulness', 'groups', 'models', 'report',
-    'whatif', 'words'
+    'cohort', 'counterfactual', 'diagnostics', 'drivers', 'explainer', 'faithfulness', 'groups', 'models', 'movers',
+    'over_runs', 'report', 'whatif', 'words'
 )
 
 

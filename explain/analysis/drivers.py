@@ -526,7 +526,7 @@ def _read(rows_iter: Iterable[Chunk], layout: Layout, window, recent: int | None
             w = _window_of(window, t)
             values.append(_nanmean(v[:, t - w:], 1))          # (k, F)
             whole.append(values[-1] if w == t else _nanmean(v, 1))
-            attrs.append(_nansum(a[:, t - w:], 1))            # (k, F)
+            attrs.append(window_sum(a, w))                    # (k, F)
             r = min(recent or max(1, t // 4), t - 1) if t > 1 else 0
             trends.append(_nanmean(v[:, t - r:], 1) - _nanmean(v[:, :t - r], 1) if r else np.full((k, v.shape[2]),
                                                                                                   np.nan))
@@ -542,6 +542,22 @@ def _read(rows_iter: Iterable[Chunk], layout: Layout, window, recent: int | None
         if window is not None:
             acc.whole.append(np.concatenate(whole, axis=1).astype(np.float32))
     return acc
+
+
+def window_sum(a: np.ndarray, w: int) -> np.ndarray:
+    """(k, F) a history's attributions (k, T, F) summed over its last ``w`` periods (NaN: no data in any)."""
+    return _nansum(a[:, a.shape[1] - w:], 1)
+
+
+def effects(rows: Chunk, layout: Layout, window: int | None = None) -> np.ndarray:
+    """(k, p) each customer's attribution per feature of ``layout`` (a static one as it is, a temporal one summed
+    over the window: :func:`window_sum`), NaN where there is no data: the numbers the ranking and drift average."""
+    k, out = len(rows.ids), []
+    for key, role, columns, _, periods in layout.inputs:
+        shape = (k, len(columns)) if role == "static" else (k, len(periods), len(columns))
+        a = np.asarray(rows.attributions[key], np.float64).reshape(shape)
+        out.append(a if role == "static" else window_sum(a, _window_of(window, shape[1])))
+    return np.concatenate(out, axis=1) if out else np.zeros((k, 0))
 
 
 def _stack(parts, width: int) -> np.ndarray:
@@ -1067,7 +1083,7 @@ def drift(features, after: np.ndarray, before: np.ndarray, *, resamples: int = R
     rng = np.random.default_rng(seed)
     means, errors = zip(*(_bootstrap_mean_abs(data, resamples, rng) for data in (after, before)))
     p = after.shape[1]
-    z = NormalDist().inv_cdf(1 - (1 - level) / (2 * max(p, 1)))  # Bonferroni over the p features
+    z = family_z(level, p)  # Bonferroni over the p features
     se = np.hypot(errors[0], errors[1])
     change = means[0] - means[1]
     rows = sorted((DriftRow(features[j], float(means[1][j]), float(means[0][j]), float(change[j] - z * se[j]),
@@ -1078,23 +1094,58 @@ def drift(features, after: np.ndarray, before: np.ndarray, *, resamples: int = R
 
 def _bootstrap_mean_abs(data: np.ndarray, resamples: int, rng) -> tuple[np.ndarray, np.ndarray]:
     """(mean |attribution| per feature (p,), its bootstrap standard error (p,)) over the rows of
-    ``data`` (n, p), NaN: no data. The customers are shuffled into ``BOOTSTRAP_GROUPS`` groups and
-    the groups resampled (a random-block bootstrap: the same standard error for a mean, at a cost
-    independent of n)."""
-    a = np.abs(data)
-    has = ~np.isnan(a)
-    n = a.shape[0]
-    groups = min(n, BOOTSTRAP_GROUPS)
-    group = rng.permutation(n) % groups                  # (n,) a random group of (almost) equal size
-    sums = np.zeros((groups, a.shape[1]))
-    counts = np.zeros((groups, a.shape[1]))
-    np.add.at(sums, group, np.where(has, a, 0.0))
-    np.add.at(counts, group, has.astype(np.float64))
+    ``data`` (n, p), NaN: no data (:class:`Sums`, :func:`resample_means`)."""
+    n, p = data.shape
+    sums = Sums.empty(min(n, BOOTSTRAP_GROUPS), p)
+    sums.add(data, group_of(n, rng))
+    boot = resample_means(sums, resamples, rng)
+    return np.nan_to_num(_nanmean(np.abs(data), 0)), boot.std(axis=0, ddof=1)
+
+
+class Sums(NamedTuple):
+    """Customers' |attribution| summed into random groups of (almost) equal size: what the drift bootstrap
+    resamples (a random-block bootstrap: the same standard error for a mean, at a cost independent of the
+    customers; filled a chunk at a time, so a store of any size is held as (groups, p) numbers)."""
+
+    sums: np.ndarray     # (G, p) sum of |attribution| over the group's customers with data
+    counts: np.ndarray   # (G, p) customers with data
+
+    @classmethod
+    def empty(cls, groups: int, p: int) -> "Sums":
+        return cls(np.zeros((groups, p)), np.zeros((groups, p)))
+
+    def add(self, data: np.ndarray, group: np.ndarray) -> None:
+        """Add the rows of ``data`` (k, p) attributions (NaN: no data), row i to group ``group[i]``."""
+        a = np.abs(data)
+        has = ~np.isnan(a)
+        np.add.at(self.sums, group, np.where(has, a, 0.0))
+        np.add.at(self.counts, group, has.astype(np.float64))
+
+    @property
+    def mean_abs(self) -> np.ndarray:
+        """(p,) mean |attribution| over the customers with data (0 where none has data)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.nan_to_num(self.sums.sum(axis=0) / self.counts.sum(axis=0))
+
+
+def group_of(n: int, rng) -> np.ndarray:
+    """(n,) each customer's random group among min(n, ``BOOTSTRAP_GROUPS``), of (almost) equal size."""
+    return rng.permutation(n) % min(n, BOOTSTRAP_GROUPS)
+
+
+def resample_means(sums: Sums, resamples: int, rng) -> np.ndarray:
+    """(R, p) mean |attribution| of ``resamples`` bootstrap resamples: the groups drawn with replacement."""
+    groups = sums.sums.shape[0]
     picks = rng.integers(groups, size=(resamples, groups))  # (R, G) groups drawn with replacement
     weights = np.stack([np.bincount(row, minlength=groups) for row in picks]).astype(np.float64)  # (R, G)
     with np.errstate(invalid="ignore", divide="ignore"):
-        boot = np.nan_to_num((weights @ sums) / (weights @ counts))  # (R, p)
-    return np.nan_to_num(_nanmean(a, 0)), boot.std(axis=0, ddof=1)
+        return np.nan_to_num((weights @ sums.sums) / (weights @ sums.counts))  # (R, p)
+
+
+def family_z(level: float, count: int) -> float:
+    """The normal quantile of a two-sided interval that holds at ``level`` for ``count`` intervals together
+    (Bonferroni): what every drift interval is ``z`` standard errors wide by."""
+    return NormalDist().inv_cdf(1 - (1 - level) / (2 * max(count, 1)))
 
 
 def drift_sentence(rows: Sequence[DriftRow], customers_before: int, customers_after: int, level: float) -> str:

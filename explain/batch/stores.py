@@ -10,6 +10,8 @@ listing:
 * ``best(request)``: the same baseline, target, space and path, the most exact (``explain.drivers`` and the What
   drives churn page; :func:`best_store`);
 * ``others(request, chosen)`` and ``earlier(current)``: what the What drives churn page says about the rest;
+* ``runs(current)``: ``current`` and its earlier runs in run order (drivers over runs: :func:`in_run_order`);
+* ``changes()``: the stores whose baseline is the customers at an earlier time (``previous``: the biggest movers);
 * ``mark()``: what changes when a store under these folders is finished, repaired or removed (a dashboard
   cache's key), read without opening a store.
 """
@@ -25,7 +27,8 @@ from typing import Iterable, Iterator, Sequence
 from explain.batch.format import MANIFEST, SUMMARY_DIR, customers_hash, store_settings
 from explain.batch.store import Store, open_store, settings_words
 from explain.core.errors import ExplainError
-from explain.core.settings import AUTO, DEFAULT_TOLERANCE, Settings
+from explain.core.periods import DATE_RE, MONTH_RE, QUARTER_RE, WEEK_RE, YEAR_RE
+from explain.core.settings import AUTO, DEFAULT_TOLERANCE, Baseline, Settings
 from explain.core.text import examples
 
 STORES_DIR = "attributions"  # <bundle>/attributions/<name>/ : the first folder of store_dirs
@@ -196,6 +199,20 @@ class BundleStores:
                  and s.manifest.get("rows_per_customer") == this.manifest.get("rows_per_customer")]
         return sorted(found, key=lambda s: (s.completed, s.path.name, str(s.path)), reverse=True)
 
+    def runs(self, current) -> list[tuple[str, Store]]:
+        """``current`` and :meth:`earlier` (the other finished stores of its settings and layout: one per run), as
+        (label, store) in run order, oldest first (:func:`in_run_order`): what drivers over runs read."""
+        this = current if isinstance(current, Store) else open_store(current)
+        return in_run_order([this, *self.earlier(this)])
+
+    def changes(self) -> list[Store]:
+        """The finished stores of every customer of this bundle whose baseline is the same customers at an earlier
+        time (``previous``, ``previous:K``, ``bundle:DIR``: each attribution explains the change of a score since
+        then), one period back first, then the most exact (:func:`exactness`): what the biggest movers read."""
+        found = [s for s in self.finished() if is_change(s.settings.get("baseline"))]
+        return sorted(found, key=lambda s: (str(s.settings.get("baseline")) in ("previous", "previous:1"),
+                                            exactness(s)), reverse=True)
+
     def mark(self) -> tuple:
         """What changes when a store is finished, repaired or removed in the folders: (folder, ((file, size,
         mtime), ...)) of each, one stat per file of each store and of its summaries (temporary files left
@@ -215,6 +232,43 @@ def _folder_marks(folder: Path) -> tuple:
             except OSError:  # not a folder, or a file renamed while a batch run writes
                 continue
     return tuple(marks)
+
+
+def is_change(baseline) -> bool:
+    """True when the baseline spec is the same customers at an earlier time (``previous``, ``bundle:DIR``)."""
+    try:
+        return Baseline.parse(str(baseline)).change
+    except ExplainError:
+        return False
+
+
+CALENDAR = (MONTH_RE, QUARTER_RE, WEEK_RE, YEAR_RE, DATE_RE)  # labels of one of these forms sort as text
+
+
+def last_period(store: Store) -> str | None:
+    """The last period of the store's first history (its manifest's inputs), or None (a store of format 1 or 2,
+    or one without a history): the month, week or day the store's data runs to."""
+    for spec in store.inputs:
+        if spec.get("periods"):
+            return str(spec["periods"][-1])
+    return None
+
+
+def in_run_order(stores: Sequence[Store]) -> list[tuple[str, Store]]:
+    """(label, store) of ``stores``, oldest run first. A run is named and ordered by the period its data runs to
+    (the last period of its history: "2025-11") when every store has one, they differ and they are calendar labels
+    of one form (2025-11, 2025-Q3, 2025-W07, 2025, 2025-11-30: these sort as text), so a month recomputed later
+    keeps its place; otherwise by when each store was finished (its manifest's ``completed``, "2025-11-30 14:02",
+    UTC), the order the runs were made in."""
+    periods = [last_period(s) for s in stores]
+    forms = {next((k for k, form in enumerate(CALENDAR) if form.match(p)), None) if p else None for p in periods}
+    if len(set(periods)) == len(stores) and len(forms) == 1 and None not in forms:
+        return sorted(zip(periods, stores), key=lambda pair: pair[0])
+    ordered = sorted(stores, key=lambda s: (s.completed, str(s.path)))
+    labels = [s.completed.replace("T", " ")[:16] for s in ordered]
+    if len(set(labels)) < len(labels) or not all(labels):  # finished within one minute: the folders' names
+        labels = [s.path.name if len({t.path.name for t in ordered}) == len(ordered) else str(s.path) for s in ordered]
+    return list(zip(labels, ordered))
 
 
 def stores_of(bundle, search_dirs: Iterable | None = None) -> BundleStores:

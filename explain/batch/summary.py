@@ -6,6 +6,11 @@ equal ``Drivers`` back). ``key``: a digest of what the result depends on (the st
 the earlier store's, the window, the seed, the bundle's content hash and :data:`PARTS_VERSION`). A folder that
 cannot be written keeps no summary; a damaged or foreign file reads as None (recomputed and replaced); the
 :data:`KEEP_SUMMARIES` most recently written summaries of a store are kept, older ones removed.
+
+Two smaller files are kept the same way (:func:`side_path`: keyed by the store, its manifest and the options):
+``<store>.shares-<key>.npz``, a run's bootstrap groups for drivers over runs (:func:`read_sums`,
+:func:`write_sums`: (groups, features) numbers, whatever the store's size), and ``<store>.movers-<key>.json``,
+the biggest movers of a store of the ``previous`` baseline (:func:`read_json`, :func:`write_json_beside`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from explain.analysis.drivers import (
     Group,
     Ranked,
     Segment,
+    Sums,
     TimeProfile,
 )
 from explain.batch.store import Store
@@ -48,6 +54,54 @@ def summary_path(bundle, store: Store, earlier: Store | None, window, seed: int)
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
     folder = Path(store.path)
     return folder.parent / SUMMARY.format(name=folder.name, key=digest)
+
+
+def side_path(store: Store, kind: str, options: dict, suffix: str) -> Path:
+    """Where a smaller result of ``store`` (``kind``: "shares", "movers") with these ``options`` is kept: next to the
+    store, keyed by its folder, manifest, the options and :data:`PARTS_VERSION`."""
+    key = json.dumps({"version": PARTS_VERSION, "store": [str(Path(store.path).resolve()), store.manifest],
+                      **options}, sort_keys=True, default=str)
+    folder = Path(store.path)
+    return folder.parent / f"{folder.name}.{kind}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:16]}.{suffix}"
+
+
+def read_sums(path: Path) -> Sums | None:
+    """A run's bootstrap groups kept at ``path`` (:func:`write_sums`), or None (none, or unreadable: recomputed)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return Sums(np.asarray(data["sums"], np.float64), np.asarray(data["counts"], np.float64))
+    except (OSError, ValueError, KeyError, EOFError):
+        return None
+
+
+def write_sums(path: Path, sums: Sums) -> bool:
+    """Keep a run's bootstrap groups at ``path`` (atomically); False when the folder cannot be written."""
+    def save(temporary: Path) -> None:
+        with open(temporary, "wb") as out:
+            np.savez(out, sums=sums.sums, counts=sums.counts)
+    try:
+        write_atomic(path, save)
+    except OSError:
+        return False
+    return True
+
+
+def read_json(path: Path) -> dict | None:
+    """A JSON document kept next to a store, or None (none, or unreadable: recomputed)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def write_json_beside(path: Path, document: dict) -> bool:
+    """Keep ``document`` at ``path`` (atomically); False when the folder cannot be written."""
+    text = json.dumps(document, default=_plain)
+    try:
+        write_atomic(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
+    except OSError:
+        return False
+    return True
 
 
 def read_summary(path: Path) -> Drivers | None:

@@ -2,7 +2,8 @@
 
 import importlib
 
-_MODULES = ('diagnostics', 'drivers', 'figures', 'html', 'models', 'models_html', 'periods', 'style')
+_MODULES = ('diagnostics', 'drivers', 'figures', 'html', 'models', 'models_html', 'over_runs', 'periods',
+            'style')
 
 
 def __getattr__(name: str):

@@ -13,6 +13,7 @@ from explain.core.errors import ExplainError
 from explain.core.periods import words as periods_words
 from explain.core.text import unit_after
 from explain.plots import drivers as driver_plots
+from explain.plots import over_runs as over_runs_plots
 
 _HTML_STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:2em auto;
@@ -107,9 +108,12 @@ def _in_words(attribution, bundle, i: int, story) -> list[str]:
 # ----------------------------------------------------------------------------- drivers
 
 
-def drivers_report(d, *, title: str = "What drives the prediction across customers") -> str:
+def drivers_report(d, *, title: str = "What drives the prediction across customers", over_runs=None,
+                   movers=None) -> str:
     """A standalone HTML page of a ``Drivers`` (``explain.drivers``): its sentences, figures and
-    segments; opens offline (plotly.js inline once). Every name and id is HTML-escaped."""
+    segments; opens offline (plotly.js inline once). Every name and id is HTML-escaped. ``over_runs``: drivers
+    over runs (``explain.analysis.over_runs.Series``); ``movers``: the biggest movers
+    (``explain.analysis.movers.Movers``): their words join the others, then a section each."""
     figs = driver_plots.figures(d)
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>", f"<title>{escape(title)}</title>",
              f"<style>{_HTML_STYLE}</style></head><body>", f"<h1>{escape(title)}</h1>",
@@ -118,7 +122,8 @@ def drivers_report(d, *, title: str = "What drives the prediction across custome
              f"<h2>In words</h2><p>{escape(d.sentence)}</p>",
              *([f"<p>{escape(d.group_sentence)}</p>"] if d.groups else []),
              *(f"<p>{escape(profile_sentence(p))}</p>" for p in d.time_profiles),
-             *([f"<p>{escape(d.drift.sentence)}</p>"] if d.drift is not None else [])]
+             *([f"<p>{escape(d.drift.sentence)}</p>"] if d.drift is not None else []),
+             *(f"<p>{escape(x.sentence)}</p>" for x in (over_runs, movers) if x is not None)]
     shown = [("Ranking", figs.ranking), ("Every customer", figs.beeswarm),
              *((f"Time profile: {p.input}", fig) for p, fig in zip(d.time_profiles, figs.time_profiles)),
              ("Segments", figs.segments), ("Segment sizes", figs.segment_sizes),
@@ -127,6 +132,7 @@ def drivers_report(d, *, title: str = "What drives the prediction across custome
         parts.append(f"<h2>{escape(heading)}</h2>")
         parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=(k == 0),
                                  config={"displaylogo": False, "responsive": True}))
+    parts.extend(_over_runs_part(over_runs) + _movers_part(movers))
     if d.groups:
         parts.append("<h2>Groups of related features</h2><table><tr><th>group</th><th>how</th><th>share</th>"
                      "<th>members</th></tr>")
@@ -143,3 +149,27 @@ def drivers_report(d, *, title: str = "What drives the prediction across custome
                      f"<td>{escape(drivers)}</td><td>{escape(s.highest_risk)}</td></tr>")
     parts.append("</table><p class='muted'>Written by the IG explainer (python -m explain drivers).</p></body></html>")
     return "\n".join(parts)
+
+
+def _over_runs_part(series) -> list[str]:
+    """Drivers over runs: its words, its figure (plotly.js already on the page) and each run's store."""
+    if series is None:
+        return []
+    runs = "".join(f"<tr><td>{escape(r.label)}</td><td>{escape(r.store)}</td><td class='num'>{r.customers:,}</td>"
+                   f"<td>{escape(r.completed)}</td></tr>" for r in series.runs)
+    return [f"<h2>Drivers over runs</h2><p>{escape(series.sentence)}</p>",
+            pio.to_html(over_runs_plots.shares(series), full_html=False, include_plotlyjs=False,
+                        config={"displaylogo": False, "responsive": True}),
+            f"<table><tr><th>run</th><th>store</th><th>customers</th><th>finished</th></tr>{runs}</table>"]
+
+
+def _movers_part(movers) -> list[str]:
+    """The biggest movers: their words and the table (id, risk then, risk now, rise, first reason)."""
+    if movers is None:
+        return []
+    rows = "".join(f"<tr><td>{escape(m.customer)}</td><td class='num'>{m.then:.3f}</td><td class='num'>{m.now:.3f}"
+                   f"</td><td class='num'>{m.rise:+.3f}</td><td>{escape(m.reason)}</td></tr>" for m in movers.rows)
+    return [f"<h2>Biggest movers since {escape(movers.since)}</h2><p>{escape(movers.sentence)}</p>",
+            f"<table><tr><th>customer</th><th>risk then</th><th>risk now</th><th>rise</th><th>first reason</th></tr>"
+            f"{rows}</table><p class='muted'>From the store {escape(movers.store)} (baseline "
+            f"{escape(movers.baseline)}: each customer as it was then).</p>"]
