@@ -1,13 +1,14 @@
 """Start the dashboard with its startup bundle opened while Streamlit starts.
 
-    python ui/launch.py [streamlit run options] [-- --bundle DIR [--trust-code FILE]]
+    python ui/launch.py [streamlit run options] [-- --bundle DIR [--trust-code FILE] [--challenger MODEL]]
 
 ``explain serve`` runs this. It is ``streamlit run app.py`` plus a background thread that, as soon
 as Streamlit's server is up, imports TensorFlow, opens the startup bundle and computes every
 customer's score and the default view's attribution into the caches every session shares
 (``ui.cache.warm_up``): the first visitor's run then finds them done instead of doing them
-(about 4.5 s on 2 cores). Nothing is computed twice: a session that arrives before the thread is done waits for
-the same cache entry. A warm-up that fails is logged and left to the first session, which
+(about 4.5 s on 2 cores); with ``--challenger MODEL`` it also opens the challenger model (``ui.models``, by the
+startup bundle's loader and limits). Nothing is computed twice: a session that arrives before the thread is done
+waits for the same cache entry. A warm-up that fails is logged and left to the first session, which
 reports the problem in the page as it always does. The server sends headers that deny framing by other
 sites (``ui.runtime.deny_framing``), and the warm-up removes the upload folders of exited servers.
 The login's settings that ``explain serve --auth oidc`` wrote (``$EXPLAIN_AUTH_DIR``) are removed when the
@@ -47,11 +48,25 @@ def warm_up() -> None:
         level = quiet.level
         quiet.setLevel(logging.ERROR)
         try:
+            _open_challenger()
             cache.warm_up(cache.open_bundle(startup.bundle_path()))
         finally:
             quiet.setLevel(level)
     except Exception:  # noqa: BLE001 - the first session reports the bundle's problem in the page
         LOG.warning("warm-up of the startup bundle skipped", exc_info=True)
+
+
+def _open_challenger() -> None:
+    """The challenger of ``--challenger MODEL`` into the cache every session shares (a file that cannot be opened is
+    logged; the Champion vs challenger page says why)."""
+    from ui import models
+
+    if models.challenger_path() is None:
+        return
+    try:
+        models.challenger_model()
+    except Exception:  # noqa: BLE001 - the page reports the problem
+        LOG.warning("the challenger model could not be opened", exc_info=True)
 
 
 def streamlit_args(argv: list[str]) -> tuple[list[str], list[str]]:
