@@ -32,6 +32,7 @@ from explain import figures
 from explain.analysis.explainer import explain_customers
 from explain.analysis.report import long_frame
 from explain.bundle.load import Bundle
+from explain.core.change import integrated_change
 from explain.core.errors import ExplainError
 from explain.core.ig import Attribution, integrated_gradients
 from explain.core.settings import Settings
@@ -103,7 +104,8 @@ class Explanation:
         shape = f"{len(self.static_features)} static features"
         if a.temporal is not None:
             shape += f", {len(self.periods)} periods x {len(self.temporal_features)} temporal features"
-        return (f"Explanation({a.n_customers} customer(s), {shape}; baseline {a.settings.baseline}, "
+        baseline = a.settings.baseline or "given as arrays"
+        return (f"Explanation({a.n_customers} customer(s), {shape}; baseline {baseline}, "
                 f"largest |delta| {float(np.max(np.abs(a.delta))):.2g})")
 
     def _repr_html_(self) -> str:
@@ -117,7 +119,7 @@ class Explanation:
 
 def explain(model, inputs, baseline="mean", *, ids=None, static_features=None, temporal_features=None, periods=None,
             output_names=None, steps: int | str = 64, method: str = "gausslegendre", target=0,
-            space: str = "output", path: str = "joint", **names) -> Explanation:
+            space: str = "output", path: str = "joint", earlier=None, **names) -> Explanation:
     """Integrated Gradients of every customer in ``inputs`` for a model with a static and a temporal input.
 
     ``inputs``: ``[static, temporal]`` in the model's input order (either order is read by rank), or a dict.
@@ -128,17 +130,27 @@ def explain(model, inputs, baseline="mean", *, ids=None, static_features=None, t
     Other keyword arguments (``labels``, ``display_names``, ``units``, ``groups``) as ``Bundle.from_objects``.
     A baseline given as arrays is used as it is: with a ``Masking`` model none of its real periods may equal the
     mask value in every feature (the engine refuses it); the named baselines follow the padding rules by themselves.
+
+    Why did it change? ``baseline="previous"`` (or ``"previous:K"``) compares each customer with their own history K
+    periods earlier; ``earlier=[static, temporal]`` with the same customers' inputs at an earlier time (last month's
+    export, one row per customer in the same order): the attributions add up to f(now) - f(then), static features
+    included, periods that were padding then and hold data now included (``explain.core.change``).
     """
     static, temporal = _split(model, inputs)
     bundle = Bundle.from_objects(model, static, temporal, ids=ids, static_features=static_features,
                                  temporal_features=temporal_features, periods=periods, output_names=output_names,
                                  **names)
     ids = [str(i) for i in bundle.ids]
-    if isinstance(baseline, str):
+    if isinstance(baseline, str) and earlier is None:
         settings = Settings(baseline=baseline, steps=steps, method=method, target=target, space=space, path=path)
         return Explanation(explain_customers(bundle, ids, settings), bundle)
-    arrays = _baseline_arrays(baseline)
     settings = Settings(baseline=None, steps=steps, method=method, target=target, space=space, path=path)
+    if earlier is not None:
+        then_static, then_temporal = _split(model, earlier)
+        attribution = integrated_change(bundle.model, bundle.inputs_for(ids), {"static": then_static,
+                                        "temporal": then_temporal}, settings, ids=ids, output_names=bundle.output_names)
+        return Explanation(attribution, bundle)
+    arrays = _baseline_arrays(baseline)
     attribution = integrated_gradients(bundle.model, bundle.inputs_for(ids), arrays, settings, ids=ids,
                                        output_names=bundle.output_names)
     return Explanation(attribution, bundle)
