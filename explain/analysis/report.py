@@ -69,6 +69,8 @@ def to_json_dict(attribution, bundle, ids, request=None) -> dict:
             "gradient_points": int(attribution.gradient_points[i]),
             "forward_points": _points(attribution.forward_points, i),
         }
+        if attribution.arrival is not None:  # a change since an earlier time: periods that arrived since then
+            entry["arrival"] = float(attribution.arrival[i])
         if plain:
             entry["static"] = {"features": list(bundle.static_features), "values": attribution.static[i].tolist(),
                                "inputs": inputs["static"][i].astype(float).tolist()}
