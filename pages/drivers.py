@@ -46,6 +46,8 @@ def drivers_page():
     if d.drift is not None:
         st.subheader("Drift since the earlier store")
         show.plot(parts.chart(view, "drift", lambda d: plots.drift(d.drift)), key="drivers_drift")
+    parts.over_runs_ui(bundle, found, store, d, grouped)
+    parts.movers_ui(bundle, found)
 
 
 with show.guard():

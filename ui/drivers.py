@@ -2,7 +2,10 @@
 that would), its pickers, the sentences and the segment cards. The numbers come from
 ``explain.drivers`` (``ui.cache.drivers`` keeps them, with the charts drawn from them by ``explain.plots.drivers``).
 The bundle's stores are listed once per run (``explain.batch.stores.stores_of``): the store read, the earlier
-stores and the words about the others all come from that listing.
+stores and the words about the others all come from that listing; so do the runs of "Drivers over runs"
+(``explain.batch.drivers.over_runs``, drawn by ``explain.plots.over_runs``) and the store of the baseline
+``previous`` that "Biggest movers" reads (``explain.batch.drivers.movers``); both keep their numbers next to the
+stores, so a rerun reads a few small files.
 
 Session state: ``_drivers_window`` ("whole" or "recent"), ``_drivers_against`` (an earlier
 store's folder name or "none"), ``_drivers_feature`` (the dependence plot's feature),
@@ -14,11 +17,13 @@ from __future__ import annotations
 import streamlit as st
 
 from explain.analysis.drivers import profile_sentence, reason_text
+from explain.batch import drivers as batch_drivers
 from explain.batch.format import store_settings
 from explain.batch.store import Store, settings_words
 from explain.batch.stores import BundleStores, stores_of
 from explain.core.errors import ExplainError
 from explain.core.text import examples
+from explain.plots import over_runs as over_runs_plots
 from ui import cache, show, speed, stores, url
 
 COMPUTING = ("Computing the attributions of all {total:,} customers once, in the background ({settings}); this "
@@ -39,6 +44,14 @@ MOST_EXACT = "The most exact of {count} finished stores with this baseline, targ
 NOT_USED = "Not used: {count} store(s) of this bundle made with another baseline, target or path ({stores})."
 NO_EARLIER = "none (no drift)"
 GROUP_TOGGLE = "Group related features"
+MIN_RUNS = 3  # stores of one settings and layout from which "Drivers over runs" draws
+FEW_RUNS = ("This bundle's store folders hold {count} finished store(s) of these settings and layout; with {least} or "
+            "more (one per run: `python -m explain batch --bundle {bundle} --out {folder}/<month>` each month) this "
+            "section draws each feature's share of the effect over the runs, as `python -m explain drivers --bundle "
+            "{bundle} --over-all --out drivers.html` writes it.")
+NO_PREVIOUS = ("No store of this bundle was computed with the baseline previous (each customer one period earlier), "
+               "so there is no change to list; this command computes one:")
+MOVERS_SHOWN = 20
 
 
 def store_ui(bundle, settings) -> tuple[BundleStores, Store | None]:
@@ -235,3 +248,58 @@ def result(bundle, store: Store, window, against: Store | None) -> cache.Drivers
             raise
         st.warning(show.md(f"The earlier store cannot be compared with this one: {error}"), icon=":material/warning:")
         return cache.drivers(bundle, store, window, None)
+
+
+def over_runs_ui(bundle, found: BundleStores, store: Store, d, grouped: bool) -> None:
+    """"Drivers over runs": with ``MIN_RUNS`` or more finished stores of ``store``'s settings and layout
+    (``BundleStores.runs``), the words, then each feature's share per run with its interval; else the command."""
+    st.subheader("Drivers over runs")
+    runs = found.runs(store)
+    if len(runs) < MIN_RUNS:
+        folder = found.dirs[0] if found.dirs else "DIR/attributions"
+        st.caption(show.md(FEW_RUNS.format(count=len(runs), least=MIN_RUNS, bundle=bundle.path or "DIR",
+                                           folder=folder)))
+        return
+    try:
+        with st.spinner(f"Reading the {len(runs)} runs' stores (once: kept next to each store)..."):
+            series = batch_drivers.over_runs(bundle, [s for _, s in runs], window=d.window,
+                                             groups=[(g.name, g.columns) for g in d.groups])
+    except ExplainError as error:
+        st.warning(show.md(f"The runs cannot be compared: {error}"), icon=":material/warning:")
+        return
+    st.markdown(show.md(series.sentence))
+    show.plot(over_runs_plots.shares(series, grouped=grouped and bool(d.groups)), key="drivers_over_runs")
+
+
+def movers_ui(bundle, found: BundleStores) -> None:
+    """"Biggest movers since the previous period": from the bundle's store of the baseline previous
+    (``BundleStores.changes``), the words, then the table (each id opens the Customer page); else the command."""
+    st.subheader("Biggest movers since the previous period")
+    changes = found.changes()
+    if not changes:
+        folder = found.dirs[0] if found.dirs else "DIR/attributions"
+        st.caption(show.md(NO_PREVIOUS))
+        st.code(show.plain(f"python -m explain batch --bundle {bundle.path or 'DIR'} --baseline previous "
+                           f"--out {folder}/previous"), language="bash")
+        return
+    try:
+        result = batch_drivers.movers(bundle, changes[0], n=MOVERS_SHOWN)
+    except ExplainError as error:
+        st.warning(show.md(f"The movers cannot be listed: {error}"), icon=":material/warning:")
+        return
+    st.markdown(show.md(result.sentence))
+    if result.rows:
+        movers_table(result)
+
+
+def movers_table(result) -> None:
+    """One row per mover: its id (a link to the Customer page), risk then, risk now, the rise, its first reason."""
+    widths = (2, 1, 1, 1, 4)
+    for column, heading in zip(st.columns(widths), ("Customer", "Risk then", "Risk now", "Rise", "First reason")):
+        column.markdown(f"**{heading}**")
+    for m in result.rows:
+        cells = st.columns(widths)
+        cells[0].page_link("pages/customer.py", label=show.md(m.customer), icon=":material/person_search:",
+                           query_params=url.with_customer(m.customer), help="Open this customer on the Customer page")
+        for cell, text in zip(cells[1:], (f"{m.then:.2f}", f"{m.now:.2f}", f"{m.rise:+.2f}", show.md(m.reason))):
+            cell.markdown(text)
