@@ -358,10 +358,14 @@ def bootstrap_tau(a: np.ndarray, b: np.ndarray, *, resamples: int = RESAMPLES, s
     """Kendall's tau-b of the two models' mean |attribution| per feature (``a``, ``b``: (n, p) of the same
     customers), with its percentile bootstrap interval: ``resamples`` resamples of the customers (with
     replacement, drawn with ``seed``), both models' means taken over the same resampled customers."""
-    size_a, size_b = np.nan_to_num(np.abs(a)), np.nan_to_num(np.abs(b))
-    value = kendall_tau_b(size_a.mean(axis=0), size_b.mean(axis=0))
+    size_a, size_b = np.abs(a), np.abs(b)  # NaN: no data (padding), left out of the means as the ranking does
+
+    def means(rows):
+        return tuple(np.nan_to_num(drivers._nanmean(size[rows], 0)) for size in (size_a, size_b))
+
+    value = kendall_tau_b(*means(slice(None)))
     picks = np.random.default_rng(seed).integers(a.shape[0], size=(resamples, a.shape[0]))  # (R, n)
-    taus = np.array([kendall_tau_b(size_a[rows].mean(axis=0), size_b[rows].mean(axis=0)) for rows in picks])
+    taus = np.array([kendall_tau_b(*means(rows)) for rows in picks])
     taus = taus[np.isfinite(taus)]
     if not taus.size:
         return Interval(value, float("nan"), float("nan"))
