@@ -188,3 +188,35 @@ def test_json_holds_the_contracts_keys(cut_result):
     changes = [abs(c["challenger_share"] - c["champion_share"]) for c in doc["changed"]]
     assert changes == sorted(changes, reverse=True)
     assert doc["customers"] == CUSTOMERS and doc["settings"]["steps"] == 16
+
+
+def test_a_padded_model_unlike_the_demo(tmp_path):
+    """Masking(0) + LSTM over 64 weeks, short histories padded: the padded weeks count in no mean; a challenger
+    whose history weights swap support and usage is said to lean on usage instead."""
+    from tests.support import padded
+
+    bundle = load_bundle(padded.write(tmp_path / "padded"))
+    itself = models.compare_models(bundle, padded.model(), customers=30, settings=SETTINGS)
+    assert itself.kendall_tau.value == 1.0 and itself.disagreements == ()
+    swapped = padded.model()
+    lstm = swapped.get_layer("memory")
+    kernel, recurrent, bias = lstm.get_weights()
+    kernel[:, 2] = [padded.W_USAGE, padded.W_SUPPORT, 0.0]
+    lstm.set_weights([kernel, recurrent, bias])
+    result = models.compare_models(bundle, swapped, customers=30, settings=SETTINGS)
+    ids = list(result.customers)
+    other = models.challenger_bundle(bundle, swapped)
+    attribution = explain_customers(other, ids, SETTINGS, baseline=explain_customers(bundle, ids, SETTINGS).baselines)
+    pad = attribution.padding["temporal"]  # (n, T) True at padded weeks
+    assert pad.any()
+    history = np.where(pad[:, :, None], 0.0, attribution.temporal).sum(axis=1)  # (n, F): real weeks only
+    per_feature = np.concatenate([attribution.static, history], axis=1)
+    mean_abs = np.abs(per_feature).mean(axis=0)
+    names = padded.STATIC + padded.TEMPORAL
+    assert {r.feature.name: r.share for r in result.challenger_ranking} == pytest.approx(
+        dict(zip(names, mean_abs / mean_abs.sum())), abs=1e-9)
+    shares = {c.feature.name: c for c in result.changed}
+    assert shares["usage"].challenger_share > shares["usage"].champion_share
+    assert shares["support"].challenger_share < shares["support"].champion_share
+    assert shares[padded.IGNORED].champion_share == shares[padded.IGNORED].challenger_share == 0.0
+    assert result.changed[0].feature.name in {"support", "usage"} and "matters" in result.changed[0].words
