@@ -130,3 +130,34 @@ def test_serve_passes_the_challenger_to_the_app_beside_the_trust_and_limits(bund
     assert page_parts.challenger_path(["--bundle", str(bundle_dir)]) is None
     with pytest.raises(ExplainError, match="--challenger .* is not a file"):
         serve.command(bundle_dir, challenger=tmp_path / "missing.keras")
+
+
+LAYERS_PY = '''
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="compare_test")
+class Swish(keras.layers.Layer):
+    def call(self, x):
+        return x * ops.sigmoid(x)
+'''
+
+
+def test_a_challenger_with_custom_layers_opens_with_trust_code_only(bundle_dir, tmp_path, capsys):
+    from explain.modelfile import trust
+
+    code = tmp_path / "layers.py"
+    code.write_text(LAYERS_PY)
+    swish = trust.load_trusted_code(code).objects["compare_test>Swish"]
+    static, temporal = keras.Input(shape=(9,), name="static"), keras.Input(shape=(12, 6), name="temporal")
+    z = keras.layers.Concatenate()([swish()(keras.layers.Dense(4)(static)), keras.layers.LSTM(4)(temporal)])
+    path = tmp_path / "custom.keras"
+    keras.Model({"static": static, "temporal": temporal}, keras.layers.Dense(1, activation="sigmoid")(z)).save(path)
+    assert compare(bundle_dir, path, tmp_path / "refused.json") == 2
+    assert "was refused before loading" in capsys.readouterr().err
+    out = tmp_path / "trusted.json"
+    assert compare(bundle_dir, path, out, "--trust-code", str(code)) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("trusted code loaded: layers.py") == 1  # one loader for the bundle and the challenger
+    assert json.loads(out.read_text())["customers"] == 30
