@@ -74,7 +74,7 @@ def customer_page():
         st.caption(show.md(story.history))
     for note in attribution.notes:  # an input the model does not use: its attributions are exactly 0
         st.info(show.md(note), icon=":material/info:")
-    score, said = float(scores[bundle.index_of(cid)]), story.verdict
+    score, said, change = float(scores[bundle.index_of(cid)]), story.verdict, settings.baseline.change
     v1, m1, m2, m3 = st.columns([2.2, 1, 1, 1.2])
     with v1:
         show.verdict_headline(said)
@@ -86,14 +86,15 @@ def customer_page():
                 f" and {int(attribution.forward_points[0])} model calls without a gradient")})
     m1.metric(f"Predicted {show.md(target)}{unit}", f"{fx:.3f}",
               help=show.md(f"Score {score:.3f}: in the band '{said.band}' ({said.range_text})."))
-    m2.metric(f"Baseline prediction{unit}", f"{fb:.3f}", help=described + " " + show.md(
+    m2.metric(f"Prediction {story.reference}{unit}" if change else f"Baseline prediction{unit}", f"{fb:.3f}",
+              help=described + " " + show.md(
         f"Its prediction ({fb:.2f}) need not equal how often customers {target} "
         f"({analyst_words.base_rate(bundle, target, scores)}): the model scores combinations of values, and an "
         "average profile has none of the risky ones. 'A sample of customers' as the comparison has the average "
         "prediction as its prediction."))
     m3.metric("Difference explained", f"{fx - fb:+.3f}",
               help="prediction minus baseline prediction: what the attributions below share out")
-    if close := report.close_baseline_note(fx, fb):
+    if close := report.close_baseline_note(fx, fb, change=change):
         st.warning(show.md(close), icon=":material/compare_arrows:")
     shown = input_views.customer_figures(attribution, bundle, cid, reference, settings, after_heatmaps=lambda: (
         below_heatmaps(bundle, cid, settings, story, score, target, described, advice)))

@@ -271,11 +271,19 @@ def write_attributions(path, attribution, bundle, ids, request=None) -> Path:
 # ----------------------------------------------------------------------------- words
 
 
-def close_baseline_note(prediction: float, baseline_prediction: float) -> str | None:
-    """The warning when the baseline's prediction is within ``CLOSE_BASELINE`` of the customer's, else None."""
+CLOSE_CHANGE_NOTE = (
+    "The score barely moved since then ({fb:.3f} -> {fx:.3f}, less than {limit:g}): every effect below is small; "
+    "the largest say what moved it at all."
+)
+
+
+def close_baseline_note(prediction: float, baseline_prediction: float, *, change: bool = False) -> str | None:
+    """The warning when the baseline's prediction is within ``CLOSE_BASELINE`` of the customer's, else None
+    (``change``: the baseline is the customer earlier: a small change is an answer, not a bad comparison)."""
     if abs(prediction - baseline_prediction) > CLOSE_BASELINE + 1e-12:  # within: 0.02 itself is warned about
         return None
-    return CLOSE_BASELINE_NOTE.format(fx=prediction, fb=baseline_prediction, limit=CLOSE_BASELINE)
+    note = CLOSE_CHANGE_NOTE if change else CLOSE_BASELINE_NOTE
+    return note.format(fx=prediction, fb=baseline_prediction, limit=CLOSE_BASELINE)
 
 
 def delta_status(delta: float, prediction: float, baseline_prediction: float, *,

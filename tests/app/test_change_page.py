@@ -25,6 +25,8 @@ def test_demo_customer_change_since_last_month():
                      r"to 4 in 2025-10, raising the risk by 0\.1\d", answer), answer
     assert at.sidebar.selectbox(key="baseline_kind").value == "previous"
     assert at.sidebar.select_slider(key="previous_k").value == 1
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Prediction a month earlier"] == "0.729" and metrics["Difference explained"] == "+0.142"
 
 
 def test_three_months_back_from_the_slider():
