@@ -16,6 +16,11 @@ to "data" at the start of the path and the integral would not add up. The change
    ``f(x) - f(b')`` within the quadrature error.
 
 Together: sum = f(x) - f(b), the reported ``baseline_prediction`` is f(b) and ``delta`` is the integral's.
+
+The other way round, a period with data then and padding now (an earlier snapshot whose oldest periods have left
+the window since) is padding all along the path, as a customer's padding always is; the step from the snapshot's
+values to padding there is counted with the arrival, in the same two model calls, and spread over those cells:
+the only case where a cell that is padding now holds a share.
 """
 
 from __future__ import annotations
@@ -27,13 +32,13 @@ import numpy as np
 from explain.core.baselines import MASK_OFFSET
 from explain.core.engine import StopCheck, engine_for
 from explain.core.errors import AttributionError
-from explain.core.ig import Attribution, _check_inputs, integrated_gradients, request_settings
+from explain.core.ig import Attribution, _by_key, _check_inputs, integrated_gradients, request_settings
 from explain.core.settings import Settings
 
 ARRIVAL_NOTE = (
-    "{count} customer(s) have data in periods their earlier history did not have (padding then): their arrival "
-    "moved the score by {low:+.3g} to {high:+.3g}; the arrival has no gradient to split it, so it is spread "
-    "evenly over those periods' cells (Attribution.arrival holds it whole)."
+    "{count} customer(s) have data in periods their earlier history did not have (padding then), or lost periods "
+    "it had: their arrival moved the score by {low:+.3g} to {high:+.3g}; the arrival has no gradient to split it, "
+    "so it is spread evenly over those periods' cells (Attribution.arrival holds it whole)."
 )
 PER_INPUT_CHANGE = (
     "The change since an earlier period is explained on the joint path only: periods that arrived since then "
@@ -48,9 +53,12 @@ def integrated_change(model, inputs: dict, then: dict, settings: Settings | None
     keyed as ``inputs``): the attributions add up to f(now) - f(then), periods that arrived since then included
     (module docstring). The same arguments as ``integrated_gradients``; without arrived periods it is that."""
     engine = engine_for(model, roles)
+    inputs, then = _by_key(engine, inputs, "inputs"), _by_key(engine, then, "baselines")  # lists: model order
     _, _, now_padding, n = _check_inputs(engine, inputs, ids)
     _, _, then_padding, _ = _check_inputs(engine, then, ids)
-    arrived = {key: then_padding[key] & ~now_padding[key] for key in now_padding}
+    # periods that arrived (padding then, data now) or left (data then, padding now: a snapshot whose oldest
+    # periods left the window); the engine keeps a customer's padding in the baseline, so either moves f(b)
+    arrived = {key: then_padding[key] != now_padding[key] for key in now_padding}
     arrived = {key: rows for key, rows in arrived.items() if rows.any()}
     call = {"batch_size": batch_size, "ids": ids, "output_names": output_names, "should_stop": should_stop,
             "roles": roles}
