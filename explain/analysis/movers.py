@@ -93,9 +93,11 @@ class Movers:
 
 
 def movers(chunks: Iterable[MoverChunk], layout: Layout, *, n: int = TOP, threshold: float = RISE,
-           since: str = "the earlier period", store: str = "", baseline: str = "previous") -> Movers:
+           since: str = "the earlier period", store: str = "", baseline: str = "previous",
+           quantity: str = "risk") -> Movers:
     """The ``n`` customers of ``chunks`` whose risk rose most (``prediction - baseline_prediction``), with their
-    first reasons named by ``layout`` (its inputs' columns, labels and periods), read a chunk at a time."""
+    first reasons named by ``layout`` (its inputs' columns, labels and periods), read a chunk at a time.
+    ``quantity``: what the scores are, in the words ("risk"; "score (log-odds)" for a store in log-odds)."""
     cells = _cells(layout)
     kept: list[tuple[float, int, Mover]] = []
     customers = rose = above = 0
@@ -117,7 +119,7 @@ def movers(chunks: Iterable[MoverChunk], layout: Layout, *, n: int = TOP, thresh
         raise ExplainError(EMPTY.format(what=store or "the store"))
     rows = tuple(m for *_, m in kept)
     return Movers(rows, customers, rose, above, threshold, since, store, baseline,
-                  movers_sentence(rows, customers, rose, above, threshold, since))
+                  movers_sentence(rows, customers, rose, above, threshold, since, quantity=quantity))
 
 
 def _cells(layout: Layout) -> list[tuple[str, str, str | None]]:
@@ -141,16 +143,17 @@ def _mover(customer: str, then: float, now: float, attributions: np.ndarray, cel
     return Mover(customer, then, now, column, label, period, float(a[j]))
 
 
-def movers_sentence(rows, customers: int, rose: int, above: int, threshold: float, since: str) -> str:
+def movers_sentence(rows, customers: int, rose: int, above: int, threshold: float, since: str, *,
+                    quantity: str = "risk") -> str:
     """"12 customers' risk rose by more than 0.2 since 2025-11; the biggest: C00042, 0.31 -> 0.78, mainly support
     calls in 2025-12." (and how many rose at all, of how many)."""
     if not rows:
-        return f"No customer's risk rose since {since} ({customers:,} customers read)."
+        return f"No customer's {quantity} rose since {since} ({customers:,} customers read)."
     top = rows[0]
     reason = f", mainly {top.reason}" if top.reason else ""
     whose = "customer's" if above == 1 else "customers'"
-    lead = (f"{above:,} {whose} risk rose by more than {threshold:g} since {since}"
-            if above else f"No customer's risk rose by more than {threshold:g} since {since}")
+    lead = (f"{above:,} {whose} {quantity} rose by more than {threshold:g} since {since}"
+            if above else f"No customer's {quantity} rose by more than {threshold:g} since {since}")
     return (f"{lead}; the biggest: {top.customer}, {top.then:.2f} -> {top.now:.2f}{reason}. "
-            f"{rose:,} of {customers:,} customers' risk rose at all.")
+            f"{rose:,} of {customers:,} customers' {quantity} rose at all.")
 

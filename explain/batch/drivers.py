@@ -186,8 +186,9 @@ def movers(bundle, store=None, *, n: int = TOP, threshold: float = RISE, cache: 
             return Movers.from_dict(found)
         except (KeyError, TypeError, ValueError):
             pass
+    quantity = "score (log-odds)" if chosen.settings.get("space") == "logit" else "risk"
     result = find_movers(_mover_chunks(chosen), layout, n=n, threshold=threshold, since=_since(baseline, layout),
-                         store=str(chosen.path), baseline=baseline)
+                         store=str(chosen.path), baseline=baseline, quantity=quantity)
     if cache:
         write_json_beside(path, result.to_dict())
     return result

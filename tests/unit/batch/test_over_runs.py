@@ -227,3 +227,17 @@ def test_the_drivers_command_writes_the_series_and_the_movers(bundle, previous_s
     assert main([*args[:5], "--out", str(html_out), *args[7:]]) == 0
     text = html_out.read_text()
     assert "Drivers over runs" in text and "Biggest movers since 2025-05" in text
+
+
+def test_a_groups_share_is_its_members_shares_added_with_its_own_interval(bundle, tmp_path):
+    stores = monthly_stores(bundle, tmp_path, (1.0, 3.0))
+    result = batch_drivers.over_runs(bundle, [p for p, _ in stores], groups=[("Usage", (3, 4))], cache=False)
+    assert [f.name for f in result.rows] == ["price", "tenure", "plan", "calls", "drops", "Usage"]
+    assert result.rows[-1].role == "group"
+    for run, (_, planted) in zip(result.runs, stores):
+        assert run.share[5] == pytest.approx(expected_shares(bundle, planted)[3:].sum())
+        assert run.low[5] <= run.share[5] <= run.high[5]
+    doc = result.to_dict()
+    assert set(doc["runs"][0]["group_shares"]) == {"Usage"} and "Usage" not in doc["runs"][0]["shares"]
+    usage = next(m for m in result.moves if m.feature.name == "Usage")
+    assert usage.changed and usage.change < 0  # the price hike's growing share leaves less to the histories
