@@ -125,11 +125,14 @@ class Series:
     level: float
     resamples: int
     sentence: str
+    members: tuple = ()  # ((column, ...), ...) of each group, in the order of the group rows
 
     def top(self, count: int, grouped: bool = False) -> list[int]:
-        """The rows of the ``count`` features (or groups with ``grouped``) with the largest share in any run,
-        largest first: the lines a chart draws."""
-        wanted = [j for j, f in enumerate(self.rows) if (f.role == "group") == grouped]
+        """The rows of the ``count`` features with the largest share in any run, largest first: the lines a chart
+        draws; with ``grouped``, each group in place of its members (the grouped ranking's rows)."""
+        inside = {j for columns in self.members for j in columns} if grouped else set()
+        wanted = [j for j, f in enumerate(self.rows)
+                  if (f.role == "group" and grouped) or (f.role != "group" and j not in inside)]
         peak = np.max([r.share for r in self.runs], axis=0)
         return sorted(wanted, key=lambda j: -peak[j])[:count]
 
@@ -167,7 +170,8 @@ def series(features: Sequence[Feature], runs: Sequence[RunSums], groups: Sequenc
     z = family_z(level, len(rows))
     out = [_run(run, groups, z, resamples, seed) for run in runs]
     moves = sorted((_move(rows[j], out, j, z) for j in range(len(rows))), key=lambda m: -abs(m.change))
-    return Series(rows, tuple(out), tuple(moves), level, resamples, series_sentence(moves, out, level))
+    return Series(rows, tuple(out), tuple(moves), level, resamples, series_sentence(moves, out, level),
+                  tuple(tuple(columns) for _, columns in groups))
 
 
 def _with_groups(shares: np.ndarray, groups: list) -> np.ndarray:

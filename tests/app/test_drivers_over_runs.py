@@ -22,10 +22,11 @@ from tests.unit.batch.test_drivers import build
 PAGE = "pages/drivers.py"
 
 
-def open_bundle(tmp_path, monkeypatch, runs: int, previous: bool):
+def open_bundle(tmp_path, monkeypatch, runs: int, previous: bool, related: bool = False):
     """A bundle with ``runs`` planted monthly stores of the default settings (the first static feature grows run
-    by run), and with ``previous`` a planted store of the baseline previous; the dashboard opens it."""
-    path, _ = build(tmp_path / "bundle", n=(40, 40, 40))
+    by run), and with ``previous`` a planted store of the baseline previous; ``related``: age follows app logins
+    (a group found from the data); the dashboard opens it."""
+    path, _ = build(tmp_path / "bundle", n=(40, 40, 40), age_from_logins=related)
     bundle = load_bundle(path)
     for k in range(runs):
         write_store(bundle, path / "attributions" / f"run{k}", planted_attributions(bundle, 10 + k, {0: 1 + k}),
@@ -90,6 +91,19 @@ def test_fewer_runs_and_no_previous_store_say_the_commands(tmp_path, monkeypatch
     assert "No store of this bundle was computed with the baseline previous" in said
     (command,) = [c.value for c in at.code if "--baseline previous" in c.value]
     assert command.startswith("python -m explain batch --bundle ") and command.endswith("/previous")
+
+
+def test_with_groups_on_the_chart_draws_a_group_in_place_of_its_members(tmp_path, monkeypatch):
+    bundle = open_bundle(tmp_path, monkeypatch, runs=3, previous=False, related=True)
+    at = app(page=PAGE)
+    assert not at.exception, [e.value for e in at.exception]
+    (group,) = explain.drivers(bundle).groups
+    assert at.toggle(key="w_drivers_grouped").value is True
+    names = [t["name"] for t in charts(at)["drivers_over_runs"]["data"] if t.get("mode") == "lines+markers"]
+    assert group.name in names and not {f.label for f in group.members} & set(names), names
+    at.toggle(key="w_drivers_grouped").set_value(False).run()
+    names = [t["name"] for t in charts(at)["drivers_over_runs"]["data"] if t.get("mode") == "lines+markers"]
+    assert group.name not in names and "Price hike" in names
 
 
 @pytest.fixture(autouse=True)

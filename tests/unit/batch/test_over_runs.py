@@ -241,3 +241,5 @@ def test_a_groups_share_is_its_members_shares_added_with_its_own_interval(bundle
     assert set(doc["runs"][0]["group_shares"]) == {"Usage"} and "Usage" not in doc["runs"][0]["shares"]
     usage = next(m for m in result.moves if m.feature.name == "Usage")
     assert usage.changed and usage.change < 0  # the price hike's growing share leaves less to the histories
+    assert sorted(result.top(10)) == [0, 1, 2, 3, 4]
+    assert sorted(result.top(10, grouped=True)) == [0, 1, 2, 5]  # the group in place of its members
