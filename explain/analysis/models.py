@@ -114,14 +114,15 @@ class ShareChange:
         """"Tenure (months) no longer matters: 13 % -> 0 %" and the like."""
         before, after = _percent(self.champion_share), _percent(self.challenger_share)
         label = self.feature.label
+        verb = "matter" if _plural(label) else "matters"  # "Support calls matter more", "Tenure matters less"
         if abs(self.change) < SAID_CHANGE:
-            how = "matters as much"
+            how = f"{verb} as much"
         elif self.challenger_share < NO_LONGER:
-            how = "no longer matters"
+            how = f"no longer {verb}"
         elif self.champion_share < NO_LONGER:
-            how = "now matters"
+            how = f"now {verb}"
         else:
-            how = "matters more" if self.change > 0 else "matters less"
+            how = f"{verb} more" if self.change > 0 else f"{verb} less"
         return f"{label} {how}: {before} -> {after}"
 
     def to_dict(self) -> dict:
@@ -414,6 +415,14 @@ def disagreements(ids, scores: tuple, attributions: tuple, features, threshold: 
 
 
 # ----------------------------------------------------------------------------- helpers
+
+
+def _plural(label: str) -> bool:
+    """Whether a feature's name is a plural noun ("Support calls", "Number of products" is not: its head is
+    "Number"): the last word before a unit in brackets and before "of", ending in s but not ss/us/is."""
+    words = label.split(" (")[0].split(" of ")[0].split()
+    last = words[-1].lower() if words else ""
+    return last.endswith("s") and not last.endswith(("ss", "us", "is"))
 
 
 def _percent(share: float) -> str:
