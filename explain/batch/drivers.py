@@ -137,16 +137,21 @@ def drivers_of(attribution, bundle, ids: Sequence[str] | None = None, **options)
 # ----------------------------------------------------------------------------- drivers over runs
 
 
-def over_runs(bundle, stores, *, window: int | None = None, groups=None, seed: int = SEED,
+def over_runs(bundle, stores=None, *, window: int | None = None, groups=None, seed: int = SEED,
               cache: bool = True) -> Series:
     """Drivers over runs (``explain.analysis.over_runs.series``) of ``stores`` (folders or ``Store``s, 2 or more
-    finished stores of this bundle's layout: one per run), in run order (``explain.batch.stores.in_run_order``:
-    by the period each store's data runs to, else by when it was finished). ``groups``: ((name, (column, ...)),
+    finished stores of this bundle's layout: one per run; default: the bundle's most exact store of the default
+    settings and every other finished store of its settings and layout in the bundle's store folders,
+    ``BundleStores.runs``), in run order (``explain.batch.stores.in_run_order``: by the period each store's data
+    runs to, else by when it was finished). ``groups``: ((name, (column, ...)),
     ...) (a ``Drivers``' groups: ``[(g.name, g.columns) for g in d.groups]``); default: those declared in
     bundle.json. Each store is read once, a chunk at a time, into its bootstrap groups (kept next to it unless
     ``cache=False``)."""
     bundle = _loaded(bundle)
     layout = Layout.of(bundle)
+    if stores is None:
+        found = stores_of(bundle)
+        stores = [s for _, s in found.runs(_store(bundle, None, None))]
     runs = [RunSums(label, str(s.path), s.completed, s.n_customers, _run_sums(bundle, s, layout, window, seed, cache))
             for label, s in in_run_order([_open(s) for s in stores])]
     if groups is None:
@@ -190,7 +195,7 @@ def movers(bundle, store=None, *, n: int = TOP, threshold: float = RISE, cache: 
     result = find_movers(_mover_chunks(chosen), layout, n=n, threshold=threshold, since=_since(baseline, layout),
                          store=str(chosen.path), baseline=baseline, quantity=quantity)
     if cache:
-        write_json_beside(path, result.to_dict())
+        write_json_beside(path, result.to_dict(), "movers")
     return result
 
 

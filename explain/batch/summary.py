@@ -75,7 +75,8 @@ def read_sums(path: Path) -> Sums | None:
 
 
 def write_sums(path: Path, sums: Sums) -> bool:
-    """Keep a run's bootstrap groups at ``path`` (atomically); False when the folder cannot be written."""
+    """Keep a run's bootstrap groups at ``path`` (:func:`side_path` of "shares"; atomically), the store's older ones
+    beyond :data:`KEEP_SUMMARIES` removed; False when the folder cannot be written."""
     def save(temporary: Path) -> None:
         with open(temporary, "wb") as out:
             np.savez(out, sums=sums.sums, counts=sums.counts)
@@ -83,6 +84,7 @@ def write_sums(path: Path, sums: Sums) -> bool:
         write_atomic(path, save)
     except OSError:
         return False
+    prune_summaries(path, kind="shares")
     return True
 
 
@@ -94,13 +96,15 @@ def read_json(path: Path) -> dict | None:
         return None
 
 
-def write_json_beside(path: Path, document: dict) -> bool:
-    """Keep ``document`` at ``path`` (atomically); False when the folder cannot be written."""
+def write_json_beside(path: Path, document: dict, kind: str) -> bool:
+    """Keep ``document`` at ``path`` (:func:`side_path` of ``kind``; atomically), the store's older files of that
+    kind beyond :data:`KEEP_SUMMARIES` removed; False when the folder cannot be written."""
     text = json.dumps(document, default=_plain)
     try:
         write_atomic(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
     except OSError:
         return False
+    prune_summaries(path, kind=kind)
     return True
 
 
@@ -131,13 +135,15 @@ def write_summary(path: Path, d: Drivers) -> bool:
     return True
 
 
-def prune_summaries(path: Path, keep: int = KEEP_SUMMARIES) -> list[Path]:
+def prune_summaries(path: Path, keep: int = KEEP_SUMMARIES, kind: str = "drivers") -> list[Path]:
     """Remove the summaries of ``path``'s store beyond the ``keep`` most recently written (``path``
     always stays): each window and earlier store makes one (20-30 MB at 20,000 x 365 x 24), and one
-    keyed by a store that was rewritten is never read again. The files removed."""
-    name = path.name.split(".drivers-", 1)[0]
+    keyed by a store that was rewritten is never read again. ``kind``: "drivers" (:data:`SUMMARY`), or
+    "shares" and "movers" (:func:`side_path`'s files). The files removed."""
+    name = path.name.split(f".{kind}-", 1)[0]
+    pattern = f"{glob.escape(name)}.{kind}-*{''.join(path.suffixes[-1:])}"
     found = []
-    for other in path.parent.glob(SUMMARY.format(name=glob.escape(name), key="*")):
+    for other in path.parent.glob(pattern):
         try:
             found.append((other.stat().st_mtime_ns, other))
         except OSError:

@@ -243,3 +243,27 @@ def test_a_groups_share_is_its_members_shares_added_with_its_own_interval(bundle
     assert usage.changed and usage.change < 0  # the price hike's growing share leaves less to the histories
     assert sorted(result.top(10)) == [0, 1, 2, 3, 4]
     assert sorted(result.top(10, grouped=True)) == [0, 1, 2, 5]  # the group in place of its members
+
+
+def test_without_stores_the_runs_are_every_finished_store_of_the_default_settings(bundle, tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLAIN_STORES", str(tmp_path / "stores"))
+    folder = tmp_path / "stores" / bundle.content_hash[:16]
+    for k in range(3):
+        write_store(bundle, folder / f"run{k}", planted_attributions(bundle, 20 + k, {0: 1 + k}),
+                    completed=f"2026-0{k + 2}-01T00:00:00Z")
+    write_store(bundle, folder / "zero", planted_attributions(bundle, 1), settings=Settings(baseline="zero"))
+    result = batch_drivers.over_runs(bundle)
+    assert [r.store for r in result.runs] == [str(folder / f"run{k}") for k in range(3)]  # not the zero baseline
+    assert [r.label for r in result.runs] == ["2026-02-01 00:00", "2026-03-01 00:00", "2026-04-01 00:00"]
+
+
+def test_a_stores_kept_files_are_pruned_to_the_most_recent(bundle, tmp_path):
+    from explain.analysis.drivers import Sums
+    from explain.batch.summary import KEEP_SUMMARIES, side_path, write_sums
+
+    store = open_store(write_store(bundle, tmp_path / "june", planted_attributions(bundle, 1)))
+    paths = [side_path(store, "shares", {"window": w}, "npz") for w in range(KEEP_SUMMARIES + 3)]
+    for path in paths:
+        assert write_sums(path, Sums.empty(2, 5))
+    kept = sorted(tmp_path.glob("june.shares-*.npz"))
+    assert len(kept) == KEEP_SUMMARIES and paths[-1] in kept
