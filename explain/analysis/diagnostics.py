@@ -52,7 +52,7 @@ def path_profile(bundle, customer: str, settings, points: int = PATH_POINTS) -> 
     """Prediction and gradient norms along the straight path from the baseline to ``customer``
     (see :func:`explain.core.ig.path_profile`); for sample:K the path to the first sampled baseline."""
     inputs = bundle.inputs_for([customer])
-    base = baseline_for(bundle, inputs, settings.baseline, settings.seed)
+    base = baseline_for(bundle, inputs, settings.baseline, settings.seed, ids=[customer])
     target = settings.for_bundle(bundle).target
     return ig.path_profile(bundle.model, inputs, base, points=points, target=target, space=settings.space)
 
@@ -64,7 +64,7 @@ def integration_points(bundle, customer: str, settings, alphas: int = SWEEP_ALPH
     ``explain_customers`` computes that customer (see :func:`explain.core.points.path_points`)."""
     settings = settings.for_bundle(bundle)
     inputs = bundle.inputs_for([str(customer)])
-    base = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical)
+    base = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical, ids=[str(customer)])
     return points.path_points(bundle.model, inputs, base, settings, sweep=alphas, ids=[str(customer)],
                               output_names=bundle.output_names, should_stop=should_stop,
                               roles=getattr(bundle, "roles", None) or None)
@@ -107,7 +107,7 @@ def shown_baseline(bundle, customer: str, settings, *, attribution=None, row: in
         ndims = {key: np.ndim(value) for key, value in attribution.inputs.items()}
     else:
         inputs = bundle.inputs_for([customer])
-        one = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical)
+        one = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical, ids=[customer])
         dtypes = {key: np.asarray(value).dtype for key, value in inputs.items()}
         ndims = {key: np.ndim(value) for key, value in inputs.items()}
     out = {}

@@ -15,8 +15,8 @@ from explain.core.kept import Kept
 from explain.core.settings import Baseline, Settings
 
 PREVIOUS_NEEDS_END_ALIGNED = (
-    "{spec}: this bundle pads short histories at the end (bundle.json 'temporal_padding': 'end'), so a period's "
-    "position is not the same month for every customer and a history cannot be shifted one period back. Use an "
+    "{spec}: this bundle pads short histories at the end (bundle.json 'temporal_padding': 'end'), so a position "
+    "is not the same period for every customer and a history cannot be shifted one period back. Use an "
     "earlier export of the same customers instead: --baseline-bundle DIR (baseline bundle:DIR)."
 )
 SNAPSHOT_MISSING = (
@@ -80,6 +80,14 @@ def explain_customers(bundle, ids, settings: Settings = Settings(), *, batch_siz
     inputs = bundle.inputs_for(ids)
     if baseline is None:
         baseline = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical, ids=ids)
+    return attribute(bundle, inputs, baseline, settings, ids=ids, batch_size=batch_size, should_stop=should_stop)
+
+
+def attribute(bundle, inputs: dict, baseline: dict, settings: Settings, *, ids=None, batch_size: int | None = None,
+              should_stop: StopCheck = None) -> Attribution:
+    """IG of ``inputs`` (rows of ``bundle``, or edited ones: the what-if) from ``baseline`` under ``settings``
+    (resolved for the bundle): ``integrated_change`` when the baseline is the customers earlier (previous:K,
+    bundle:DIR: periods that arrived since then), else ``integrated_gradients``."""
     explain = integrated_change if settings.baseline is not None and settings.baseline.change else integrated_gradients
     return explain(bundle.model, inputs, baseline, settings, batch_size=batch_size, ids=ids,
                    output_names=bundle.output_names, should_stop=should_stop,

@@ -450,7 +450,7 @@ def run(bundle, settings: Settings = Settings(), *, customers: int = DEFAULT_CUS
     seconds = {}
     started = time.perf_counter()
     inputs = bundle.inputs_for(ids)
-    baselines = baseline_for(bundle, inputs, settings.baseline, settings.seed)
+    baselines = baseline_for(bundle, inputs, settings.baseline, settings.seed, ids=ids)
     attribution = explain_customers(bundle, ids, settings, batch_size=batch_size, should_stop=should_stop)
     settings = attribution.settings  # the target as an index
     target, space = settings.target, settings.space

@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from explain.analysis.diagnostics import shown_baseline
-from explain.analysis.explainer import baseline_for
+from explain.analysis.explainer import attribute, baseline_for
 from explain.core import labels
 from explain.core.engine import StopCheck, engine_for
 from explain.core.errors import ExplainError
-from explain.core.ig import Attribution, integrated_gradients
+from explain.core.ig import Attribution
 from explain.core.settings import Settings
 
 KINDS = ("set", "baseline", "median", "scale")
@@ -432,8 +432,8 @@ def explain_inputs(bundle, inputs: dict, settings: Settings, ids=None, should_st
     """IG of in-memory inputs (n, S), (n, T, F) under ``settings``; data-wide baselines come from
     the bundle (the same as :func:`explain.analysis.explainer.explain_customers` would use)."""
     settings = settings.for_bundle(bundle)
-    return integrated_gradients(bundle.model, inputs, baseline_for(bundle, inputs, settings.baseline, settings.seed),
-                                settings, ids=ids, output_names=bundle.output_names, should_stop=should_stop)
+    return attribute(bundle, inputs, baseline_for(bundle, inputs, settings.baseline, settings.seed, ids=ids), settings,
+                     ids=ids, should_stop=should_stop)
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ class Driver:
     count: int = 1  # periods with data in the window (a value over several is their mean)
     yes_no: bool = False  # a 0/1 feature
     column: str = ""  # the table column (what a feature group lists)
+    arrived: bool = False  # a change since an earlier time: the window held no data then (padding)
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,9 @@ def change_since(spec, bundle) -> str:
         last = str(open_snapshot(spec.argument).periods[-1])
     except Exception:  # noqa: BLE001 - the words do without the snapshot's last period
         return f"since {CHANGE_SNAPSHOT}"
-    return f"since {CHANGE_SNAPSHOT} (up to {last})"
+    # histories aligned by their first period (padded at the end): the last label is no date to say
+    same = last == str(bundle.periods[-1]) or getattr(bundle, "temporal_padding", "start") == "end"
+    return f"since {CHANGE_SNAPSHOT}" if same else f"since {CHANGE_SNAPSHOT} (up to {last})"
 
 
 def reference_name(spec, bundle=None, target: str = "churn") -> str:
@@ -301,7 +304,9 @@ def _period_words(bundle, periods: list[str]) -> Words:
     return periods_words(bundle) if periods == [str(p) for p in bundle.periods] else Words(unit_of(periods))
 
 
-def _temporal_drivers(bundle, view, attr, value, reference, pad) -> list[Driver]:
+def _temporal_drivers(bundle, view, attr, value, reference, pad, *, then_pad=None) -> list[Driver]:
+    """The history's drivers; ``then_pad`` (T,): the periods that were padding in the reference (a change since an
+    earlier time: those periods arrived since then; the reference there is no value)."""
     periods = [str(p) for p in view.periods]
     said = _period_words(bundle, periods)
     attr = np.asarray(attr, np.float64).reshape(len(periods), -1)  # (T, F)
@@ -324,9 +329,10 @@ def _temporal_drivers(bundle, view, attr, value, reference, pad) -> list[Driver]
                               when=when, column=column))
             continue
         own = float(np.mean(history[a:b + 1, j].astype(np.float64)[cells]))
-        ref = None if base is None else _snap(float(np.mean(base[a:b + 1, j][cells])))
+        known = cells if then_pad is None else cells & ~np.asarray(then_pad[a:b + 1], bool)  # data then too
+        ref = None if base is None or not known.any() else _snap(float(np.mean(base[a:b + 1, j][known])))
         out.append(Driver(label, effect, own, ref, (periods[a], periods[b]), unit_after(label, unit) or "", when,
-                          int(cells.sum()), unit == "0/1", column))
+                          int(cells.sum()), unit == "0/1", column, arrived=base is not None and not known.any()))
     return out
 
 
@@ -344,9 +350,19 @@ def drivers(attribution, bundle, i: int, values: dict, reference: dict | None = 
             found += _static_drivers(bundle, view, np.ravel(attr).astype(np.float64), np.ravel(values[view.key]), ref)
         else:
             pad = attribution.padding.get(view.key)
-            found += _temporal_drivers(bundle, view, attr, values[view.key], ref, None if pad is None else pad[i])
+            found += _temporal_drivers(bundle, view, attr, values[view.key], ref, None if pad is None else pad[i],
+                                       then_pad=_padding_of(bundle, view.key, ref))
     found = [d for d in found if d.effect != 0.0 and np.isfinite(d.effect)]
     return sorted(found, key=lambda d: -abs(d.effect))
+
+
+def _padding_of(bundle, key: str, values) -> np.ndarray | None:
+    """(T,) the periods of one reference history at the mask value (padding then), or None."""
+    layout = getattr(bundle, "layout", None)
+    if values is None or layout is None or getattr(bundle, "plain", True):
+        return None
+    spec = layout.spec(key)
+    return None if spec.mask_value is None else spec.padding(np.asarray(values)[None])[0]
 
 
 def grouped(found: list[Driver], groups=()) -> list:
@@ -410,6 +426,8 @@ def phrase(driver: Driver, reference: str) -> str:
     """The customer's value and what it is compared with: "support calls averaged 6 calls in the last 2 months
     (the average customer: 1.2 calls)", "tenure is 6 months (the average customer: 30 months)"."""
     name = _name(driver.label)
+    if _is_change(reference) and driver.arrived:  # no data then: no "from"
+        return f"{name}: {_shown(driver.value, driver.unit, driver.yes_no)}{driver.when} (no data then)"
     if _is_change(reference) and driver.reference is not None:
         return _change_phrase(driver, name, reference)
     if driver.reference is None:
@@ -668,7 +686,7 @@ def references(bundle, customer: str, settings, shown: dict | None = None) -> di
     categorical = [s.key for s in layout.specs if s.kind == "categorical" and s.role == "static"]
     if categorical and settings.baseline.kind not in ("flat", "blur", "customer", "sample"):
         inputs = bundle.inputs_for([customer])
-        base = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical)
+        base = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical, ids=[customer])
         for key in categorical:
             value = np.asarray(base.get(key))
             if value.shape == np.asarray(inputs[key]).shape:  # ids (a mean embedding has no category)
