@@ -128,13 +128,16 @@ from explain.core.inputs import input_layout
 from explain.core.periods import unit_of
 from explain.core.text import examples as _examples
 from explain.core.text import first_line
+from explain.modelfile import savedmodel as saved
 from explain.modelfile.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:  # annotations only: the module is imported before TensorFlow is needed
     import keras
 
-# opens model.keras / model.h5: safe_load.open_model or load_model_isolated
+# opens model.keras / model.h5: safe_load.open_model or load_model_isolated; a savedmodel.TrustModel also opens a
+# SavedModel folder (--trust-model)
 ModelLoader = Callable[[Path], "keras.Model"]
+SAVEDMODEL_DIR = saved.FOLDER   # a TensorFlow SavedModel in place of model.keras (opened only with --trust-model)
 
 NOT_A_FOLDER = "{folder} is not a folder. A bundle is a folder holding {files}."
 MODEL_UNREADABLE = ("{file} could not be opened: {reason}. Save the model from Keras 3 with "
@@ -389,27 +392,36 @@ def trusted_loader(trust_code) -> ModelLoader | None:
 
 
 def validate_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None,
-                    limits: Limits = DEFAULT_LIMITS) -> ValidationReport:
+                    limits: Limits = DEFAULT_LIMITS, trust_model: bool = False) -> ValidationReport:
     """Check a bundle folder and return every problem and note found (never raises for data)."""
-    report, _ = _inspect(Path(path), loader, limits)
+    report, _ = _inspect(Path(path), _trusting(loader, limits, trust_model), limits)
     return report
 
 
-def inspect_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None, limits: Limits = DEFAULT_LIMITS
-                   ) -> tuple[ValidationReport, Bundle | None]:
+def inspect_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None, limits: Limits = DEFAULT_LIMITS,
+                   trust_model: bool = False) -> tuple[ValidationReport, Bundle | None]:
     """(every problem and note, the bundle when there is no problem): ``check`` then looks at the model."""
-    return _inspect(Path(path), loader, limits)
+    return _inspect(Path(path), _trusting(loader, limits, trust_model), limits)
+
+
+def _trusting(loader: ModelLoader | None, limits: Limits, trust_model: bool) -> ModelLoader | None:
+    """``loader``, made able to open a SavedModel (``savedmodel.TrustModel``) when the owner trusts the model."""
+    if not trust_model or saved.trusts_model(loader):
+        return loader
+    return saved.TrustModel(loader, limits)
 
 
 def load_bundle(path: str | os.PathLike, *, loader: ModelLoader | None = None,
-                limits: Limits = DEFAULT_LIMITS) -> Bundle:
+                limits: Limits = DEFAULT_LIMITS, trust_model: bool = False) -> Bundle:
     """Open a bundle folder; ``BundleError`` (text = the report, cut to a few KB) if it has any problem.
 
     ``loader(path) -> keras.Model`` opens model.keras or model.h5 (default ``safe_load.load_model`` / ``open_model``
     under ``limits``; the dashboard passes ``safe_load.load_model_isolated`` for uploads). ``limits``: the sizes of
     the tables and bundle.json (``explain.modelfile.limits``), each measured before the file is read.
+    ``trust_model=True`` (``--trust-model``): the owner trusts the model, and a TensorFlow SavedModel folder
+    ``savedmodel/`` is opened too (``explain.modelfile.savedmodel``: a program; refused without it).
     """
-    report, parts = _inspect(Path(path), loader, limits)
+    report, parts = _inspect(Path(path), _trusting(loader, limits, trust_model), limits)
     if not report.ok or parts is None:
         raise BundleError(report.format(), report.problems)
     return parts
@@ -421,16 +433,20 @@ def load_bundle_from_uploads(files: Mapping[str, bytes], workdir: str | os.PathL
 
     Names are matched loosely: one ``*.keras`` model, tables whose names contain ``static`` /
     ``temporal`` (``.csv``, ``.parquet`` or ``.pq``) and ``bundle.json``. Any other name is
-    refused (``BundleError``) before anything is written. The bundle files already in
-    ``workdir`` (model.keras, static.csv, ...) are replaced; other files there are left alone.
-    ``loader`` and ``limits`` as in :func:`load_bundle`.
+    refused (``BundleError``) before anything is written, and so is any part of a TensorFlow SavedModel (never
+    opened from an upload, whatever ``loader``). The bundle files already in ``workdir`` (model.keras,
+    static.csv, ...) are replaced; other files there are left alone. ``loader`` and ``limits`` as in
+    :func:`load_bundle`.
     """
     report = ValidationReport(path=Path(workdir))
+    loader = saved.untrusted(loader)
     targets: dict[str, list[str]] = {}
     for name in files:
         base = PurePath(str(name).replace("\\", "/")).name
         target = _upload_target(base)
-        if target is None:
+        if saved.is_savedmodel_part(str(name)):
+            report.add(SAVEDMODEL_DIR, saved.FROM_UPLOAD.format(name=str(name)))
+        elif target is None:
             report.add(base, UNKNOWN_UPLOAD.format(name=base))
         else:
             targets.setdefault(target, []).append(str(name))
@@ -460,7 +476,8 @@ class _ModelInfo:
     shapes: dict[str, tuple] | None = None       # role -> input shape
     outputs: int | None = None                    # K
     layout: Any = None                            # explain.core.inputs.InputLayout
-    path: Path | None = None                      # model.keras or model.h5
+    path: Path | None = None                      # model.keras, model.h5 or the folder savedmodel
+    files: list = field(default_factory=list)     # its files, relative to the bundle (the content hash's order)
 
 
 def _inspect(folder: Path, loader: ModelLoader | None = None,
@@ -583,9 +600,8 @@ def _check_arrays(parts: _Parts, static_table, limits: Limits) -> tuple[Validati
     memory-mapped ``.npy`` file checked by :mod:`explain.bundle.arrays` (one read of every value)."""
     folder, config, model_info, layout, plan, report = parts
     static = _checked(check_static, static_table, config, plan, report)
-    first = [name for name in (model_info.path.name if model_info else None,
-                               static_table.path.name if static_table else None) if name]
-    digest = array_io.new_digest(folder, first) if len(first) == 2 else None
+    first = [*(model_info.files if model_info else []), *([static_table.path.name] if static_table else [])]
+    digest = array_io.new_digest(folder, first) if model_info and static_table else None
     found = array_io.histories(array_io.Source(folder, config, plan, report),
                                static, static_table.file if static_table else None, digest)
     if found is not None:
@@ -650,11 +666,12 @@ def _finish(parts: _Parts, static: dict, static_table, histories: _Histories, ta
     (an array-layout bundle's histories are its own files: the cache only records that they were checked)."""
     folder, config, model_info, layout, plan, report = parts
     arrays = {**static["values"], **histories.arrays}
-    used = [model_info.path.name, static_table.path.name, *histories.files,
+    used = [*model_info.files, static_table.path.name, *histories.files,
             *([CONFIG_FILE] if config.present else [])]
     absent = [*histories.absent, *[name for name in _formats(static_table.path.name)
                                    if name != static_table.path.name]]
-    absent += [MODEL_FILE] if model_info.path.name != MODEL_FILE else []
+    absent += {MODEL_FILE: [], LEGACY_MODEL_FILE: [MODEL_FILE]}.get(model_info.path.name,
+                                                                    [MODEL_FILE, LEGACY_MODEL_FILE])
     absent += [] if config.present else [CONFIG_FILE]
     mapped = dict(zip(histories.arrays, histories.files)) if config.layout == "arrays" else {}
     statistics = histories.statistics
@@ -791,30 +808,57 @@ def _model_layout(model_info: _ModelInfo | None, config: Config, report: Validat
     return layout
 
 
-def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | None = None,
-                limits: Limits = DEFAULT_LIMITS) -> _ModelInfo | None:
+def _model_path(folder: Path, report: ValidationReport) -> Path | None:
+    """model.keras, else model.h5, else the folder savedmodel; None (and the problem said) when there is none, or
+    both a model file and savedmodel/."""
     path = folder / MODEL_FILE
     if not path.is_file() and (folder / LEGACY_MODEL_FILE).is_file():
         path = folder / LEGACY_MODEL_FILE  # a legacy HDF5 model: the same checks (explain.modelfile.h5)
+    if (folder / SAVEDMODEL_DIR).is_dir():
+        if path.is_file():
+            report.add(path.name, saved.BOTH_MODELS.format(file=path.name))
+            return None
+        return folder / SAVEDMODEL_DIR
     if not path.is_file():
         others = sorted(p.name for p in folder.glob("*.keras")) + sorted(
             p.name for p in folder.glob("*.h5"))
         hint = f" (found {_examples(others)}; rename the Keras 3 file to {MODEL_FILE})" if others else ""
         report.add(MODEL_FILE, MISSING_FILE.format(
-            file=MODEL_FILE, folder=folder, accepted=f"{MODEL_FILE} (or {LEGACY_MODEL_FILE}){hint}"))
+            file=MODEL_FILE, folder=folder, accepted=f"{MODEL_FILE} (or {LEGACY_MODEL_FILE}, or a TensorFlow "
+            f"SavedModel folder {SAVEDMODEL_DIR}/ with --trust-model){hint}"))
         return None
-    from explain.modelfile import safe_load  # imports keras (seconds); only when a model is opened
+    return path
 
+
+def _open_savedmodel(path: Path, report: ValidationReport, loader: ModelLoader | None, limits: Limits):
+    """(the SavedModel as a Keras model, its files) when the owner trusts it (``loader`` a ``TrustModel``),
+    under Keras' TensorFlow backend and within ``limits``; else None, the refusal said."""
+    if not saved.trusts_model(loader):
+        report.add(SAVEDMODEL_DIR, saved.NOT_TRUSTED)
+        return None
     try:
-        default = safe_load.open_model if path.name == LEGACY_MODEL_FILE else safe_load.load_model
-        model = loader(path) if loader is not None else default(path, limits=limits)
-    except UnsafeModelError as error:  # its message names the file and says how to fix it
-        report.add(MODEL_FILE, MODEL_REFUSED.format(file=MODEL_FILE, reason=str(error).strip()))
+        files = saved.check_folder(path, limits).files
+        return saved.open_savedmodel(path, limits=limits), list(files)
+    except UnsafeModelError as error:
+        report.add(SAVEDMODEL_DIR, str(error).strip())
+    return None
+
+
+def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | None = None,
+                limits: Limits = DEFAULT_LIMITS) -> _ModelInfo | None:
+    path = _model_path(folder, report)
+    if path is None:
         return None
-    except Exception as error:  # UnsafeModelError, a damaged zip, unknown layers, ...
-        report.add(MODEL_FILE, MODEL_UNREADABLE.format(file=MODEL_FILE, reason=first_line(error)))
-        return None
-    info = _ModelInfo(model=model, path=path)
+    if path.name == SAVEDMODEL_DIR:
+        opened = _open_savedmodel(path, report, loader, limits)
+        if opened is None:
+            return None
+        model, files = opened
+    else:
+        model, files = _open_model_file(path, report, loader, limits), [path.name]
+        if model is None:
+            return None
+    info = _ModelInfo(model=model, path=path, files=files)
     roles, shapes, problem = input_roles(model)
     if problem:
         report.add(MODEL_FILE, problem)
@@ -825,11 +869,27 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
     except Exception:  # a subclassed model without symbolic outputs
         outputs = []
     if len(outputs) != 1 or len(outputs[0]) != 2 or outputs[0][1] is None:
-        report.add(MODEL_FILE, MODEL_OUTPUT.format(
+        several = saved.several_outputs(model) if path.name == SAVEDMODEL_DIR else None
+        report.add(MODEL_FILE, several or MODEL_OUTPUT.format(
             found=", ".join(str(s) for s in outputs) or "no symbolic output"))
     else:
         info.outputs = int(outputs[0][1])
     return info
+
+
+def _open_model_file(path: Path, report: ValidationReport, loader: ModelLoader | None, limits: Limits):
+    """model.keras or model.h5 opened by ``loader`` (default ``safe_load``'s, under ``limits``); None, the problem
+    said, when it is refused or cannot be read."""
+    from explain.modelfile import safe_load  # imports keras (seconds); only when a model is opened
+
+    try:
+        default = safe_load.open_model if path.name == LEGACY_MODEL_FILE else safe_load.load_model
+        return loader(path) if loader is not None else default(path, limits=limits)
+    except UnsafeModelError as error:  # its message names the file and says how to fix it
+        report.add(MODEL_FILE, MODEL_REFUSED.format(file=MODEL_FILE, reason=str(error).strip()))
+    except Exception as error:  # UnsafeModelError, a damaged zip, unknown layers, ...
+        report.add(MODEL_FILE, MODEL_UNREADABLE.format(file=MODEL_FILE, reason=first_line(error)))
+    return None
 
 
 def _checked(check, table, *args):

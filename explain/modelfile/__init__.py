@@ -2,7 +2,7 @@
 
 import importlib
 
-_MODULES = ('common', 'config', 'h5', 'limits', 'safe_load', 'trial', 'trust')
+_MODULES = ('common', 'config', 'h5', 'limits', 'safe_load', 'savedmodel', 'trial', 'trust')
 
 
 def __getattr__(name: str):
