@@ -35,6 +35,10 @@ LIMIT_HELP = ("raise (or lower) one of the size limits a bundle's files are chec
               "(explain/modelfile/limits.py; repeat for several)")
 TRUST_HELP = ("a Python file defining your own custom Keras layers (it is imported and runs): for your own "
               "model on your own machine only")
+TRUST_MODEL_HELP = ("open the bundle's TensorFlow SavedModel (savedmodel/): a TensorFlow program, whose graph can "
+                    "read and write files; only for a model you trust (TensorFlow backend only)")
+TRUST_MODEL_LOCAL_ONLY = ("--trust-model works with --engine local only (Ray workers open the bundle without it). "
+                          "To fix: drop --engine ray, or save the model with Keras 3 as model.keras.")
 
 _CHECKOUT = Path(__file__).resolve().parent.parent
 # In a source checkout the repository's bundles/demo; in an installed package ./bundles/demo
@@ -101,6 +105,7 @@ def _bundle_command(sub, name: str, help: str) -> argparse.ArgumentParser:
     command = sub.add_parser(name, help=help)
     command.add_argument("--bundle", required=True)
     command.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP)
+    command.add_argument("--trust-model", action="store_true", help=TRUST_MODEL_HELP)
     _limit_argument(command)
     return command
 
@@ -194,6 +199,7 @@ def _serve_command(sub) -> None:
     serve = sub.add_parser("serve", help="start the dashboard (Streamlit) on a bundle")
     serve.add_argument("--bundle", help="bundle folder (default: the demo bundle)")
     serve.add_argument("--trust-code", metavar="LAYERS.py", help=TRUST_HELP + "; never for uploads")
+    serve.add_argument("--trust-model", action="store_true", help=TRUST_MODEL_HELP + "; never for uploads")
     _limit_argument(serve)
     serve.add_argument("--challenger", metavar="MODEL", help="a challenger model file taking the bundle model's "
                        "inputs: adds the engineers' Champion against challenger page (opened like the bundle's model)")
@@ -265,17 +271,25 @@ def limits_from_args(args):
 
 
 def model_loader(args):
-    """The bundle's model loader for ``--trust-code FILE`` (None without it: the default, untrusted).
+    """The bundle's model loader for ``--trust-code FILE`` and ``--trust-model`` (None without them: the default,
+    untrusted).
 
-    Imports FILE (``explain.modelfile.trust``), says so on stderr (the dashboard shows the same words as a
-    badge) and opens the model with FILE's Keras objects; a bundle given on the command line only."""
-    if not getattr(args, "trust_code", None):
-        return None
-    from explain.modelfile import safe_load, trust
+    ``--trust-code``: imports FILE (``explain.modelfile.trust``), says so on stderr (the dashboard shows the same
+    words as a badge) and opens the model with FILE's Keras objects. ``--trust-model``: a TensorFlow SavedModel
+    folder (savedmodel/) is opened too (``explain.modelfile.savedmodel.TrustModel``). A bundle given on the
+    command line only."""
+    loader = None
+    if getattr(args, "trust_code", None):
+        from explain.modelfile import safe_load, trust
 
-    trusted = trust.load_trusted_code(args.trust_code)
-    print(trusted.badge, file=sys.stderr)
-    return functools.partial(safe_load.open_model, trusted=trusted, limits=limits_from_args(args))
+        trusted = trust.load_trusted_code(args.trust_code)
+        print(trusted.badge, file=sys.stderr)
+        loader = functools.partial(safe_load.open_model, trusted=trusted, limits=limits_from_args(args))
+    if getattr(args, "trust_model", False):
+        from explain.modelfile.savedmodel import TrustModel
+
+        loader = TrustModel(loader, limits_from_args(args))
+    return loader
 
 
 def open_bundle(args):
@@ -290,8 +304,8 @@ def cmd_check(args) -> int:
 
     report, bundle = bundle_io.inspect_bundle(args.bundle, loader=model_loader(args), limits=limits_from_args(args))
     if bundle is not None:  # the tables and the model fit: what would make every attribution fail
-        model_file = next(name for name in (bundle_io.MODEL_FILE, bundle_io.LEGACY_MODEL_FILE)
-                          if (bundle.path / name).is_file())
+        model_file = next(name for name in (bundle_io.MODEL_FILE, bundle_io.LEGACY_MODEL_FILE, bundle_io.SAVEDMODEL_DIR)
+                          if (bundle.path / name).exists())
         for message in model_problems(bundle):
             report.add(model_file, message)
         from explain.core import ig
@@ -341,6 +355,8 @@ def cmd_batch(args) -> int:
     if args.engine == "ray":
         if args.trust_code:
             raise ExplainError(TRUST_LOCAL_ONLY)
+        if args.trust_model:
+            raise ExplainError(TRUST_MODEL_LOCAL_ONLY)
         ids = read_customers_file(args.customers_file) if args.customers_file else None
         result = run_ray_batch_job(args.bundle, args.out, settings_from_args(args), chunk_size=args.batch_size,
                                    ids=ids, workers=args.workers, address=args.address, progress=True,
@@ -459,7 +475,7 @@ def cmd_serve(args) -> int:
     elif given := [option for option, value in login.items() if value]:
         raise ExplainError(AUTH_ONLY.format(option=given[0]))
     return serve(args.bundle, port=args.port, address=args.address, trust_code=args.trust_code,
-                 limits=limits_from_args(args),
+                 trust_model=args.trust_model, limits=limits_from_args(args),
                  behind_auth_proxy=args.behind_auth_proxy, auth=auth, challenger=args.challenger,
                  upload_limits=parse_limits(args.upload_limit, UPLOAD_LIMITS, "--upload-limit"))
 

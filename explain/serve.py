@@ -285,10 +285,12 @@ def config_flags(root: Path) -> list[str]:
 def command(bundle: str | os.PathLike | None = None, *, port: int = DEFAULT_PORT,
             address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None,
             limits: Limits = OWNER_LIMITS, upload_limits: Limits = UPLOAD_LIMITS,
-            secrets_file: str | os.PathLike | None = None, challenger: str | os.PathLike | None = None) -> list[str]:
+            secrets_file: str | os.PathLike | None = None, challenger: str | os.PathLike | None = None,
+            trust_model: bool = False) -> list[str]:
     """The command line that serves ``bundle`` (default: the app's own default): ``ui/launch.py``,
     which is ``streamlit run app.py`` with the startup bundle opened while Streamlit starts;
     ``trust_code``: the owner's custom layers for that bundle (``--trust-code``, ``explain.modelfile.trust``);
+    ``trust_model``: that bundle's TensorFlow SavedModel may be opened (``--trust-model``; never an upload's);
     ``limits``: the size limits of the startup bundle's files (``--limit``, over OWNER_LIMITS); ``upload_limits``:
     those of the visitors' uploads (``--upload-limit``, over UPLOAD_LIMITS); ``secrets_file``: the login's
     settings (:func:`write_secrets`), read by Streamlit instead of ``.streamlit/secrets.toml``; ``challenger``: a
@@ -314,6 +316,8 @@ def command(bundle: str | os.PathLike | None = None, *, port: int = DEFAULT_PORT
         if not code.is_file():
             raise TrustError(TRUST_NOT_FOUND.format(path=trust_code))
         extra += ["--trust-code", str(code)]
+    if trust_model:
+        extra.append("--trust-model")
     if challenger is not None:
         model = Path(challenger).expanduser().resolve()
         if not model.is_file():
@@ -329,7 +333,8 @@ def command(bundle: str | os.PathLike | None = None, *, port: int = DEFAULT_PORT
 def serve(bundle: str | os.PathLike | None = None, *, port: int = DEFAULT_PORT,
           address: str = DEFAULT_ADDRESS, trust_code: str | os.PathLike | None = None,
           limits: Limits = OWNER_LIMITS, behind_auth_proxy: bool = False, auth: Oidc | None = None,
-          upload_limits: Limits = UPLOAD_LIMITS, challenger: str | os.PathLike | None = None) -> int:
+          upload_limits: Limits = UPLOAD_LIMITS, challenger: str | os.PathLike | None = None,
+          trust_model: bool = False) -> int:
     """Run the dashboard until it is stopped; on POSIX the process becomes Streamlit's. A non-loopback
     ``address`` needs a login (``auth``, or one in ``.streamlit/secrets.toml``) or ``behind_auth_proxy``
     (:func:`check_address`)."""
@@ -339,7 +344,7 @@ def serve(bundle: str | os.PathLike | None = None, *, port: int = DEFAULT_PORT,
     if importlib.util.find_spec("streamlit") is None:
         raise ExplainError(NO_STREAMLIT)
     served = {"port": port, "address": address, "trust_code": trust_code, "limits": limits,
-              "upload_limits": upload_limits, "challenger": challenger}
+              "upload_limits": upload_limits, "challenger": challenger, "trust_model": trust_model}
     argv = command(bundle, **served)  # every check before a file is written
     if auth is not None:
         secrets_file = write_secrets(auth, port)

@@ -6,6 +6,9 @@ environment.
     streamlit run app.py                      the demo bundle, bundles/demo
     streamlit run app.py -- --bundle DIR --trust-code layers.py
                                               the owner's custom layers for that bundle (never uploads)
+    streamlit run app.py -- --bundle DIR --trust-model
+                                              that bundle's TensorFlow SavedModel (savedmodel/) may be opened
+                                              (never an upload's)
     streamlit run app.py -- --limit max_table_cells=50000000
                                               a size limit of the startup bundle's files, over the owner's
                                               limits (``explain.modelfile.limits.OWNER_LIMITS``; repeat for several)
@@ -91,15 +94,26 @@ def trusted_code(argv: list[str] | None = None):
     return trust.load_trusted_code(Path(given).expanduser())
 
 
+def trust_model(argv: list[str] | None = None) -> bool:
+    """Whether the owner passed ``--trust-model``: the startup bundle's SavedModel may be opened."""
+    return "--trust-model" in (sys.argv[1:] if argv is None else argv)
+
+
 def model_loader(argv: list[str] | None = None):
     """The model loader of the startup bundle: with ``--trust-code``, ``safe_load.open_model`` with
-    its objects; else None (the default). Uploads never use it."""
+    its objects; with ``--trust-model``, a ``savedmodel.TrustModel`` (a SavedModel folder opens too); else None
+    (the default). Uploads never use it."""
     trusted = trusted_code(argv)
-    if trusted is None:
-        return None
-    from explain.modelfile import safe_load
+    loader = None
+    if trusted is not None:
+        from explain.modelfile import safe_load
 
-    return functools.partial(safe_load.open_model, trusted=trusted, limits=limits(argv))
+        loader = functools.partial(safe_load.open_model, trusted=trusted, limits=limits(argv))
+    if trust_model(argv):
+        from explain.modelfile.savedmodel import TrustModel
+
+        loader = TrustModel(loader, limits(argv))
+    return loader
 
 
 def trusted_badge(argv: list[str] | None = None) -> str | None:
