@@ -17,6 +17,8 @@ _EXPORTS = {
     "Bundle": "explain.bundle.load",
     "compare_models": "explain.notebook",
     "drivers": "explain.batch.drivers",
+    "movers": "explain.batch.drivers",
+    "over_runs": "explain.batch.drivers",
     "Drivers": "explain.analysis.drivers",
     "BundleError": "explain.core.errors",
     "explain": "explain.notebook",
