@@ -71,6 +71,12 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--categorical", default="mode",
                         help="baseline of categorical inputs (ids into an Embedding): mode | mean-embedding | "
                              "category:FEATURE=VALUE;... (default: mode, the most frequent category)")
+    parser.add_argument("--output", default=None, metavar="NAME",
+                        help="a model with several outputs (heads): the one to explain, by name (default: bundle.json "
+                             "'output', else the first)")
+    parser.add_argument("--output-period", dest="output_period", default=None, metavar="LABEL|NUMBER",
+                        help="a model with a prediction per period (None, T, K): the period to explain, by its label "
+                             "(2025-05) or its number, 1 the first and T the last (default: the last period)")
 
 
 def _snapshot_argument(parser: argparse.ArgumentParser) -> None:

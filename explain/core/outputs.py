@@ -24,7 +24,6 @@ None when a layer's behaviour over time is unknown (a Lambda, a pooling, an op):
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import NamedTuple
 
 from explain.core.errors import AttributionError
@@ -152,16 +151,64 @@ def period_number(head: Head, period, labels=None) -> int | None:
 
 # --------------------------------------------------------------------------- the view
 
-_VIEWS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
-_SOURCE = "_explain_view_of"  # a view's attribute: a weak reference to the model it was made from
+_SOURCE = "_explain_view_of"  # a view's attribute: the model it was made from
+_CHOICE = "_explain_choice"  # a view's attribute: (head index, period number or None)
+_VIEWS = "_explain_views"  # a model's attribute: its views by (head index, period); a cycle the collector frees
 
 
 def source_of(model):
     """The model a view was made from; ``model`` itself when it is not a view."""
-    ref = getattr(model, _SOURCE, None)
-    source = ref() if ref is not None else None
-    return source if source is not None else model
+    return getattr(model, _SOURCE, None) or model
+
+
+def _views(model) -> dict:
+    views = getattr(model, _VIEWS, None)
+    if views is None:
+        views = {}
+        object.__setattr__(model, _VIEWS, views)  # past Keras' attribute tracking
+    return views
+
+
+def choice_of(model) -> tuple[int, int | None]:
+    """(head index, period number or None) that ``model`` explains: a view's, or (0, None)."""
+    return getattr(model, _CHOICE, None) or (0, None)
+
+
+def head_output_names(head: Head) -> list[str]:
+    """The column names of a head that the bundle does not name: the head's name, or name_0, name_1, ..."""
+    return [head.name] if head.width == 1 else [f"{head.name}_{i}" for i in range(head.width)]
+
+
+class Choice(NamedTuple):
+    """What ``choose`` resolved: ``output`` the head's name (None for a model with one output), ``period`` its
+    number (1 = first; None: no period), and that head's ``output_names`` and default ``target``."""
+
+    output: str | None
+    period: int | None
+    output_names: list
+    target: int
+
+
+def choose(bundle, output=None, period=None) -> Choice | None:
+    """The head and period a request explains in ``bundle`` (``output``/``period`` as given; None: the bundle's own
+    head, and its period for that head, else the last); None for a model with one (None, K) output and nothing
+    asked. Bad values raise ``AttributionError`` listing the valid ones."""
+    model = source_of(bundle.model)
+    found = heads(model)
+    asked_head, asked_period = output not in (None, ""), period not in (None, "")
+    if len(found) == 1 and not found[0].per_period and not asked_head and not asked_period:
+        return None
+    own_index, own_period = choice_of(bundle.model)
+    head = head_of(model, output) if asked_head else found[own_index]
+    if not asked_period and head.index == own_index and own_period is not None:
+        period = own_period
+    number = period_number(head, period, getattr(bundle, "periods", None))
+    if head.index == own_index:
+        names, target = list(bundle.output_names), int(getattr(bundle, "target", 0))
+    else:
+        names, target = head_output_names(head), 0
+    return Choice(head.name if len(found) > 1 else None, number, names, target)
 
 
 def output_view(model, output=None, period: int | None = None):
@@ -184,9 +231,10 @@ def output_view(model, output=None, period: int | None = None):
         index = None
     key = (head.index, index)
     with _LOCK:
-        views = _VIEWS.setdefault(model, {})
+        views = _views(model)
         if key not in views:
             views[key] = _build(model, head, index)
+            object.__setattr__(views[key], _CHOICE, (head.index, number if per_period else None))
         return views[key]
 
 
@@ -199,12 +247,12 @@ def head_model(model, output=None):
         return model
     key = (head.index, "whole")
     with _LOCK:
-        views = _VIEWS.setdefault(model, {})
+        views = _views(model)
         if key not in views:
             import keras
 
-            views[key] = keras.Model(model.inputs, model.outputs[head.index], name=f"{_name(model)}_{head.name}")
-            object.__setattr__(views[key], _SOURCE, weakref.ref(model))
+            views[key] = _keep(keras.Model(model.inputs, model.outputs[head.index], name=f"{_name(model)}_{head.name}"),
+                               model)
         return views[key]
 
 
@@ -236,7 +284,7 @@ def _pick(tensor, index: int | None, rank: int):
 
 
 def _keep(view, model):
-    object.__setattr__(view, _SOURCE, weakref.ref(model))
+    object.__setattr__(view, _SOURCE, model)
     return view
 
 

@@ -75,6 +75,10 @@ BAD_CATEGORICAL = (
     "Unknown categorical baseline {rule!r}. Expected mode (the most frequent category), mean-embedding "
     "(the frequency-weighted mean embedding) or category:FEATURE=VALUE;... (chosen categories)."
 )
+BAD_OUTPUT_PERIOD = (
+    "output_period={value!r} must be a period number (1 is the first period) or a period label; "
+    "leave it out for the last period."
+)
 CATEGORICAL_RULES = ("mode", "mean-embedding", "category")
 DEFAULT_CATEGORICAL = "mode"
 
@@ -264,10 +268,27 @@ def parse_categorical(text) -> str:
     return kind
 
 
+def parse_output(text) -> str | None:
+    """The head of a model with several outputs, by name ('churn'); '' is None: the bundle's own
+    (bundle.json 'output', else the first). Checked against the model by ``Settings.for_bundle``."""
+    return str(text).strip() or None
+
+
+def parse_output_period(text) -> int | str | None:
+    """The period of a model with a prediction per period: its number, 1 the first ('5' -> 5), or its
+    label as text ('2025-05'); '' is None: the last (or bundle.json 'output_period'). Checked against
+    the bundle's periods by ``Settings.for_bundle``."""
+    value = str(text).strip()
+    if not value:
+        return None
+    return int(value) if value.isdigit() else value
+
+
 PARSERS: dict[str, Callable[[str], object]] = {
     "baseline": parse_baseline, "steps": parse_steps, "method": parse_method, "target": parse_target,
     "space": parse_space, "path": parse_path, "tolerance": parse_tolerance, "seed": parse_seed,
-    "categorical": parse_categorical, "max_points": parse_max_points,
+    "categorical": parse_categorical, "max_points": parse_max_points, "output": parse_output,
+    "output_period": parse_output_period,
 }
 
 
@@ -341,6 +362,8 @@ class Settings:
     seed: int = 0  # of sample:K
     categorical: str = DEFAULT_CATEGORICAL  # categorical inputs: mode | mean-embedding | category:F=V;...
     max_points: int = DEFAULT_MAX_POINTS  # steps="auto": gradient evaluations per customer and baseline at most
+    output: str | None = None  # the head of a model with several outputs (None: the bundle's)
+    output_period: int | str | None = None  # the period of a per-period output: number (1 = first) or label; None: last
 
     def __post_init__(self) -> None:
         def put(name, value):
@@ -371,6 +394,12 @@ class Settings:
             raise AttributionError(BAD_MAX_POINTS.format(value=points, low=START_POINTS, high=MAX_POINTS_LIMIT,
                                                          default=DEFAULT_MAX_POINTS))
         put("max_points", int(points) if self.steps == AUTO else DEFAULT_MAX_POINTS)  # a fixed rule never reads it
+        put("output", None if self.output is None else parse_output(self.output))
+        period = self.output_period
+        period = parse_output_period(period) if isinstance(period, str) else period
+        if period is not None and not isinstance(period, str) and (not _is_int(period) or period < 1):
+            raise AttributionError(BAD_OUTPUT_PERIOD.format(value=period))
+        put("output_period", int(period) if _is_int(period) else period)
 
     # -- building ----------------------------------------------------------
 
@@ -394,8 +423,17 @@ class Settings:
         return self.replace(target=resolve_target(self.target, len(output_names), output_names, default))
 
     def for_bundle(self, bundle) -> "Settings":
-        """``resolved`` against a bundle's output names and its own target (``bundle.target``)."""
-        return self.resolved(bundle.output_names, getattr(bundle, "target", 0))
+        """``resolved`` against a bundle's output names and its own target (``bundle.target``); for a model with
+        several heads or a prediction per period, ``output`` (the head's name) and ``output_period`` (its number,
+        1 = the first; None: the bundle's, else the last) resolved first (``explain.core.outputs.choose``), and the
+        target against that head's names."""
+        from explain.core import outputs
+
+        choice = outputs.choose(bundle, self.output, self.output_period)
+        if choice is None:  # one (None, K) output: nothing to choose
+            return self.resolved(bundle.output_names, getattr(bundle, "target", 0))
+        settings = self.replace(output=choice.output, output_period=choice.period)
+        return settings.resolved(choice.output_names, choice.target)
 
     # -- reading -------------------------------------------------------------
 
@@ -408,7 +446,8 @@ class Settings:
         return {"baseline": str(self.baseline), "steps": str(self.steps), "method": self.method,
                 "target": "" if self.target is None else str(self.target), "space": self.space, "path": self.path,
                 "tolerance": repr(self.tolerance), "seed": str(self.seed), "categorical": self.categorical,
-                "max_points": str(self.max_points)}
+                "max_points": str(self.max_points), "output": self.output or "",
+                "output_period": "" if self.output_period is None else str(self.output_period)}
 
     def as_dict(self) -> dict:
         """The settings of the CLI's JSON (docs/cli.md): baseline (spec), steps, method, target, space, path."""
@@ -419,6 +458,9 @@ class Settings:
             out["categorical"] = self.categorical
         if self.steps == AUTO:  # the budget of adaptive integration (a fixed rule does not read it)
             out["max_points"] = self.max_points
+        for name in ("output", "output_period"):  # a head, a period: only for models that have them
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         return out
 
     def identity(self) -> dict:
