@@ -7,7 +7,11 @@ from explain.core.inputs import input_layout
 MODEL_INPUTS = ("the model must take exactly two inputs, one (None, S) and one (None, T, F), in either "
                 "order, or more of them (every 2-D input static-like, every 3-D input temporal-like, "
                 "category ids into an Embedding), with known S, T and F; it takes {found}.")
-MODEL_OUTPUT = "the model must have one output of shape (None, K); it has {found}."
+MODEL_OUTPUT = ("the model's outputs must be of shape (None, K), or a prediction per period (None, T, K); it has "
+                "{found}.")
+OUTPUT_PERIODS = ("the model's output {head!r} has shape {shape}: a prediction for each of {count} periods, but its "
+                  "history input {input!r} has {periods} periods. A per-period output needs one prediction per period "
+                  "of the history: return the sequence of the same length (return_sequences=True, padding='causal').")
 OUTPUT_NAMES_COUNT = ("'output_names' has {given} name(s), but the model has {expected} "
                       "output(s) (its output shape is (None, {expected})).")
 
@@ -47,3 +51,25 @@ def output_width(model) -> int:
         return int(model.outputs[0].shape[-1])
     except Exception:
         return 1
+
+
+def output_check(model) -> tuple[int | None, str | None]:
+    """(K of the model's first output, a problem or None): each output is (None, K), (None, T) or a prediction per
+    period (None, T, K) whose T is the number of periods of a history input; several outputs (heads) are fine."""
+    from explain.core.outputs import heads, shape_problem
+
+    try:
+        found = [tuple(t.shape) for t in model.outputs]
+    except Exception:  # a subclassed model without symbolic outputs
+        found = []
+    problem = shape_problem(model) if found else None
+    if not found or problem:
+        return None, MODEL_OUTPUT.format(found=", ".join(str(s) for s in found) or "no symbolic output")
+    layout = input_layout(model)
+    lengths = {spec.name: shape[1] for spec, shape in zip(layout.specs, layout.shapes) if len(shape) >= 3}
+    for head in heads(model):
+        if head.per_period and lengths and head.periods not in lengths.values() and None not in lengths.values():
+            name, periods = next(iter(lengths.items()))
+            return None, OUTPUT_PERIODS.format(head=head.name, shape=head.shape, count=head.periods, input=name,
+                                               periods=periods)
+    return heads(model)[0].width, None
