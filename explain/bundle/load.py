@@ -107,9 +107,11 @@ from explain.bundle.roles import (  # noqa: F401 (re-exported)
     MODEL_INPUTS,
     MODEL_OUTPUT,
     OUTPUT_NAMES_COUNT,
+    OUTPUT_PERIODS,
     default_output_names,
     input_roles,
     model_roles,
+    output_check,
     output_width,
 )
 from explain.bundle.tables import (  # noqa: F401 (re-exported)
@@ -864,16 +866,11 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
         report.add(MODEL_FILE, problem)
     else:
         info.roles, info.shapes = roles, shapes
-    try:
-        outputs = [tuple(t.shape) for t in model.outputs]
-    except Exception:  # a subclassed model without symbolic outputs
-        outputs = []
-    if len(outputs) != 1 or len(outputs[0]) != 2 or outputs[0][1] is None:
-        several = saved.several_outputs(model) if path.name == SAVEDMODEL_DIR else None
-        report.add(MODEL_FILE, several or MODEL_OUTPUT.format(
-            found=", ".join(str(s) for s in outputs) or "no symbolic output"))
-    else:
-        info.outputs = int(outputs[0][1])
+    info.outputs, problem = output_check(model)  # (None, K), per period (None, T, K), several heads
+    several = saved.several_outputs(model) if path.name == SAVEDMODEL_DIR else None
+    if problem or several:
+        info.outputs = None
+        report.add(MODEL_FILE, several or problem)
     return info
 
 
