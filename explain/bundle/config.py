@@ -19,7 +19,8 @@ DEFAULT_ID_COLUMN = "customer_id"
 DEFAULT_PERIOD_COLUMN = "period"
 CONFIG_KEYS = ("id_column", "period_column", "static_features", "temporal_features",
                "display_names", "units", "groups", "output_names", "label_column", "positive_label",
-               "inputs", "temporal_padding", "categories", "risk_bands", "target", "period_unit", "layout", "arrays")
+               "inputs", "temporal_padding", "categories", "risk_bands", "target", "period_unit", "layout", "arrays",
+               "output", "output_period")
 PERIOD_UNITS = ("day", "week", "month", "quarter", "year")
 PADDING_SIDES = ("start", "end")
 INPUT_KEYS = ("features", "display_name", "role", "table")
@@ -70,6 +71,8 @@ class Config:
     period_unit: str | None = None   # day | week | month | quarter | year (default: read from the periods)
     layout: str = "long"             # "long": temporal tables; "arrays": .npy histories (explain.bundle.arrays)
     arrays: dict | None = None       # bundle.json 'arrays' of the array layout: {"version", "histories": {stem: ...}}
+    output: str | None = None        # the head explained by default, of a model with several outputs
+    output_period: int | str | None = None  # the period explained by default (number, 1 = first, or label): last
     raw: bytes = b""
     oversized: bool = False          # over a JSON limit: not parsed
 
@@ -272,6 +275,9 @@ def _read_outputs(config: Config, take: _Taker, data: dict, report: ValidationRe
         config.positive_label = positive
     config.target = take("target", "an output index (a number) or an output name (text)",
                          lambda v: _is_str(v) or (isinstance(v, int) and not isinstance(v, bool) and v >= 0))
+    config.output = take("output", "the name of one of the model's outputs (text)", _is_str)
+    config.output_period = take("output_period", "a period number (1 is the first) or a period label (text)",
+                                lambda v: _is_str(v) or (isinstance(v, int) and not isinstance(v, bool) and v >= 1))
     if data.get("risk_bands") is not None:
         config.risk_bands, problem = verdict.parse_bands(data["risk_bands"])
         if problem:
