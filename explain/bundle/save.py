@@ -34,12 +34,20 @@ from explain.bundle.objects import (
 from explain.core.errors import BundleError, ExplainError
 from explain.core.files import make_readable
 from explain.core.inputs import input_layout
+from explain.modelfile import savedmodel as saved
+
+SAVEDMODEL_NOT_TRUSTED = ("model: {path} is a TensorFlow SavedModel folder: " + saved.WHY + ". To fix: pass "
+                          "trust_model=True if you trust it (the bundle then holds it as savedmodel/ and opens with "
+                          "--trust-model), or give the Keras model itself.")
+MODEL_PATH = ("model: {path} is not a TensorFlow SavedModel folder (no saved_model.pb in it). To fix: give the Keras "
+              "model object, or the folder written by model.export(dir) or tf.saved_model.save.")
 
 ARRAYS_ABOVE = 10_000_000  # temporal cells above which save_bundle writes the array layout by default
 
 
 def save_bundle(path: str | os.PathLike, model, static, temporal=None, *, tables: str = "parquet",
-                overwrite: bool = False, trust_code=None, layout: str | None = None, **names) -> Path:
+                overwrite: bool = False, trust_code=None, layout: str | None = None, trust_model: bool = False,
+                **names) -> Path:
     """Write a bundle folder from Python objects (arguments as ``Bundle.from_objects``); return its path.
 
     Two forms: ``(model, static, temporal)`` for a model with one static and one temporal input,
@@ -59,22 +67,49 @@ def save_bundle(path: str | os.PathLike, model, static, temporal=None, *, tables
     ``explain check`` runs: the model is opened through ``safe_load``) and only then renamed to
     ``path``, so a failed save leaves nothing behind. An existing non-empty ``path`` is refused
     unless ``overwrite=True`` and it is a bundle folder.
+
+    ``model`` may also be the path of a TensorFlow SavedModel folder (``model.export(dir)``,
+    ``tf.saved_model.save``) with ``trust_model=True`` (it is a program: refused without it): it is opened as
+    ``--trust-model`` opens it (``explain.modelfile.savedmodel``), the tables are checked against it, and the folder
+    is copied into the bundle as ``savedmodel/``.
     """
     if tables not in TABLE_FORMATS:
         raise ExplainError(UNKNOWN_TABLE_FORMAT.format(value=tables))
     if layout not in (None, *array_io.LAYOUTS):
         raise ExplainError(UNKNOWN_LAYOUT.format(value=layout))
     loader = bundle_io.trusted_loader(trust_code)  # first: a bad file is said before anything is written
+    source = None
+    if isinstance(model, (str, os.PathLike)):
+        source, model = Path(model).expanduser(), _open_savedmodel(Path(model).expanduser(), trust_model)
+        loader = saved.TrustModel(loader)
     if temporal is None and many.is_inputs(static):
-        write = _inputs_writer(model, static, tables=tables, layout=layout, loader=loader, names=names)
+        write = _inputs_writer(model, static, tables=tables, layout=layout, loader=loader, names=names,
+                               source=source)
     else:
-        write = _arrays_writer(model, static, temporal, tables=tables, layout=layout, names=names)
+        write = _arrays_writer(model, static, temporal, tables=tables, layout=layout, names=names, source=source)
     path = _free(Path(path).expanduser(), overwrite)
     _write_checked(path, write, loader)
     return path
 
 
-def _inputs_writer(model, inputs, *, tables: str, layout: str | None, loader, names: dict
+def _open_savedmodel(source: Path, trust_model: bool):
+    """The SavedModel folder ``source`` as the Keras model the tables are checked against (``trust_model``)."""
+    if not (source.is_dir() and any((source / name).is_file() for name in saved.GRAPH_FILES)):
+        raise ExplainError(MODEL_PATH.format(path=source))
+    if not trust_model:
+        raise ExplainError(SAVEDMODEL_NOT_TRUSTED.format(path=source))
+    return saved.open_savedmodel(source)
+
+
+def _use_savedmodel(folder: Path, source: Path | None) -> None:
+    """The SavedModel folder ``source`` copied into ``folder`` as ``savedmodel/``, in place of the model.keras
+    saved from its Keras wrapper (nothing when ``source`` is None)."""
+    if source is not None:
+        (folder / bundle_io.MODEL_FILE).unlink(missing_ok=True)
+        shutil.copytree(source, folder / bundle_io.SAVEDMODEL_DIR, symlinks=True)
+
+
+def _inputs_writer(model, inputs, *, tables: str, layout: str | None, loader, names: dict, source: Path | None = None
                    ) -> Callable[[Path], None]:
     """What writes the bundle of a model of any inputs (:mod:`explain.bundle.many`) into a folder; in the array
     layout (chosen, or above ``ARRAYS_ABOVE`` history cells) its histories are then rewritten as ``.npy``."""
@@ -85,12 +120,13 @@ def _inputs_writer(model, inputs, *, tables: str, layout: str | None, loader, na
     def write(folder: Path) -> None:
         many.write_folder(folder, model, inputs, tables, **names)
         if chosen == "arrays":  # the histories through the loader (padded as the model takes them)
-            _to_arrays(folder, loader)
+            _to_arrays(folder, loader if source is None else (lambda _: model))  # a SavedModel: the one opened
+        _use_savedmodel(folder, source)
     return write
 
 
-def _arrays_writer(model, static, temporal, *, tables: str, layout: str | None, names: dict
-                   ) -> Callable[[Path], None]:
+def _arrays_writer(model, static, temporal, *, tables: str, layout: str | None, names: dict,
+                   source: Path | None = None) -> Callable[[Path], None]:
     """What writes the bundle of a static and a temporal input into a folder, every argument checked first
     (``BundleError``); bundle.json says 'temporal_padding' "end" when the histories are padded at the end."""
     extra = {key: names.pop(key) for key in ("target", "period_unit") if names.get(key) is not None}
@@ -104,6 +140,7 @@ def _arrays_writer(model, static, temporal, *, tables: str, layout: str | None, 
 
     def write(folder: Path) -> None:
         _write(folder, fields, tables, extra, chosen)
+        _use_savedmodel(folder, source)
     return write
 
 
@@ -112,7 +149,8 @@ def _free(path: Path, overwrite: bool) -> Path:
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         if not overwrite or not path.is_dir():
             raise ExplainError(PATH_IN_USE.format(path=path))
-        kept = (*bundle_io.BUNDLE_FILES, "demo_metrics.json", "attributions", CACHE_DIR, "temporal.npy")
+        kept = (*bundle_io.BUNDLE_FILES, "demo_metrics.json", "attributions", CACHE_DIR, "temporal.npy",
+                bundle_io.SAVEDMODEL_DIR, bundle_io.LEGACY_MODEL_FILE)
         foreign = [p.name for p in path.iterdir() if p.name not in kept
                    and not re.fullmatch(r"temporal_\w+\.(csv|parquet|npy)", p.name)]  # several histories' tables
         if foreign:

@@ -10,8 +10,8 @@ What is checked before TensorFlow reads anything (:func:`check_folder`, the same
 * ``max_file_bytes``: every file of the folder (``saved_model.pb``, each ``variables/`` shard, assets);
 * ``max_uncompressed_bytes``: all its files together (the counterpart of a ``.keras`` archive unpacked);
 * ``max_members``: how many files it holds;
-* ``max_params``: the weights listed in ``variables/variables.index`` (read by TensorFlow's checkpoint reader,
-  which runs no graph), before the graph is loaded;
+* ``max_params``: the values of the weights listed in ``variables/variables.index`` (read by TensorFlow's
+  checkpoint reader, which runs no graph), before the graph is loaded;
 * every entry is a plain file or folder (no links, no devices).
 
 ``max_layers`` and ``max_config_entries`` measure a Keras architecture, which a SavedModel does not hold; the
@@ -44,6 +44,7 @@ FOLDER = "savedmodel"
 SIGNATURE = "serving_default"
 GRAPH_FILES = ("saved_model.pb", "saved_model.pbtxt")
 VARIABLES = "variables/variables"  # the checkpoint prefix of a SavedModel's weights
+OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
 
 WHY = ("a SavedModel is a TensorFlow program: its graph can read and write files and run operations of its own, "
        "and nothing about what it does can be checked before it runs")
@@ -174,7 +175,9 @@ def _params(root: Path) -> int:
     except Exception as error:  # noqa: BLE001 - a damaged index is one message
         raise SavedModelError(UNREADABLE.format(error=one_line(error))) from error
     total = 0
-    for _, shape in listed:
+    for name, shape in listed:
+        if name == OBJECT_GRAPH:  # the checkpoint's own record of the objects, not a weight
+            continue
         count = 1
         for dim in shape:
             count *= int(dim)
