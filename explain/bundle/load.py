@@ -109,6 +109,7 @@ from explain.bundle.roles import (  # noqa: F401 (re-exported)
     OUTPUT_NAMES_COUNT,
     OUTPUT_PERIODS,
     default_output_names,
+    head_width,
     input_roles,
     model_roles,
     output_check,
@@ -123,6 +124,7 @@ from explain.bundle.tables import (  # noqa: F401 (re-exported)
     read_table,
 )
 from explain.core import labels as label_values
+from explain.core import outputs
 from explain.core.baselines import release_pages
 from explain.core.errors import BundleError, ExplainError, UnsafeModelError
 from explain.core.files import write_bytes_atomic
@@ -200,6 +202,11 @@ class Bundle:
     # Data-wide means stored at the first open (explain.bundle.cache): {key: {"mean": (F,), "mask_value": ...}};
     # the mean baseline takes them instead of reading every history again. Empty: computed from the arrays.
     statistics: dict = field(default_factory=dict)
+    # A model with several outputs or a prediction per period (explain.core.outputs): ``model`` is the view of the
+    # head ``output`` (bundle.json 'output'; None: the first) at the period ``output_period`` (its number, 1 = first;
+    # bundle.json 'output_period' by number or label; None: the last); ``outputs.source_of(model)`` is the model.
+    output: str | None = None
+    output_period: int | str | None = None
     _positions: dict = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -216,6 +223,10 @@ class Bundle:
             object.__setattr__(self, "periods", [f"t{i + 1}" for i in range(self.n_periods)])
         if not self.period_unit:
             object.__setattr__(self, "period_unit", unit_of(self.periods))
+        if outputs.source_of(self.model) is self.model:  # the output view the bundle explains by default
+            view, head, period = outputs.opened(self.model, self.output, self.output_period, self.periods)
+            for name, value in (("model", view), ("output", head), ("output_period", period)):
+                object.__setattr__(self, name, value)
         if not self.output_names:
             object.__setattr__(self, "output_names", default_output_names(output_width(self.model)))
         object.__setattr__(self, "_positions", {str(i): k for k, i in enumerate(self.ids)})
@@ -529,6 +540,10 @@ def _outputs(config: Config, model_info: _ModelInfo | None, report: ValidationRe
     """The output explained by default (bundle.json 'target'); 'output_names' and 'target' checked against
     the model's outputs."""
     target = 0
+    if model_info and model_info.outputs is not None and config.output is not None:  # bundle.json 'output'
+        model_info.outputs, problem = head_width(model_info.model, config.output)
+        if problem:
+            report.add(CONFIG_FILE, problem, column="output")
     if model_info and model_info.outputs is not None and config.output_names is not None:
         if len(config.output_names) != model_info.outputs:
             report.add(CONFIG_FILE, OUTPUT_NAMES_COUNT.format(
@@ -736,6 +751,8 @@ def _bundle_of(parts: _Parts, checked: array_cache.Checked, target: int) -> Bund
         positive_label=config.positive_label,
         risk_bands=config.risk_bands,
         target=target,
+        output=config.output,
+        output_period=config.output_period,
         period_unit=config.period_unit or "",
         content_hash=checked.content_hash,
         notes=list(report.notes),

@@ -73,3 +73,14 @@ def output_check(model) -> tuple[int | None, str | None]:
             return None, OUTPUT_PERIODS.format(head=head.name, shape=head.shape, count=head.periods, input=name,
                                                periods=periods)
     return heads(model)[0].width, None
+
+
+def head_width(model, output) -> tuple[int | None, str | None]:
+    """(K of the head ``output`` names, a problem or None): bundle.json's 'output' checked against the model."""
+    from explain.core.errors import ExplainError
+    from explain.core.outputs import head_of
+
+    try:
+        return head_of(model, output).width, None
+    except ExplainError as error:
+        return None, f"'output': {error}"

@@ -370,3 +370,14 @@ def _layers(model):
             yield inner
         if getattr(layer, "layers", None):
             yield from _layers(layer)
+
+
+def opened(model, output=None, period=None, periods=None):
+    """(the model a bundle explains by default, its head's name, its period number) for a model opened with
+    bundle.json's ``output`` and ``output_period`` (None: the first head, the last period): the view, or the model
+    itself (and None, None) when it has one (None, K) output and no period is named."""
+    if not needs_view(model) and period in (None, ""):
+        return model, None, None
+    head = head_of(model, output)
+    number = period_number(head, period, periods)
+    return output_view(model, head.name, number), head.name, number
