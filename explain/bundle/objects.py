@@ -36,7 +36,7 @@ import pandas as pd
 from explain.bundle import checks as bundle_checks
 from explain.bundle.config import DEFAULT_ID_COLUMN, DEFAULT_PERIOD_COLUMN, group_problems
 from explain.bundle.problems import MISSING_TOKENS, ValidationReport
-from explain.bundle.roles import MODEL_OUTPUT, OUTPUT_NAMES_COUNT, default_output_names, input_roles
+from explain.bundle.roles import OUTPUT_NAMES_COUNT, default_output_names, input_roles, output_check
 from explain.core.errors import BundleError
 from explain.core.inputs import input_layout
 
@@ -388,15 +388,10 @@ def _model_shapes(model, problems: _Problems) -> tuple[tuple | None, dict | None
     roles, shapes, problem = input_roles(model)
     if problem:
         problems.add("model", problem)
-    try:
-        outputs = [tuple(t.shape) for t in model.outputs]
-    except Exception:  # a subclassed model without symbolic outputs
-        outputs = []
-    if len(outputs) != 1 or len(outputs[0]) != 2 or outputs[0][1] is None:
-        problems.add("model", MODEL_OUTPUT.format(
-            found=", ".join(str(s) for s in outputs) or "no symbolic output"))
-        return roles, shapes, None
-    return roles, shapes, int(outputs[0][1])
+    width, problem = output_check(model)  # (None, K), per period (None, T, K), several heads
+    if problem:
+        problems.add("model", problem)
+    return roles, shapes, width
 
 
 def gather(model, static, temporal, *, ids=None, periods=None, static_features=None, temporal_features=None,
