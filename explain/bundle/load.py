@@ -883,11 +883,10 @@ def _read_model(folder: Path, report: ValidationReport, loader: ModelLoader | No
         report.add(MODEL_FILE, problem)
     else:
         info.roles, info.shapes = roles, shapes
-    info.outputs, problem = output_check(model)  # (None, K), per period (None, T, K), several heads
-    several = saved.several_outputs(model) if path.name == SAVEDMODEL_DIR else None
-    if problem or several:
+    info.outputs, problem = output_check(model)  # (None, K), per period (None, T, K), several heads (a SavedModel's
+    if problem:                                  # outputs are heads named as in its signature)
         info.outputs = None
-        report.add(MODEL_FILE, several or problem)
+        report.add(MODEL_FILE, problem)
     return info
 
 

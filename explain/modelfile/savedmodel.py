@@ -25,7 +25,8 @@ TensorFlow 2.x's ``model.save(dir)`` and ``tf.saved_model.save(module, dir, sign
 (a signature's arguments are keyword arguments: TensorFlow keeps them by name, not by position). The model takes a
 dict {name: array}; the bundle's tables are matched to those names as for any model of several inputs (a model of
 one 2-D and one 3-D float input is the usual ``static``/``temporal`` pair). Each output of the signature is an
-output of the model, named as in the signature; an output of shape ``(None,)`` becomes ``(None, 1)``. Gradients flow
+output of the model (a head, chosen by its name with ``--output NAME``), named as in the signature, in the order
+of their names; an output of shape ``(None,)`` becomes ``(None, 1)``. Gradients flow
 through the loaded function (TensorFlow differentiates the loaded graph).
 """
 
@@ -81,8 +82,6 @@ NO_SIGNATURE = ("savedmodel/ has no '" + SIGNATURE + "' signature (it has {found
                 + "': f}}) with f a tf.function of input_signature=[tf.TensorSpec(...), ...].")
 FIXED_BATCH = ("savedmodel/: the '" + SIGNATURE + "' signature's input {name!r} has shape {shape}; its first "
                "dimension must be None (any number of customers). To fix: export it with tf.TensorSpec([None, ...]).")
-SEVERAL_OUTPUTS = ("savedmodel/: the '" + SIGNATURE + "' signature has {n} outputs ({names}); explain one of them "
-                   "by name with --output NAME (bundle.json \"output\").")
 
 
 class SavedModelError(UnsafeModelError):
@@ -258,12 +257,4 @@ def _layer_class():
 
         _CLASS.append(SignatureLayer)
     return _CLASS[0]
-
-
-def several_outputs(model) -> str | None:
-    """SEVERAL_OUTPUTS for a SavedModel's model with more than one output, else None."""
-    names = list(getattr(model, "output_names", None) or [])
-    if len(names) < 2:
-        return None
-    return SEVERAL_OUTPUTS.format(n=len(names), names=", ".join(names))
 
