@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from explain.bundle.heads import viewed
 from explain.core import baselines as baseline_builders
 from explain.core.change import integrated_change
 from explain.core.engine import StopCheck
@@ -68,14 +69,15 @@ def explain_customers(bundle, ids, settings: Settings = Settings(), *, batch_siz
                       should_stop: StopCheck = None, baseline: dict | None = None) -> Attribution:
     """Integrated Gradients of the customers ``ids`` (a list, or one id) of ``bundle`` under ``settings``.
 
-    The target is resolved against the bundle's output names here, once; the settings go to the engine
+    The head and period (``settings.output``, ``output_period``: a model with several outputs or a prediction per
+    period) and the target are resolved against the bundle here, once; the settings go to the engine
     whole: the result's ``settings`` are these settings (baseline included) with the target as an index,
     its ``baselines`` the arrays of ``settings.baseline`` it used.
     ``should_stop``: see ``integrated_gradients`` (``explain.core.errors.Stopped`` between chunks).
     ``baseline``: the baseline arrays of ``settings.baseline``, already computed (``baseline_for``
     on the whole data set) when ``bundle`` holds only some customers (the Ray engine's chunks).
     """
-    settings = settings.for_bundle(bundle)
+    bundle, settings = viewed(bundle, settings)  # the head and period explained (explain.bundle.heads)
     ids = [str(ids)] if isinstance(ids, (str, bytes)) else [str(i) for i in ids]  # one id, not its characters
     inputs = bundle.inputs_for(ids)
     if baseline is None:
