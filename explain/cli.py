@@ -189,6 +189,11 @@ def _summary_commands(sub) -> None:
                          "other finished store of its settings and layout in the bundle's store folders")
     drivers.add_argument("--movers", metavar="STORE", help="the biggest movers from a store of --baseline previous "
                          "(default: the store read, when it is one); under movers")
+    drivers.add_argument("--output", default=None, metavar="NAME", help="a model with several outputs: the stores "
+                         "of this head (default: the bundle's)")
+    drivers.add_argument("--output-period", dest="output_period", default=None, metavar="LABEL|NUMBER",
+                         help="a model with a prediction per period: the stores of this period, by label or number, "
+                              "1 the first (default: the last)")
     drivers.add_argument("--out", required=True, help="drivers.json | drivers.html")
 
     faith = _bundle_command(sub, "faithfulness", "deletion/insertion curves, model randomisation, occlusion; JSON")
@@ -338,9 +343,9 @@ def model_problems(bundle) -> list[str]:
 def cmd_attribute(args) -> int:
     from explain.analysis import report, words
     from explain.analysis.explainer import explain_customers
+    from explain.bundle.heads import viewed
 
-    bundle = open_bundle(args)
-    settings = settings_from_args(args)
+    bundle, settings = viewed(open_bundle(args), settings_from_args(args))  # the head and period explained
     ids = list(dict.fromkeys(args.customer))
     attribution = explain_customers(bundle, ids, settings, batch_size=args.batch_size)
     path = report.write_attributions(args.out, attribution, bundle, ids, settings)
@@ -396,7 +401,9 @@ def cmd_drivers(args) -> int:
     if suffix not in (".json", ".html"):
         raise ExplainError(DRIVERS_SUFFIX.format(path=args.out))
     bundle = open_bundle(args)
-    result = drivers(bundle, args.store, against=args.against, window=args.window)
+    chosen = {name: getattr(args, name) for name in ("output", "output_period") if getattr(args, name) is not None}
+    result = drivers(bundle, args.store, against=args.against, window=args.window,  # a head/period: its stores
+                     settings=Settings.from_strings(chosen) if chosen else None)
     over_runs, movers = extras(bundle, result, over=args.over, over_all=args.over_all, movers_store=args.movers)
     document = {**result.to_dict(), **({"drift_over_runs": over_runs.to_dict()} if over_runs else {}),
                 **({"movers": movers.to_dict()} if movers else {})}
@@ -419,10 +426,11 @@ def cmd_drivers(args) -> int:
 
 def cmd_faithfulness(args) -> int:
     from explain.analysis import faithfulness
+    from explain.bundle.heads import viewed
 
     faithfulness.check_out(args.out)
-    settings = settings_from_args(args)
-    result = faithfulness.run(open_bundle(args), settings, customers=args.customers, seed=settings.seed,
+    bundle, settings = viewed(open_bundle(args), settings_from_args(args))  # the head and period explained
+    result = faithfulness.run(bundle, settings, customers=args.customers, seed=settings.seed,
                               random_orders=args.random_orders, repeats=args.repeats, batch_size=args.batch_size)
     path = faithfulness.write_report(args.out, result)
     print("\n".join(faithfulness.summary_lines(result)))
