@@ -381,7 +381,9 @@ def cmd_batch(args) -> int:
     ids = lines = None
     if args.customers_file:
         ids, lines = read_customers_file(args.customers_file, with_lines=True)
-    bundle = open_bundle(args)
+    from explain.bundle.heads import viewed
+
+    bundle, settings = viewed(open_bundle(args), settings)  # the head and period explained
     if ids is not None:
         ids = check_ids(bundle, ids, source=f"The customers file {args.customers_file}", lines=lines)
     result = run_batch_job(bundle, args.out, settings, chunk_size=args.batch_size, ids=ids, progress=True)
