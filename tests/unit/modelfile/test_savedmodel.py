@@ -205,27 +205,29 @@ def test_a_link_inside_and_two_models_are_refused(folders, tmp_path):
     assert [p.message for p in report.problems] == [saved.BOTH_MODELS.format(file="model.keras")]
 
 
-def test_several_outputs_name_the_output_option(tmp_path):
+def test_several_outputs_are_heads_chosen_by_name(tmp_path):
     class TwoHeads(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32, name="a"),
                                       tf.TensorSpec([None, 3, 1], tf.float32, name="b")])
         def heads(self, a, b):
             total = tf.reduce_sum(a, axis=1, keepdims=True) + tf.reduce_sum(b, axis=[1, 2])[:, None]
-            return {"churn": tf.sigmoid(total), "spend": total * 2.0}
+            return {"spend": total * 2.0, "churn": tf.sigmoid(total)}
 
     module = TwoHeads()
     folder = tmp_path / "bundle"
     tf.saved_model.save(module, str(folder / "savedmodel"), signatures={"serving_default": module.heads})
-    pd.DataFrame({"customer_id": ["A", "B"], "x0": [1.0, 2.0], "x1": [0.0, 1.0]}).to_csv(folder / "static.csv",
-                                                                                      index=False)
+    static = np.array([[1.0, 0.0], [2.0, 1.0]])
+    usage = np.arange(6.0).reshape(2, 3)
+    pd.DataFrame({"customer_id": ["A", "B"], "x0": static[:, 0], "x1": static[:, 1]}).to_csv(
+        folder / "static.csv", index=False)
     pd.DataFrame({"customer_id": np.repeat(["A", "B"], 3), "period": ["p1", "p2", "p3"] * 2,
-                  "u": np.arange(6.0)}).to_csv(folder / "temporal.csv", index=False)
-    model = saved.open_savedmodel(folder / "savedmodel")
-    assert model.output_names == ["churn", "spend"]
-    value = model({"a": np.ones((1, 2), np.float32), "b": np.ones((1, 3, 1), np.float32)})
-    assert float(value["spend"][0, 0]) == pytest.approx(10.0)
-    message = saved.SEVERAL_OUTPUTS.format(n=2, names="churn, spend")
-    assert "--output NAME" in message
-    report = bundle_io.validate_bundle(folder, trust_model=True)
-    if not report.ok:  # models of several heads not accepted here: the message names --output
-        assert message in [p.message for p in report.problems]
+                  "u": usage.ravel()}).to_csv(folder / "temporal.csv", index=False)
+    assert saved.open_savedmodel(folder / "savedmodel").output_names == ["churn", "spend"]  # the names, sorted
+    bundle = explain.load_bundle(folder, trust_model=True)
+    total = static.sum(axis=1) + usage.sum(axis=1)
+    spend = explain_customers(bundle, ["A", "B"], Settings(baseline="zero", steps=8, output="spend"))
+    np.testing.assert_allclose(spend.prediction, 2 * total, atol=1e-5)
+    np.testing.assert_allclose(spend.static, 2 * static, atol=1e-5)  # linear: IG = (x - 0) * 2
+    np.testing.assert_allclose(spend.temporal[..., 0], 2 * usage, atol=1e-5)
+    churn = explain_customers(bundle, ["A", "B"], Settings(baseline="zero", steps=8))  # the first head by default
+    np.testing.assert_allclose(churn.prediction, 1 / (1 + np.exp(-total)), atol=1e-6)
