@@ -2,8 +2,8 @@
 
 import importlib
 
-_MODULES = ('arrays', 'cache', 'checks', 'config', 'convert', 'load', 'many', 'objects', 'problems', 'roles', 'save',
-            'tables')
+_MODULES = ('arrays', 'cache', 'checks', 'config', 'convert', 'heads', 'load', 'many', 'objects', 'problems', 'roles',
+            'save', 'tables')
 
 
 def __getattr__(name: str):

@@ -7,8 +7,8 @@ import importlib
 
 _MODULES = (
     'adaptive', 'backend', 'backend_jax', 'backend_tf', 'baselines', 'bounded_json', 'calls', 'chunks',
-    'change', 'cut', 'engine', 'errors', 'files', 'ig', 'inputs', 'kept', 'labels', 'periods', 'points', 'quadrature',
-    'settings', 'text', 'verdict', 'xla'
+    'change', 'cut', 'engine', 'errors', 'files', 'ig', 'inputs', 'kept', 'labels', 'outputs', 'periods', 'points',
+    'quadrature', 'settings', 'text', 'verdict', 'xla'
 )
 
 
