@@ -119,7 +119,8 @@ class Explanation:
 
 def explain(model, inputs, baseline="mean", *, ids=None, static_features=None, temporal_features=None, periods=None,
             output_names=None, steps: int | str = 64, method: str = "gausslegendre", target=0,
-            space: str = "output", path: str = "joint", earlier=None, **names) -> Explanation:
+            space: str = "output", path: str = "joint", earlier=None, output=None, output_period=None,
+            **names) -> Explanation:
     """Integrated Gradients of every customer in ``inputs`` for a model with a static and a temporal input.
 
     ``inputs``: ``[static, temporal]`` in the model's input order (either order is read by rank), or a dict.
@@ -135,16 +136,25 @@ def explain(model, inputs, baseline="mean", *, ids=None, static_features=None, t
     periods earlier; ``earlier=[static, temporal]`` with the same customers' inputs at an earlier time (last month's
     export, one row per customer in the same order): the attributions add up to f(now) - f(then), static features
     included, periods that were padding then and hold data now included (``explain.core.change``).
+
+    A model with several outputs: ``output="churn"`` names the head explained (default: the first). A model with a
+    prediction per period ((None, T, K)): ``output_period`` the period explained, its number (1 the first, T the
+    last) or its label (``"2025-05"``); default: the last (``explain.core.outputs``).
     """
+    from explain.bundle.heads import viewed
+
     static, temporal = _split(model, inputs)
     bundle = Bundle.from_objects(model, static, temporal, ids=ids, static_features=static_features,
                                  temporal_features=temporal_features, periods=periods, output_names=output_names,
                                  **names)
     ids = [str(i) for i in bundle.ids]
+    chosen = {"output": output, "output_period": output_period}
     if isinstance(baseline, str) and earlier is None:
-        settings = Settings(baseline=baseline, steps=steps, method=method, target=target, space=space, path=path)
+        bundle, settings = viewed(bundle, Settings(baseline=baseline, steps=steps, method=method, target=target,
+                                                   space=space, path=path, **chosen))
         return Explanation(explain_customers(bundle, ids, settings), bundle)
-    settings = Settings(baseline=None, steps=steps, method=method, target=target, space=space, path=path)
+    bundle, settings = viewed(bundle, Settings(baseline=None, steps=steps, method=method, target=target, space=space,
+                                               path=path, **chosen))  # the head and period explained
     if earlier is not None:
         then_static, then_temporal = _split(model, earlier)
         attribution = integrated_change(bundle.model, bundle.inputs_for(ids), {"static": then_static,
