@@ -183,8 +183,10 @@ def open_upload(files: dict) -> "bundle_io.Bundle":
     """Check and open uploaded files as this session's bundle; ``ExplainError`` if invalid.
 
     On success the new bundle replaces this session's previous upload (whose folder is
-    removed); on failure nothing changes and the new folder is removed at once.
+    removed); on failure nothing changes and the new folder is removed at once. A TensorFlow SavedModel's file
+    is refused before anything else (a program: never opened from an upload, ``explain.modelfile.savedmodel``).
     """
+    refuse_savedmodel(files)
     check_upload_sizes(files, upload_limit_bytes())
     start_sweeper()
     model_name = next((str(n) for n in files if str(n).lower().endswith(".keras")), bundle_io.MODEL_FILE)
@@ -202,6 +204,17 @@ def open_upload(files: dict) -> "bundle_io.Bundle":
     space.bundle = bundle
     use_upload(space)
     return bundle
+
+
+def refuse_savedmodel(files: dict) -> None:
+    """``BundleError`` naming every uploaded file that belongs to a TensorFlow SavedModel (savedmodel/, saved_model.pb,
+    variables/...): the dashboard never opens one from an upload, whatever the server trusts."""
+    from explain.modelfile import savedmodel
+
+    problems = [savedmodel.FROM_UPLOAD.format(name=str(name)) for name in files
+                if savedmodel.is_savedmodel_part(str(name))]
+    if problems:
+        raise BundleError("\n".join(problems), problems)
 
 
 def upload_option(error: ExplainError) -> ExplainError:
