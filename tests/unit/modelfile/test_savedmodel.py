@@ -138,6 +138,11 @@ def test_an_upload_holding_a_savedmodel_is_refused(folders, tmp_path):
             bundle_io.load_bundle_from_uploads(files, tmp_path / "upload", loader=loader)
         assert saved.FROM_UPLOAD.format(name="savedmodel/saved_model.pb") in str(caught.value)
     assert not (tmp_path / "upload").exists()  # refused before anything was written
+    from ui import uploads
+
+    with pytest.raises(BundleError) as caught:  # the dashboard's upload: refused before any folder is made
+        uploads.open_upload({"model/saved_model.pb": b"x", "static.csv": files["static.csv"]})
+    assert str(caught.value) == saved.FROM_UPLOAD.format(name="model/saved_model.pb")
     for name in ("saved_model.pb", "variables/variables.index", "variables.data-00000-of-00001", "sm/fingerprint.pb"):
         assert saved.is_savedmodel_part(name)
     assert not saved.is_savedmodel_part("static.csv") and not saved.is_savedmodel_part("model.keras")
