@@ -1,7 +1,12 @@
 """--trust-model on the command line, in serve and in the dashboard's startup: a bundle's SavedModel (savedmodel/) is
 refused without it (exit 2, the message names the flag) and gives the .keras bundle's attributions with it."""
 
+import importlib.util
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -74,3 +79,14 @@ def test_serve_passes_the_flag_to_the_app_which_trusts_the_startup_bundle_only(f
     assert startup.model_loader(["--bundle", str(sm_dir)]) is None
     bundle = explain.load_bundle(sm_dir, loader=startup.model_loader(app_args), limits=startup.limits(app_args))
     assert bundle.n_customers > 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
+def test_under_the_jax_backend_check_says_tensorflow_only(folders):
+    _, sm_dir = folders
+    env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run([sys.executable, "-m", "explain", "check", "--bundle", str(sm_dir), "--trust-model"],
+                          capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[3],
+                          timeout=300)
+    assert done.returncode == 1
+    assert saved.NOT_TENSORFLOW.format(backend="jax") in done.stdout
