@@ -168,7 +168,8 @@ def explain(model, inputs, baseline="mean", *, ids=None, static_features=None, t
 
 def compare_models(bundle_or_path, challenger_model_or_path, *, customers: int = 200, baseline: str = "mean",
                    steps: int | str = 64, method: str = "gausslegendre", target=None, space: str = "output",
-                   path: str = "joint", seed: int = 0, threshold: float | None = None, trust_code=None, limits=None):
+                   path: str = "joint", seed: int = 0, threshold: float | None = None, trust_code=None, limits=None,
+                   trust_model: bool = False):
     """The bundle's model (the champion) against a challenger on ``customers`` customers sampled with ``seed``,
     both explained with the same settings (``baseline``, ``steps``, ... as in :func:`explain`): a
     ``explain.analysis.models.ModelComparison`` (``.sentence``, ``.kendall_tau``, ``.changed``,
@@ -176,7 +177,8 @@ def compare_models(bundle_or_path, challenger_model_or_path, *, customers: int =
 
     ``bundle_or_path``: a ``Bundle`` or a bundle folder; ``challenger_model_or_path``: a Keras model, or its
     ``.keras`` / ``.h5`` file, opened by the rules of a bundle's model (safe mode, ``limits``, and ``trust_code``:
-    your own custom layers' Python file, for your own files only).
+    your own custom layers' Python file, for your own files only); ``trust_model=True``: the bundle folder's
+    TensorFlow SavedModel (savedmodel/) may be opened (a program: for a model you trust, as ``--trust-model``).
     """
     from explain.analysis import models
     from explain.bundle.load import load_bundle, trusted_loader
@@ -184,7 +186,8 @@ def compare_models(bundle_or_path, challenger_model_or_path, *, customers: int =
 
     loader, limits = trusted_loader(trust_code), limits or DEFAULT_LIMITS
     bundle = bundle_or_path if isinstance(bundle_or_path, Bundle) else load_bundle(bundle_or_path, loader=loader,
-                                                                                   limits=limits)
+                                                                                   limits=limits,
+                                                                                   trust_model=trust_model)
     challenger, name = challenger_model_or_path, "the challenger"
     if isinstance(challenger, (str, os.PathLike)):
         challenger, name = models.open_challenger(challenger, loader=loader, limits=limits), str(challenger)
