@@ -235,6 +235,12 @@ def test_model_problems(arrays):
     wide = keras.Model([s_in, t_in], keras.layers.Reshape((2, 1))(keras.layers.Dense(2)(s_in)))
     with pytest.raises(BundleError) as caught:
         explain.Bundle.from_objects(wide, arrays["static"], arrays["temporal"])
+    # a prediction per period must have the history's periods (issue 41): both counts named
+    assert "a prediction for each of 2 periods" in str(caught.value) and f"has {T} periods" in str(caught.value)
+    assert caught.value.problems[0].file == "model"
+    cube = keras.Model([s_in, t_in], keras.layers.Reshape((2, 1, 1))(keras.layers.Dense(2)(s_in)))
+    with pytest.raises(BundleError) as caught:
+        explain.Bundle.from_objects(cube, arrays["static"], arrays["temporal"])
     assert literal(MODEL_OUTPUT) in str(caught.value) and caught.value.problems[0].file == "model"
 
 
