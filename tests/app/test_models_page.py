@@ -7,7 +7,6 @@ import json
 import sys
 
 import keras
-import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -15,6 +14,7 @@ from explain.analysis import models
 from explain.bundle.load import load_bundle
 from explain.core.settings import Settings
 from tests.support.apptest import APP, DEMO, array, errors, plain
+from tests.support.challenger import cut_static
 
 PAGE = "pages/models.py"
 
@@ -24,12 +24,7 @@ pytestmark = pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="th
 @pytest.fixture(scope="module")
 def cut_file(tmp_path_factory):
     """The demo model with the Dense layer that reads the static input zeroed (its static branch cut)."""
-    model = keras.saving.load_model(DEMO / "model.keras", compile=False)
-    layer = model.get_layer("static_dense")
-    layer.set_weights([np.zeros_like(w) for w in layer.get_weights()])
-    path = tmp_path_factory.mktemp("challenger") / "cut.keras"
-    model.save(path)
-    return path
+    return cut_static(DEMO / "model.keras", tmp_path_factory.mktemp("challenger"))
 
 
 def started_with(monkeypatch, *args) -> AppTest:

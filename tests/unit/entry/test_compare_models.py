@@ -6,12 +6,12 @@ import html
 import json
 
 import keras
-import numpy as np
 import pytest
 
 from explain.cli import main
 from explain.core.errors import ExplainError
 from explain.modelfile.limits import OWNER_LIMITS
+from tests.support.challenger import cut_static
 
 KEYS = {"kendall_tau", "changed", "disagreements", "champion_ranking", "challenger_ranking", "customers",
         "top3_overlap", "settings", "sentence"}
@@ -21,12 +21,7 @@ FAST = ["--customers", "30", "--steps", "16"]
 @pytest.fixture(scope="module")
 def cut_file(bundle_dir, tmp_path_factory):
     """The demo model with the Dense layer that reads the static input zeroed, saved as a .keras file."""
-    model = keras.saving.load_model(bundle_dir / "model.keras", compile=False)
-    layer = model.get_layer("static_dense")
-    layer.set_weights([np.zeros_like(w) for w in layer.get_weights()])
-    path = tmp_path_factory.mktemp("challenger") / "cut.keras"
-    model.save(path)
-    return path
+    return cut_static(bundle_dir / "model.keras", tmp_path_factory.mktemp("challenger"))
 
 
 def compare(bundle_dir, challenger, out, *more):
