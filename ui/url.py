@@ -13,6 +13,8 @@ space      ``output`` or ``logit``
 path       ``joint`` or ``per-input``
 compare    Compare page: the second customer's id, or ``cohort:LABEL`` (a cohort's mean)
 sample     Cohort page: ``200``, ``500``, ``1000`` or ``all``
+output_period  a model with a prediction per period: the period explained, its number
+           (``5``: the fifth, 1 the first) or label (``2025-05``); absent: the last
 =========  ======================================================================
 
 Each IG setting is parsed by its one parser in :mod:`explain.core.settings`; a value that does not
@@ -183,6 +185,19 @@ def write(values: dict) -> None:
     if changed:
         st.query_params.update(changed)
     st.session_state[WRITTEN] = st.query_params.to_dict()
+
+
+def output_period(bundle) -> int | None:
+    """The link's ``output_period`` as a period number (1 = first), checked against the bundle (its one parser,
+    ``Settings.for_bundle``); None when absent or when the bundle does not take it (then it is dropped)."""
+    text = st.query_params.get("output_period")
+    if not text:
+        return None
+    try:
+        return Settings.from_strings({"output_period": text}).for_bundle(bundle).output_period
+    except ExplainError:
+        del st.query_params["output_period"]
+        return None
 
 
 def with_customer(customer: str) -> dict[str, str]:
