@@ -210,14 +210,17 @@ def test_a_link_inside_and_two_models_are_refused(folders, tmp_path):
     assert [p.message for p in report.problems] == [saved.BOTH_MODELS.format(file="model.keras")]
 
 
-def test_several_outputs_are_heads_chosen_by_name(tmp_path):
-    class TwoHeads(tf.Module):
-        @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32, name="a"),
-                                      tf.TensorSpec([None, 3, 1], tf.float32, name="b")])
-        def heads(self, a, b):
-            total = tf.reduce_sum(a, axis=1, keepdims=True) + tf.reduce_sum(b, axis=[1, 2])[:, None]
-            return {"spend": total * 2.0, "churn": tf.sigmoid(total)}
+class TwoHeads(tf.Module):
+    """Two heads of t = sum(a) + sum(b): spend = 2 t (linear), churn = sigmoid(t)."""
 
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32, name="a"),
+                                  tf.TensorSpec([None, 3, 1], tf.float32, name="b")])
+    def heads(self, a, b):
+        total = tf.reduce_sum(a, axis=1, keepdims=True) + tf.reduce_sum(b, axis=[1, 2])[:, None]
+        return {"spend": total * 2.0, "churn": tf.sigmoid(total)}
+
+
+def test_several_outputs_are_heads_chosen_by_name(tmp_path):
     module = TwoHeads()
     folder = tmp_path / "bundle"
     tf.saved_model.save(module, str(folder / "savedmodel"), signatures={"serving_default": module.heads})
