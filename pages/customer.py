@@ -8,7 +8,7 @@ from explain.analysis import report
 from explain.analysis import words as analyst_words
 from explain.analysis.diagnostics import shown_baseline
 from explain.core import baselines, periods, verdict
-from ui import cache, frame, input_views, keep, pickers, show
+from ui import cache, frame, input_views, keep, periods_out, pickers, show
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
 LEGEND = ("Each bar and cell is a share of the difference between this customer's score and the "
@@ -50,6 +50,7 @@ def below_heatmaps(bundle, cid, settings, story, score, target, described, advic
 def customer_page():
     bundle, choice = frame.page()
     cid, settings = choice.customer, choice.settings
+    bundle, settings = periods_out.explained_period(bundle, cid, settings)  # a prediction per period: which one
     attribution = cache.attributions(bundle, [cid], settings)
     target, unit = bundle.output_names[attribution.settings.target], SPACE_UNITS[attribution.space_used]
     fx, fb, delta = (float(attribution.prediction[0]), float(attribution.baseline_prediction[0]),

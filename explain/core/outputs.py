@@ -347,18 +347,21 @@ def _pre_activation_layer(dense):
 def causal(model) -> bool | None:
     """True: every layer lets a period depend on earlier periods only (attributions to periods after the explained
     one are exactly 0); False: a layer looks ahead (later periods can matter); None: not known."""
-    unknown = False
+    if look_ahead_layers(model):
+        return False
+    return None if any(type(layer).__name__ not in _KEEP_ORDER for layer in _layers(source_of(model))) else True
+
+
+def look_ahead_layers(model) -> list:
+    """The layers of ``model`` known to let a period depend on later periods."""
+    found = []
     for layer in _layers(source_of(model)):
         kind = type(layer).__name__
-        if kind in _LOOK_AHEAD or getattr(layer, "go_backwards", False):
-            return False
-        if kind in ("Conv1D", "SeparableConv1D", "DepthwiseConv1D"):
-            size = tuple(getattr(layer, "kernel_size", (1,)))
-            if getattr(layer, "padding", "valid") != "causal" and max(size) > 1:
-                return False
-        elif kind not in _KEEP_ORDER:
-            unknown = True
-    return None if unknown else True
+        conv = kind in ("Conv1D", "SeparableConv1D", "DepthwiseConv1D") and getattr(layer, "padding", "valid") != \
+            "causal" and max(tuple(getattr(layer, "kernel_size", (1,)))) > 1
+        if kind in _LOOK_AHEAD or getattr(layer, "go_backwards", False) or conv:
+            found.append(layer)
+    return found
 
 
 def _layers(model):

@@ -2,7 +2,7 @@
 
 import importlib
 
-_MODULES = ('diagnostics', 'drivers', 'figures', 'html', 'models', 'models_html', 'over_runs', 'periods',
+_MODULES = ('diagnostics', 'drivers', 'figures', 'html', 'models', 'models_html', 'over_runs', 'periods', 'risk_curve',
             'style')
 
 
