@@ -20,7 +20,7 @@ DEFAULT_PERIOD_COLUMN = "period"
 CONFIG_KEYS = ("id_column", "period_column", "static_features", "temporal_features",
                "display_names", "units", "groups", "output_names", "label_column", "positive_label",
                "inputs", "temporal_padding", "categories", "risk_bands", "target", "period_unit", "layout", "arrays",
-               "output", "output_period")
+               "output", "output_period", "planted")
 PERIOD_UNITS = ("day", "week", "month", "quarter", "year")
 PADDING_SIDES = ("start", "end")
 INPUT_KEYS = ("features", "display_name", "role", "table")
@@ -46,6 +46,8 @@ GROUP_FEATURE_TWICE = ("'groups': the feature {column!r} is in {count} groups ({
 GROUP_REPEATS = "'groups': group {group!r} lists {columns} more than once; list each feature once."
 GROUP_NOT_LIST = "'groups': group {group!r} must be a non-empty list of feature column names; it is {found}."
 GROUP_EMPTY_NAME = "'groups': a group has an empty name; give every group a name (it is shown to readers)."
+PLANTED_EXPECTED = ('a non-empty list of objects {"feature": "column name", "periods": ["period label", ...]} '
+                    '(the drivers planted in synthetic data; "periods" optional: every period)')
 UNKNOWN_TARGET = ("'target' is {value!r}, which is not an output of the model: its outputs are {names} "
                   "(give an index from 0 to {last}, or one of these names).")
 
@@ -73,6 +75,7 @@ class Config:
     arrays: dict | None = None       # bundle.json 'arrays' of the array layout: {"version", "histories": {stem: ...}}
     output: str | None = None        # the head explained by default, of a model with several outputs
     output_period: int | str | None = None  # the period explained by default (number, 1 = first, or label): last
+    planted: list[dict] | None = None  # [{"feature": column, "periods": [labels] or absent}]: known true drivers
     raw: bytes = b""
     oversized: bool = False          # over a JSON limit: not parsed
 
@@ -145,6 +148,7 @@ def read_config(folder: Path, report: ValidationReport, limits: Limits = DEFAULT
     _read_columns(config, take, report)
     _read_inputs(config, take)
     _read_outputs(config, take, data, report)
+    config.planted = take("planted", PLANTED_EXPECTED, is_planted)
     return config
 
 
@@ -173,6 +177,16 @@ def _parse(path: Path, config: Config, report: ValidationReport, limits: Limits)
         report.add(CONFIG_FILE, JSON_NOT_OBJECT.format(file=CONFIG_FILE, found=json_kind(data)))
         return None
     return data
+
+
+def is_planted(v) -> bool:
+    """``planted``: a non-empty list of {"feature": text, "periods": [texts or numbers]} ("periods" optional)."""
+    return isinstance(v, list) and bool(v) and all(
+        isinstance(e, dict) and _is_str(e.get("feature")) and set(e) <= {"feature", "periods"}
+        and (e.get("periods") is None or (isinstance(e["periods"], list) and bool(e["periods"])
+                                          and all(isinstance(p, (str, int)) and not isinstance(p, bool)
+                                                  for p in e["periods"])))
+        for e in v)
 
 
 def _is_str(v) -> bool:
