@@ -43,7 +43,9 @@ UPLOAD_TOO_LARGE = ("{name} is {size:,} bytes, over this app's limit of {limit:,
                     "--server.maxUploadSize if you trust its users.")
 OWNER_OPTION = re.compile(r"--limit (?=[a-z_]+=)")  # the refusals' "raise it with --limit FIELD=N" (the owner's)
 TRIAL_CACHE_SIZE = 64  # model files (sha256) whose isolated trial load already succeeded
-FILE_TYPES = ["keras", "csv", "parquet", "pq", "json"]
+# "pb": a SavedModel's saved_model.pb gets this app's refusal in words (never opened from an upload), not the
+# browser's "file type not allowed"
+FILE_TYPES = ["keras", "csv", "parquet", "pq", "json", "pb"]
 
 
 class UploadSpace:
