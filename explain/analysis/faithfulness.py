@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from explain.analysis import trust_metrics as tm
 from explain.analysis.explainer import baseline_for, explain_customers
 from explain.core import ig
 from explain.core.engine import StopCheck, engine_for
@@ -202,6 +203,9 @@ class Faithfulness:
     random_orders: int
     seed: int
     seconds: dict = field(default_factory=dict)
+    metrics: tm.TrustMetrics | None = None  # CPD, CPP, comprehensiveness, sufficiency, infidelity, sensitivity-max
+    planted_source: str | None = None  # where the planted drivers were declared
+    planted_cells: int = 0
 
 
 # --------------------------------------------------------------------------- helpers
@@ -439,11 +443,13 @@ def sample_ids(bundle, customers: int = DEFAULT_CUSTOMERS, seed: int = 0) -> lis
 
 def run(bundle, settings: Settings = Settings(), *, customers: int = DEFAULT_CUSTOMERS, seed: int = 0,
         random_orders: int = DEFAULT_RANDOM_ORDERS, repeats: int = DEFAULT_REPEATS, ids=None,
-        batch_size: int | None = None, should_stop: StopCheck = None) -> Faithfulness:
-    """All three checks on ``customers`` customers of ``bundle`` drawn with ``seed`` (or on ``ids``).
+        batch_size: int | None = None, should_stop: StopCheck = None, trust: tm.Options | None = None
+        ) -> Faithfulness:
+    """All the checks on ``customers`` customers of ``bundle`` drawn with ``seed`` (or on ``ids``).
 
     ``seed`` also seeds the random orders and the re-initialisations. ``should_stop``: as for
     ``integrated_gradients``: ``explain.core.errors.Stopped`` between two model calls when it says so.
+    ``trust``: the sizes of the trust metrics (default ``tm.Options`` with these random orders and seed).
     """
     _check_count("random_orders", random_orders, "how many seeded random orders")
     ids = [str(i) for i in ids] if ids is not None else sample_ids(bundle, customers, seed)
@@ -474,6 +480,13 @@ def run(bundle, settings: Settings = Settings(), *, customers: int = DEFAULT_CUS
     seconds["curves"] = time.perf_counter() - started
 
     started = time.perf_counter()
+    trust = tm.Options(random_orders=random_orders, seed=seed) if trust is None else trust
+    metrics, source, planted = _trust_metrics(bundle, inputs, baselines, [attribution, gradient_x_input],
+                                              settings=settings, options=trust, batch_size=batch_size,
+                                              should_stop=should_stop)
+    seconds["metrics"] = time.perf_counter() - started
+
+    started = time.perf_counter()
     occluded = occlusion(bundle.model, inputs, baselines, attribution, target=target, space=space,
                          periods=bundle.periods, features=[*bundle.static_labels, *bundle.temporal_labels],
                          should_stop=should_stop)
@@ -490,7 +503,63 @@ def run(bundle, settings: Settings = Settings(), *, customers: int = DEFAULT_CUS
     seconds["randomisation"] = time.perf_counter() - started
     seconds["total"] = sum(seconds.values())
     return Faithfulness(ids=ids, settings=settings, curves=curves, randomisation=randomisation, occlusion=occluded,
-                        random_orders=random_orders, seed=seed, seconds=seconds)
+                        random_orders=random_orders, seed=seed, seconds=seconds, metrics=metrics,
+                        planted_source=source, planted_cells=planted)
+
+
+def _trust_metrics(bundle, inputs, baselines, attributions, *, settings, options, batch_size, should_stop) -> tuple:
+    """(TrustMetrics of IG and gradient x input (``attributions``, in that order), planted source, planted cells)."""
+    mask, source = tm.planted_mask(bundle)
+    problem = trust_problem(bundle.model, inputs, baselines, settings, planted=mask, batch_size=batch_size,
+                            should_stop=should_stop)
+    flat = {name: flatten(a.static, a.temporal) for name, a in zip(("ig", "gradient_x_input"), attributions)}
+    return tm.measure(problem, flat, options), source, int(mask.sum()) if mask is not None else 0
+
+
+# --------------------------------------------------------------------------- trust metrics (trust_metrics.py)
+
+
+def trust_problem(model, inputs: dict, baselines: dict, settings: Settings, *, planted=None,
+                  batch_size: int | None = None, should_stop: StopCheck = None) -> tm.Problem:
+    """The customers flat, their baseline (a distribution: its mean), and the model and the two explainers
+    (IG under ``settings``; gradient x (input - baseline)) as batched calls on flat rows."""
+    engine = engine_for(model)
+    x = flatten(inputs["static"], inputs["temporal"]).astype(np.float64)
+    b = flatten(**single_baseline(baselines, x.shape[0])).astype(np.float64)
+
+    def predict_flat(z):
+        return predict(model, *_unflatten(z, engine.shapes), target=settings.target, space=settings.space,
+                       should_stop=should_stop)
+
+    def explainer(**overrides):
+        def attribute(z, bz):
+            (zs, zt), (bs, bt) = _unflatten(z, engine.shapes), _unflatten(bz, engine.shapes)
+            a = ig.integrated_gradients(model, {"static": zs, "temporal": zt}, {"static": bs, "temporal": bt},
+                                        settings, batch_size=batch_size, should_stop=should_stop, **overrides)
+            return flatten(a.static, a.temporal)
+        return attribute
+
+    explainers = {"ig": explainer(), "gradient_x_input": explainer(steps=1, method="right", path="joint")}
+    return tm.Problem(x=x, b=b, spread=_feature_spread(inputs), predict=predict_flat, attribute=explainers,
+                      planted=planted)
+
+
+def customer_stability(bundle, customer, settings: Settings = Settings(), *, radius: float = 0.01,
+                       samples: int = 16, seed: int = 0) -> dict:
+    """Sensitivity-max of one customer's IG: the largest change, over ``samples`` draws with every input within
+    +/- ``radius`` x its value, of the attributions' Euclidean length (``norm``) and of any one attribution
+    (``largest``), in the output's units, with the attributions' own length (``size``) to compare."""
+    _check_count("samples", samples, "how many perturbed copies of the customer")
+    attribution = explain_customers(bundle, [str(customer)], settings)
+    inputs = bundle.inputs_for([str(customer)])
+    baselines = baseline_for(bundle, inputs, settings.baseline, settings.seed, ids=[str(customer)])
+    problem = trust_problem(bundle.model, inputs, baselines, attribution.settings)
+    delta = tm.ball(problem.x, radius, samples, np.random.default_rng(seed))
+    z = np.concatenate([problem.x[:, None], problem.x[:, None] + delta], axis=1).reshape(-1, problem.x.shape[1])
+    a = problem.attribute["ig"](z, np.repeat(problem.b, samples + 1, axis=0))
+    change = a[1:] - a[:1]
+    return {"norm": float(np.linalg.norm(change, axis=1).max()), "largest": float(np.abs(change).max()),
+            "size": float(np.linalg.norm(a[0])), "radius": radius, "samples": samples}
 
 
 # --------------------------------------------------------------------------- the report
@@ -543,8 +612,27 @@ def to_json_dict(result: Faithfulness) -> dict:
         },
         "occlusion": {by: {"spearman": _number(occ.spearman(by)), "pooled_spearman": _number(occ.pooled_spearman(by)),
                            "groups": occ.groups[by]} for by in ("period", "feature")},
+        **metrics_json(result),
         "seconds": {key: round(value, 3) for key, value in result.seconds.items()},
     }
+
+
+def metrics_json(result: Faithfulness) -> dict:
+    """``metrics`` ({metric: {method: value, "random_runs", "better"}}), ``metric_settings``, ``planted``
+    ({"aup", "aur"} of IG, ``by_method``, ``cells``, ``source``; null when no planted drivers are declared)
+    and ``verdict``."""
+    m = result.metrics
+    if m is None:
+        return {}
+    metrics = {name: {**{method: _number(v) for method, v in m.values[name].items()},
+                      "random_runs": [_number(v) for v in m.random_runs[name]], "better": tm.BETTER[name]}
+               for name in tm.METRICS}
+    planted = None if m.planted is None else {
+        "aup": _number(m.planted["ig"]["aup"]), "aur": _number(m.planted["ig"]["aur"]),
+        "by_method": {method: {k: _number(v) for k, v in pr.items()} for method, pr in m.planted.items()},
+        "cells": result.planted_cells, "source": result.planted_source}
+    return {"metrics": metrics, "metric_settings": {**m.options.as_dict(), "definitions": tm.definitions(m.options)},
+            "planted": planted, "verdict": tm.verdict(m, result.randomisation.falls)}
 
 
 def check_out(path) -> None:
@@ -556,7 +644,8 @@ def check_out(path) -> None:
 def summary_lines(result: Faithfulness) -> list:
     """The report in a few lines of words, for the command line."""
     curves, occ = result.curves, result.occlusion
-    lines = [f"{len(result.ids)} customers, {curves.cells} cells each, {curves.k.size} points per curve, "
+    lines = [tm.verdict(result.metrics, result.randomisation.falls)] if result.metrics is not None else []
+    lines += [f"{len(result.ids)} customers, {curves.cells} cells each, {curves.k.size} points per curve, "
              f"{result.random_orders} random orders; {result.seconds.get('total', 0):.1f} s "
              f"(curves {result.seconds.get('curves', 0):.1f} s)"]
     for kind in KINDS:
@@ -567,6 +656,8 @@ def summary_lines(result: Faithfulness) -> list:
     lines.append(result.randomisation.verdict())
     lines.append(f"Occlusion against IG totals (rank correlation, mean over customers): per period "
                  f"{occ.spearman('period'):.3f}, per feature {occ.spearman('feature'):.3f}")
+    if result.metrics is not None:
+        lines += tm.metric_lines(result.metrics)
     return lines
 
 
