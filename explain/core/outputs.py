@@ -10,7 +10,8 @@ weights) and the chosen head's output at the chosen period::
 
 Everything downstream (IG, batch, drivers, faithfulness, what-if) works unchanged on the view. Where the chosen head
 ends in a ``Dense`` (or a ``TimeDistributed(Dense)``) or an ``Activation`` with a sigmoid, softmax or linear activation,
-the view ends in a fresh ``Activation`` layer fed by the pre-activation at that period, so ``space="logit"`` explains
+the view ends in a fresh ``Activation`` layer fed by the pre-activation at that period (a Dense with a copy of the
+head's weights), so ``space="logit"`` explains
 the logits (``space_used`` "logit"); any other head ends in an ``Identity`` layer and the engine falls back to the
 log-odds of the output (``space_used`` "log-odds"). A period is picked by its position from the end (the fifth of
 twelve periods is ``[:, -8]``), so the engine's padding cut, which drops leading periods, keeps the same period.
@@ -315,30 +316,18 @@ def _pre_activation(tensor):
     return None
 
 
-_LAYER_CLASS = []
-
-
 def _pre_activation_layer(dense):
-    """A layer computing ``dense``'s pre-activation (x @ kernel + bias) with ``dense``'s own weights."""
-    if not _LAYER_CLASS:
-        import keras
+    """A Dense layer computing ``dense``'s pre-activation (x @ kernel + bias) with a copy of its weights: a plain
+    Keras layer, so the view can be cloned (``keras.models.clone_model``: the padding cut, the randomisation check)."""
+    import keras
 
-        class PreActivation(keras.layers.Layer):
-            """x @ kernel + bias of a Dense layer (its weights, shared): the logits of its activation."""
-
-            def __init__(self, dense, **kwargs):
-                super().__init__(**kwargs)
-                self.dense = dense
-
-            def call(self, x):
-                z = keras.ops.matmul(x, self.dense.kernel)
-                return z + self.dense.bias if self.dense.use_bias else z
-
-            def compute_output_shape(self, shape):
-                return (*shape[:-1], int(self.dense.units))
-
-        _LAYER_CLASS.append(PreActivation)
-    return _LAYER_CLASS[0](dense, name="explained_logits")
+    copy = keras.layers.Dense(int(dense.units), use_bias=bool(dense.use_bias), dtype=dense.dtype_policy,
+                              name="explained_logits")
+    copy.build((None, int(dense.kernel.shape[0])))
+    copy.kernel.assign(dense.kernel)
+    if dense.use_bias:
+        copy.bias.assign(dense.bias)
+    return copy
 
 
 # --------------------------------------------------------------------------- causality
