@@ -195,7 +195,10 @@ def choose(bundle, output=None, period=None) -> Choice | None:
     """The head and period a request explains in ``bundle`` (``output``/``period`` as given; None: the bundle's own
     head, and its period for that head, else the last); None for a model with one (None, K) output and nothing
     asked. Bad values raise ``AttributionError`` listing the valid ones."""
-    model = source_of(bundle.model)
+    model = getattr(bundle, "model", None)
+    if model is None:  # a bundle stand-in without a model (names only): nothing to choose
+        return None
+    model = source_of(model)
     found = heads(model)
     asked_head, asked_period = output not in (None, ""), period not in (None, "")
     if len(found) == 1 and not found[0].per_period and not asked_head and not asked_period:
