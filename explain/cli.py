@@ -202,6 +202,11 @@ def _summary_commands(sub) -> None:
     faith.add_argument("--random-orders", type=int, default=5, help="seeded random orders (default 5)")
     faith.add_argument("--repeats", type=int, default=3, help="re-initialisations per layer (default 3)")
     faith.add_argument("--batch-size", type=int, default=None, help="interpolation points per gradient call")
+    faith.add_argument("--ranks", type=int, default=20, help="cells removed one at a time for CPD/CPP (default 20)")
+    faith.add_argument("--noise", type=float, default=0.1, help="infidelity noise, x each feature's std (default 0.1)")
+    faith.add_argument("--noise-samples", type=int, default=32, help="infidelity draws per customer (default 32)")
+    faith.add_argument("--radius", type=float, default=0.01, help="sensitivity-max radius, x each input (default 0.01)")
+    faith.add_argument("--radius-samples", type=int, default=8, help="sensitivity-max draws per customer (default 8)")
     faith.add_argument("--out", required=True, help="FILE.json")
 
 
@@ -432,7 +437,10 @@ def cmd_faithfulness(args) -> int:
 
     faithfulness.check_out(args.out)
     bundle, settings = viewed(open_bundle(args), settings_from_args(args))  # the head and period explained
-    result = faithfulness.run(bundle, settings, customers=args.customers, seed=settings.seed,
+    trust = faithfulness.tm.Options(ranks=args.ranks, noise=args.noise, noise_samples=args.noise_samples,
+                                    radius=args.radius, radius_samples=args.radius_samples,
+                                    random_orders=args.random_orders, seed=settings.seed)
+    result = faithfulness.run(bundle, settings, customers=args.customers, seed=settings.seed, trust=trust,
                               random_orders=args.random_orders, repeats=args.repeats, batch_size=args.batch_size)
     path = faithfulness.write_report(args.out, result)
     print("\n".join(faithfulness.summary_lines(result)))

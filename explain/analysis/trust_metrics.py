@@ -60,6 +60,7 @@ AGAINST_RANDOM = METRICS[:5]  # sensitivity-max of a fixed reordering of IG equa
 NAMES = {"cpd": "cumulative prediction difference", "cpp": "cumulative prediction preservation",
          "comprehensiveness": "comprehensiveness", "sufficiency": "sufficiency", "infidelity": "infidelity",
          "sensitivity_max": "sensitivity-max"}
+BAD_OPTION = "{name}={value!r} must be {what} (a setting of the trust metrics)."
 PLANTED_UNKNOWN = ("{source}: the planted driver {feature!r} is not a feature of the model's inputs "
                    "(features: {known}). Use the table column names (they are case-sensitive).")
 PLANTED_PERIODS = ("{source}: the planted driver {feature!r} names period(s) {periods} that the bundle does not have "
@@ -83,6 +84,19 @@ class Options:
     radius_samples: int = 8
     random_orders: int = 5
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("ranks", "noise_samples", "radius_samples", "random_orders"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ExplainError(BAD_OPTION.format(name=name, value=value, what="a positive integer"))
+        for name in ("noise", "radius"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 10:
+                raise ExplainError(BAD_OPTION.format(name=name, value=value, what="a number above 0 and below 10"))
+        if not self.fractions or not all(0 < q <= 1 for q in self.fractions):
+            raise ExplainError(BAD_OPTION.format(name="fractions", value=self.fractions,
+                                                 what="fractions of the cells above 0 and at most 1"))
 
     def as_dict(self) -> dict:
         return {**asdict(self), "fractions": list(self.fractions)}
