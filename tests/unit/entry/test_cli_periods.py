@@ -10,8 +10,8 @@ import pytest
 keras = pytest.importorskip("keras")
 
 import explain  # noqa: E402
-from explain.cli import main  # noqa: E402
 from explain.bundle.load import load_bundle  # noqa: E402
+from explain.cli import main  # noqa: E402
 from tests.unit.core.test_outputs import T, _data, _single_head, per_period_model, two_head_model  # noqa: E402
 
 IDS = ["0", "3", "7"]
