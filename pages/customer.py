@@ -8,7 +8,7 @@ from explain.analysis import report
 from explain.analysis import words as analyst_words
 from explain.analysis.diagnostics import shown_baseline
 from explain.core import baselines, periods, verdict
-from ui import cache, frame, input_views, keep, periods_out, pickers, show
+from ui import cache, frame, input_views, keep, periods_out, pickers, show, trust
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
 LEGEND = ("Each bar and cell is a share of the difference between this customer's score and the "
@@ -85,6 +85,7 @@ def customer_page():
             "Points spent": f"{int(attribution.gradient_points[0])} gradient evaluations" + (
                 "" if attribution.forward_points is None else
                 f" and {int(attribution.forward_points[0])} model calls without a gradient")})
+        trust.stability_line(bundle, cid, settings, target)  # sensitivity-max, computed when opened
     m1.metric(f"Predicted {show.md(target)}{unit}", f"{fx:.3f}",
               help=show.md(f"Score {score:.3f}: in the band '{said.band}' ({said.range_text})."))
     m2.metric(f"Prediction {story.reference}{unit}" if change else f"Baseline prediction{unit}", f"{fb:.3f}",

@@ -1,11 +1,10 @@
 """Diagnostics (for the ML engineer): convergence, the path, what the engine detected, timings."""
 
-import numpy as np
 import streamlit as st
 
-from explain.analysis import diagnostics, faithfulness, report
+from explain.analysis import diagnostics, report
 from explain.plots import diagnostics as diagnostic_figures
-from ui import cache, frame, show
+from ui import cache, frame, show, trust
 
 SAMPLE_NOTE = " For sample:K the path to the first sampled baseline is shown."
 
@@ -50,7 +49,7 @@ def diagnostics_page():
     st.dataframe(model, hide_index=True, width="stretch")
     st.subheader("Timings of the last computations")
     st.dataframe(cache.timings(), hide_index=True, width="stretch")  # full width: every column shows
-    faithfulness_section(bundle, settings)
+    trust.faithfulness_section(bundle, settings)  # words, the metrics table, then the curves
     st.subheader("Model summary")
     show.model_summary(*cache.model_layers(bundle))
     if bundle.notes:
@@ -64,37 +63,6 @@ def spent(attribution) -> str:
     forward = attribution.forward_points
     return (f"{int(attribution.gradient_points[0])} gradient"
             + (f" and {int(forward[0])} forward evaluations" if forward is not None else " evaluations"))
-
-
-def faithfulness_section(bundle, settings):
-    st.subheader("Can the attributions be trusted? Faithfulness checks")
-    n = faithfulness.DEFAULT_CUSTOMERS
-    st.button(f"Run faithfulness checks ({n} customers)", on_click=cache.ask_for_faithfulness)  # survives a rerun
-    result = cache.faithfulness_checks(bundle, settings, n)
-    if result is None:
-        st.caption("Deletion and insertion curves against random orders, the model randomisation check and occlusion, "
-                   "for a seeded sample with the sidebar's settings (about 15 s on 2 cores).")
-        return
-    curves, rnd, occ = result.curves, result.randomisation, result.occlusion
-    columns = st.columns(2)
-    for column, kind in zip(columns, faithfulness.KINDS):
-        with column:
-            shares = {r: curves.share(kind, r) for r in faithfulness.RANKINGS}
-            aopc = {r: float(np.mean(curves.aopc(kind, r))) for r in faithfulness.RANKINGS}
-            show.plot(diagnostic_figures.perturbation_curves_figure(curves.fractions, shares, kind=kind, aopc=aopc,
-                                                         title=f"{kind.capitalize()} curves"), key=f"faith_{kind}")
-    left, right = st.columns(2)
-    with left:
-        show.plot(diagnostic_figures.randomisation_figure(rnd.layers, rnd.spearman, rnd.spearman_abs,
-                                               input_only=rnd.input_only_abs,
-                                               title="Model randomisation (cascading)"), key="faith_random")
-    with right:
-        show.plot(diagnostic_figures.occlusion_scatter(occ.ig_total["period"], occ.change["period"],
-                                            occ.groups["period"],
-                                            spearman=occ.spearman("period"), title="Occlusion per period against IG"),
-                  key="faith_occlusion")
-    for line in faithfulness.summary_lines(result):
-        st.caption(show.md(line))
 
 
 with show.guard():

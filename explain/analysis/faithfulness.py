@@ -618,20 +618,21 @@ def to_json_dict(result: Faithfulness) -> dict:
 
 
 def metrics_json(result: Faithfulness) -> dict:
-    """``metrics`` ({metric: {method: value, "random_runs", "better"}}), ``metric_settings``, ``planted``
+    """``metrics`` ({metric: {method: value, "better"}}), ``random_runs`` (each order's value), ``metric_settings``,
+    ``planted``
     ({"aup", "aur"} of IG, ``by_method``, ``cells``, ``source``; null when no planted drivers are declared)
     and ``verdict``."""
     m = result.metrics
     if m is None:
         return {}
-    metrics = {name: {**{method: _number(v) for method, v in m.values[name].items()},
-                      "random_runs": [_number(v) for v in m.random_runs[name]], "better": tm.BETTER[name]}
+    metrics = {name: {**{method: _number(v) for method, v in m.values[name].items()}, "better": tm.BETTER[name]}
                for name in tm.METRICS}
     planted = None if m.planted is None else {
         "aup": _number(m.planted["ig"]["aup"]), "aur": _number(m.planted["ig"]["aur"]),
         "by_method": {method: {k: _number(v) for k, v in pr.items()} for method, pr in m.planted.items()},
         "cells": result.planted_cells, "source": result.planted_source}
-    return {"metrics": metrics, "metric_settings": {**m.options.as_dict(), "definitions": tm.definitions(m.options)},
+    return {"metrics": metrics, "random_runs": {name: [_number(v) for v in m.random_runs[name]] for name in tm.METRICS},
+            "metric_settings": {**m.options.as_dict(), "definitions": tm.definitions(m.options)},
             "planted": planted, "verdict": tm.verdict(m, result.randomisation.falls)}
 
 

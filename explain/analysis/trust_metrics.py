@@ -346,6 +346,17 @@ def metric_lines(metrics: TrustMetrics) -> list:
     return lines
 
 
+def stability_words(stability: dict, what: str) -> str:
+    """One customer's sensitivity-max in words (``stability``: ``faithfulness.customer_stability``'s result;
+    ``what``: the output explained, e.g. "churn")."""
+    radius, norm, size = 100 * stability["radius"], stability["norm"], stability["size"]
+    share = f" ({100 * norm / size:.1f} % of their size, {size:.3g})" if size > 0 else ""
+    return (f"A {radius:g} % change in this customer's inputs moves the effects by at most {norm:.3g}{share}, "
+            f"and any one effect by at most {stability['largest']:.3g}, in units of the predicted {what} "
+            f"(sensitivity-max: the largest of {stability['samples']} draws with every input moved by up to "
+            f"{radius:g} % of its value, the baseline held).")
+
+
 def declared_planted(bundle) -> tuple:
     """(entries [{"feature", "periods"?}], source): bundle.json 'planted', else the demo's demo_metrics.json
     'planted_drivers' (static and temporal feature lists: every period of each), else (None, None)."""
