@@ -211,12 +211,12 @@ def open_savedmodel(path, *, limits: Limits = DEFAULT_LIMITS):
         raise SavedModelError(UNREADABLE.format(error=one_line(error))) from error
     inputs = _inputs(layer)
     outputs = layer(inputs)
-    named = {}
+    named, taken = {}, {*inputs, FOLDER}  # layer names in use: an output named like one keeps Keras' own name
     for name in sorted(outputs):
         tensor = outputs[name]
         if len(tensor.shape) == 1:  # one value per customer: (None,) -> (None, 1)
-            tensor = keras.layers.Reshape((1,), name=f"{name}_column")(tensor)
-        named[name] = keras.layers.Identity(name=name)(tensor) if name not in inputs else tensor
+            tensor = keras.layers.Reshape((1,))(tensor)
+        named[name] = keras.layers.Identity(name=name)(tensor) if name not in taken else tensor
     return keras.Model(inputs, next(iter(named.values())) if len(named) == 1 else named, name=FOLDER)
 
 

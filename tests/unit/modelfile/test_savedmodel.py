@@ -239,3 +239,30 @@ def test_several_outputs_are_heads_chosen_by_name(tmp_path):
     np.testing.assert_allclose(spend.temporal[..., 0], 2 * usage, atol=1e-5)
     churn = explain_customers(bundle, ["A", "B"], Settings(baseline="zero", steps=8))  # the first head by default
     np.testing.assert_allclose(churn.prediction, 1 / (1 + np.exp(-total)), atol=1e-6)
+
+
+class NoSignature(tf.Module):
+    @tf.function
+    def score(self, x):
+        return x * 2.0
+
+
+class FixedBatch(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([1, 3], tf.float32, name="profile"),
+                                  tf.TensorSpec([None, 4, 2], tf.float32, name="usage")])
+    def score(self, profile, usage):
+        return {"score": tf.reduce_sum(profile, axis=1) + tf.reduce_sum(usage, axis=[1, 2])}
+
+
+def test_a_signature_missing_or_of_a_fixed_batch_is_said(tmp_path):
+    module = NoSignature()
+    module.score(tf.ones((2, 3)))
+    tf.saved_model.save(module, str(tmp_path / "none"), signatures={})
+    with pytest.raises(saved.SavedModelError) as caught:
+        saved.open_savedmodel(tmp_path / "none")
+    assert str(caught.value) == saved.NO_SIGNATURE.format(found="[]")
+    fixed = FixedBatch()
+    tf.saved_model.save(fixed, str(tmp_path / "fixed"), signatures={"serving_default": fixed.score})
+    with pytest.raises(saved.SavedModelError) as caught:
+        saved.open_savedmodel(tmp_path / "fixed")
+    assert str(caught.value) == saved.FIXED_BATCH.format(name="profile", shape=(1, 3))
