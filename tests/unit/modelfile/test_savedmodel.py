@@ -266,3 +266,36 @@ def test_a_signature_missing_or_of_a_fixed_batch_is_said(tmp_path):
     with pytest.raises(saved.SavedModelError) as caught:
         saved.open_savedmodel(tmp_path / "fixed")
     assert str(caught.value) == saved.FIXED_BATCH.format(name="profile", shape=(1, 3))
+
+
+class ThreeInputs(tf.Module):
+    """Linear in three inputs whose names sort otherwise than their signature order: z (None, 2), a (None, 1),
+    m (None, 4, 2)."""
+
+    def __init__(self, weights):
+        super().__init__()
+        self.weights = {key: tf.Variable(value) for key, value in weights.items()}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32, name="z"),
+                                  tf.TensorSpec([None, 1], tf.float32, name="a"),
+                                  tf.TensorSpec([None, 4, 2], tf.float32, name="m")])
+    def score(self, z, a, m):
+        value = (tf.reduce_sum(z * self.weights["z"], axis=1) + tf.reduce_sum(a * self.weights["a"], axis=1)
+                 + tf.reduce_sum(m * self.weights["m"], axis=[1, 2]))
+        return {"score": value[:, None]}
+
+
+def test_the_tables_are_matched_to_the_signatures_inputs_by_name(tmp_path):
+    rng = np.random.default_rng(5)
+    weights = {"z": rng.normal(size=2), "a": rng.normal(size=1), "m": rng.normal(size=(4, 2))}
+    weights = {key: value.astype(np.float32) for key, value in weights.items()}
+    module = ThreeInputs(weights)
+    tf.saved_model.save(module, str(tmp_path / "three"), signatures={"serving_default": module.score})
+    inputs = {"m": rng.normal(size=(4, 4, 2)).astype(np.float32), "z": rng.normal(size=(4, 2)).astype(np.float32),
+              "a": rng.normal(size=(4, 1)).astype(np.float32)}
+    path = explain.save_bundle(tmp_path / "b", str(tmp_path / "three"), inputs, trust_model=True)
+    bundle = explain.load_bundle(path, trust_model=True)
+    assert [t.name for t in bundle.model.inputs] == ["a", "m", "z"]  # the order of their names
+    got = explain_customers(bundle, list(bundle.ids), Settings(baseline="zero", steps=8))
+    for key in ("a", "m", "z"):
+        np.testing.assert_allclose(got.inputs[key], inputs[key] * weights[key], atol=1e-5, err_msg=key)
