@@ -9,7 +9,6 @@
 import streamlit as st
 
 from ui import auth, frame, show, startup
-from ui.models import challenger_path
 
 st.set_page_config(page_title="Churn explainer · Integrated Gradients", page_icon=":material/insights:",
                    layout="wide")
@@ -28,7 +27,7 @@ PAGES = {
         st.Page("pages/data.py", title="Data & model", icon=":material/upload_file:"),
     ],
 }
-if challenger_path() is not None:  # explain serve --challenger MODEL: the engineers' comparison of two models
+if startup.challenger_path() is not None:  # explain serve --challenger MODEL: the engineers' comparison of two models
     PAGES["For engineers"].append(st.Page("pages/models.py", title="Champion vs challenger",
                                           icon=":material/difference:", url_path="models"))
 auth.gate([p for section in PAGES.values() for p in section])  # a login configured: only an allowed user passes

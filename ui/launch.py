@@ -59,9 +59,9 @@ def warm_up() -> None:
 def _open_challenger() -> None:
     """The challenger of ``--challenger MODEL`` into the cache every session shares (a file that cannot be opened is
     logged; the Champion vs challenger page says why)."""
-    from ui import models
+    from ui import models, startup
 
-    if models.challenger_path() is None:
+    if startup.challenger_path() is None:
         return
     try:
         models.challenger_model()

@@ -6,7 +6,7 @@ The challenger is read from the app's own arguments as the startup bundle is (``
 (``--trust-code``) and limits (``--limit``), safe mode (``explain.analysis.models.open_challenger``). A file that
 cannot be opened, or that does not take the bundle's inputs, is a message on the page. The computation is in
 ``explain.analysis.models``; this module only caches and shows it. TensorFlow is imported on first use only: the
-frame asks :func:`challenger_path` before it imports the engine.
+frame asks ``ui.startup.challenger_path`` before it imports the engine.
 """
 
 from __future__ import annotations
@@ -24,12 +24,6 @@ LOG = logging.getLogger("explain.app")
 TTL = 3600  # seconds
 CUSTOMERS = (50, 100, 200, 500)  # the sample sizes offered
 DEFAULT_CUSTOMERS = 200
-
-
-def challenger_path(argv: list[str] | None = None) -> Path | None:
-    """``--challenger MODEL`` of the app's arguments (default ``sys.argv[1:]``), or None."""
-    given = startup._option("--challenger", argv)
-    return None if given is None else Path(given).expanduser()
 
 
 def _fingerprint(path: Path) -> tuple:
@@ -54,7 +48,7 @@ def _open(path: str, fingerprint: tuple):
 
 def challenger_model():
     """The challenger of ``--challenger``, opened once per file content; ``ExplainError`` when it cannot be."""
-    path = challenger_path()
+    path = startup.challenger_path()
     if path is None:
         raise ExplainError("No challenger: start the dashboard with `explain serve --challenger MODEL`.")
     model, error = _open(str(path.resolve()), _fingerprint(path))
@@ -77,7 +71,7 @@ def _comparison(_bundle, content_hash: str, _challenger, challenger: tuple, cust
 def comparison(bundle, settings, customers: int):
     """``explain.analysis.models.compare_models`` of the bundle's model and the challenger on ``customers``
     customers under ``settings`` (the sidebar's), kept per bundle content, challenger file and settings."""
-    model, path = challenger_model(), challenger_path()
+    model, path = challenger_model(), startup.challenger_path()
     return _comparison(bundle, bundle.content_hash, model, (path.name, str(path.resolve()), _fingerprint(path)),
                        customers, settings.key())
 

@@ -94,6 +94,13 @@ def trusted_code(argv: list[str] | None = None):
     return trust.load_trusted_code(Path(given).expanduser())
 
 
+def challenger_path(argv: list[str] | None = None) -> Path | None:
+    """``--challenger MODEL`` of the app's arguments (default ``sys.argv[1:]``), or None: the frame asks it before
+    the page style (light: no TensorFlow), the Champion vs challenger page opens it (``ui.models``)."""
+    given = _option("--challenger", argv)
+    return None if given is None else Path(given).expanduser()
+
+
 def trust_model(argv: list[str] | None = None) -> bool:
     """Whether the owner passed ``--trust-model``: the startup bundle's SavedModel may be opened."""
     return "--trust-model" in (sys.argv[1:] if argv is None else argv)

@@ -112,8 +112,7 @@ def test_another_input_shape_and_a_bad_suffix_exit_2(bundle_dir, tmp_path, capsy
 def test_serve_passes_the_challenger_to_the_app_beside_the_trust_and_limits(bundle_dir, cut_file, tmp_path):
     from explain import serve
     from explain.cli import build_parser
-    from ui import launch
-    from ui import models as page_parts
+    from ui import launch, startup
 
     args = build_parser().parse_args(["serve", "--bundle", str(bundle_dir), "--challenger", str(cut_file)])
     assert args.challenger == str(cut_file)
@@ -121,8 +120,8 @@ def test_serve_passes_the_challenger_to_the_app_beside_the_trust_and_limits(bund
     _, app_args = launch.streamlit_args(argv[2:])
     assert app_args[app_args.index("--challenger") + 1] == str(cut_file.resolve())
     assert "--limit" in app_args  # the app opens the challenger under the same limits as the bundle
-    assert page_parts.challenger_path(app_args) == cut_file.resolve()
-    assert page_parts.challenger_path(["--bundle", str(bundle_dir)]) is None
+    assert startup.challenger_path(app_args) == cut_file.resolve()
+    assert startup.challenger_path(["--bundle", str(bundle_dir)]) is None
     with pytest.raises(ExplainError, match="--challenger .* is not a file"):
         serve.command(bundle_dir, challenger=tmp_path / "missing.keras")
 
