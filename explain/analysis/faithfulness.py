@@ -527,9 +527,9 @@ def trust_problem(model, inputs: dict, baselines: dict, settings: Settings, *, p
     x = flatten(inputs["static"], inputs["temporal"]).astype(np.float64)
     b = flatten(**single_baseline(baselines, x.shape[0])).astype(np.float64)
 
-    def predict_flat(z):
+    def predict_flat(z):  # (rows,): some models' outputs keep a trailing axis of 1
         return predict(model, *_unflatten(z, engine.shapes), target=settings.target, space=settings.space,
-                       should_stop=should_stop)
+                       should_stop=should_stop).reshape(len(z))
 
     def explainer(**overrides):
         def attribute(z, bz):

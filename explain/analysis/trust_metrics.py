@@ -60,6 +60,7 @@ AGAINST_RANDOM = METRICS[:5]  # sensitivity-max of a fixed reordering of IG equa
 NAMES = {"cpd": "cumulative prediction difference", "cpp": "cumulative prediction preservation",
          "comprehensiveness": "comprehensiveness", "sufficiency": "sufficiency", "infidelity": "infidelity",
          "sensitivity_max": "sensitivity-max"}
+COMPARATORS = {"random": "random order", "gradient_x_input": "gradient x input"}
 BAD_OPTION = "{name}={value!r} must be {what} (a setting of the trust metrics)."
 PLANTED_UNKNOWN = ("{source}: the planted driver {feature!r} is not a feature of the model's inputs "
                    "(features: {known}). Use the table column names (they are case-sensitive).")
@@ -328,7 +329,7 @@ def table(metrics: TrustMetrics) -> list:
         won = [m for m in against if _better(name, values["ig"], values[m])]
         rows.append({"measure": NAMES[name], "IG": values["ig"], "random order": values.get("random"),
                      "gradient x input": values.get("gradient_x_input"), "better": BETTER[name],
-                     "IG better than": ", ".join(m.replace("_", " ") for m in won) or "neither"})
+                     "IG better than": ", ".join(COMPARATORS[m] for m in won) or "neither"})
     return rows
 
 

@@ -258,7 +258,7 @@ def test_cli_writes_every_key(demo, tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     doc = json.loads(out.read_text())
     assert set(doc) == {"settings", "customers", "aopc", "curves", "mean_abs_gap", "randomisation", "occlusion",
-                        "seconds"}
+                        "metrics", "random_runs", "metric_settings", "planted", "verdict", "seconds"}
     assert doc["settings"] == {**doc["settings"], "steps": 16, "customers": 12, "seed": 3, "random_orders": 2,
                                "cells": 81, "curve_points": 82}
     assert len(doc["customers"]) == 12
@@ -281,7 +281,7 @@ def test_cli_writes_every_key(demo, tmp_path, capsys):
         assert set(doc["occlusion"][by]) == {"spearman", "pooled_spearman", "groups"}
     assert doc["occlusion"]["period"]["groups"] == list(demo.periods)
     assert doc["occlusion"]["feature"]["groups"] == [*demo.static_labels, *demo.temporal_labels]
-    assert {"attributions", "curves", "occlusion", "randomisation", "total"} == set(doc["seconds"])
+    assert {"attributions", "curves", "metrics", "occlusion", "randomisation", "total"} == set(doc["seconds"])
     assert "AOPC deletion" in capsys.readouterr().out
 
 
