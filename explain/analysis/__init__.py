@@ -6,7 +6,7 @@ import importlib
 
 _MODULES = (
     'cohort', 'counterfactual', 'diagnostics', 'drivers', 'explainer', 'faithfulness', 'groups', 'models', 'movers',
-    'over_runs', 'report', 'risk_curve', 'whatif', 'words'
+    'over_runs', 'report', 'risk_curve', 'trust_metrics', 'whatif', 'words'
 )
 
 
