@@ -467,14 +467,7 @@ def run(bundle, settings: Settings = Settings(), *, customers: int = DEFAULT_CUS
     seconds["attributions"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    cells = flatten(attribution.static, attribution.temporal).shape[1]
-    rng = np.random.default_rng(seed)
-    scores = {
-        "ig": np.abs(flatten(attribution.static, attribution.temporal)),
-        "gradient_x_input": np.abs(flatten(gradient_x_input.static, gradient_x_input.temporal)),
-        "random": np.stack([rng.permuted(np.tile(np.arange(cells, dtype=np.float64), (len(ids), 1)), axis=1)
-                            for _ in range(random_orders)]),
-    }
+    scores = _ranking_scores(attribution, gradient_x_input, random_orders, seed)
     curves = perturbation_curves(bundle.model, inputs, baselines, scores, target=target, space=space,
                                  should_stop=should_stop)
     seconds["curves"] = time.perf_counter() - started
@@ -505,6 +498,16 @@ def run(bundle, settings: Settings = Settings(), *, customers: int = DEFAULT_CUS
     return Faithfulness(ids=ids, settings=settings, curves=curves, randomisation=randomisation, occlusion=occluded,
                         random_orders=random_orders, seed=seed, seconds=seconds, metrics=metrics,
                         planted_source=source, planted_cells=planted)
+
+
+def _ranking_scores(attribution, gradient_x_input, random_orders: int, seed: int) -> dict:
+    """|IG|, |gradient x input| and ``random_orders`` seeded random orders (R, n, D), ranking the cells."""
+    flat = flatten(attribution.static, attribution.temporal)
+    rng = np.random.default_rng(seed)
+    return {"ig": np.abs(flat),
+            "gradient_x_input": np.abs(flatten(gradient_x_input.static, gradient_x_input.temporal)),
+            "random": np.stack([rng.permuted(np.tile(np.arange(flat.shape[1], dtype=np.float64), (flat.shape[0], 1)),
+                                             axis=1) for _ in range(random_orders)])}
 
 
 def _trust_metrics(bundle, inputs, baselines, attributions, *, settings, options, batch_size, should_stop) -> tuple:
