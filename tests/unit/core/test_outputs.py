@@ -184,3 +184,16 @@ def test_a_single_output_model_is_its_own_view():
     single = keras.Model(model.inputs, model.outputs[0])
     assert outputs.output_view(single) is single and not outputs.needs_view(single)
     assert outputs.needs_view(model) and outputs.needs_view(per_period_model("gru"))
+
+
+def test_settings_tell_heads_and_periods_apart_and_leave_other_models_alone():
+    from explain.core.settings import Settings
+
+    assert "output_period" not in Settings().identity() and "output" not in Settings().identity()
+    five = Settings.from_strings({"output_period": "5", "output": "churn"})
+    assert five.output_period == 5 and five.output == "churn"
+    assert Settings.from_strings(five.to_strings()) == five
+    assert Settings(output_period="2025-05").output_period == "2025-05"  # a label, resolved against the bundle
+    assert five.key() != five.replace(output_period=6).key() != five.replace(output="spend").key()
+    with pytest.raises(AttributionError, match="period number"):
+        Settings(output_period=0)

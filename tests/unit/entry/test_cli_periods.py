@@ -103,3 +103,18 @@ def test_output_by_name_explains_that_head(tmp_path):
     assert got["settings"]["output"] == "spend" and got["settings"]["target_name"] == "spend"
     assert main(["attribute", "--bundle", str(path), "--customer", "0", "--output", "value",
                  "--out", str(tmp_path / "v.json")]) == 2
+
+
+def test_batch_stores_of_two_periods_are_told_apart_and_drivers_reads_the_one_asked(tmp_path):
+    model = per_period_model("lstm", seed=5)
+    x = _data(12, seed=2)
+    path = explain.save_bundle(tmp_path / "bundle", model, x["static"], x["temporal"])
+    stores = path / "attributions"
+    for name, extra in (("p5", ["--output-period", "5"]), ("last", [])):
+        assert main(["batch", "--bundle", str(path), "--out", str(stores / name), "--steps", "16", *extra]) == 0
+    for extra, store in ((["--output-period", "5"], "p5"), ([], "last")):
+        out = tmp_path / f"drivers_{store}.json"
+        assert main(["drivers", "--bundle", str(path), *extra, "--out", str(out)]) == 0
+        document = json.loads(out.read_text())
+        assert document["source"]["store"].endswith(store)
+        assert document["source"]["settings"]["output_period"] == (5 if store == "p5" else T)
