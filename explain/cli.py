@@ -29,6 +29,9 @@ BASELINE_AND_SNAPSHOT = (
 TRUST_LOCAL_ONLY = ("--trust-code works with --engine local only (Ray workers do not import it). To fix: drop "
                     "--engine ray, or convert the custom layers to built-in Keras layers.")
 DRIVERS_SUFFIX = "--out {path} must end in .json or .html: the suffix picks the format."
+CONVERT_SAVEDMODEL = ("convert does not copy a TensorFlow SavedModel (savedmodel/) yet: {bundle} holds one. To fix: "
+                      "convert a copy of the bundle holding the same model as model.keras, then put savedmodel/ in "
+                      "place of model.keras in the new folder.")
 CHECK_CUSTOMERS = 8  # customers the model checks run on (the first ones of the static table)
 LIMIT_HELP = ("raise (or lower) one of the size limits a bundle's files are checked against before they are read, "
               "for files you trust: max_table_cells, max_table_bytes, max_layers, max_params, max_json_bytes ... "
@@ -204,9 +207,9 @@ def _summary_commands(sub) -> None:
     faith.add_argument("--batch-size", type=int, default=None, help="interpolation points per gradient call")
     faith.add_argument("--ranks", type=int, default=20, help="cells removed one at a time for CPD/CPP (default 20)")
     faith.add_argument("--noise", type=float, default=0.1, help="infidelity noise, x each feature's std (default 0.1)")
-    faith.add_argument("--noise-samples", type=int, default=32, help="infidelity draws per customer (default 32)")
+    faith.add_argument("--noise-samples", type=int, default=64, help="infidelity draws per customer (default 64)")
     faith.add_argument("--radius", type=float, default=0.01, help="sensitivity-max radius, x each input (default 0.01)")
-    faith.add_argument("--radius-samples", type=int, default=8, help="sensitivity-max draws per customer (default 8)")
+    faith.add_argument("--radius-samples", type=int, default=16, help="sensitivity-max draws per customer (default 16)")
     faith.add_argument("--out", required=True, help="FILE.json")
 
 
@@ -481,6 +484,10 @@ def cmd_compare_models(args) -> int:
 
 def cmd_convert(args) -> int:
     from explain.bundle.convert import convert_bundle
+    from explain.bundle.load import SAVEDMODEL_DIR
+
+    if (Path(args.bundle) / SAVEDMODEL_DIR).is_dir():
+        raise ExplainError(CONVERT_SAVEDMODEL.format(bundle=args.bundle))
 
     out = convert_bundle(args.bundle, args.out, args.layout, loader=model_loader(args), limits=limits_from_args(args))
     print(f"wrote the {args.layout} layout of {args.bundle} to {out}")

@@ -80,9 +80,9 @@ class Options:
     ranks: int = 20
     fractions: tuple = FRACTIONS
     noise: float = 0.1
-    noise_samples: int = 32
+    noise_samples: int = 64
     radius: float = 0.01
-    radius_samples: int = 8
+    radius_samples: int = 16
     random_orders: int = 5
     seed: int = 0
 
