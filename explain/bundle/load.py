@@ -224,7 +224,11 @@ class Bundle:
         if not self.period_unit:
             object.__setattr__(self, "period_unit", unit_of(self.periods))
         if outputs.source_of(self.model) is self.model:  # the output view the bundle explains by default
-            view, head, period = outputs.opened(self.model, self.output, self.output_period, self.periods)
+            try:
+                view, head, period = outputs.opened(self.model, self.output, self.output_period, self.periods)
+            except ExplainError as error:  # bundle.json 'output' / 'output_period' (or the fields given)
+                raise BundleError(f"{CONFIG_FILE}: {error} Fix 'output' / 'output_period' in {CONFIG_FILE}.",
+                                  []) from None
             for name, value in (("model", view), ("output", head), ("output_period", period)):
                 object.__setattr__(self, name, value)
         if not self.output_names:
