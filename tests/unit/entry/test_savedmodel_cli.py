@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import explain
-from explain.cli import TRUST_MODEL_LOCAL_ONLY, main
+from explain.cli import CONVERT_SAVEDMODEL, TRUST_MODEL_LOCAL_ONLY, main
 from explain.modelfile import savedmodel as saved
 from explain.serve import command
 from tests.conftest import DEMO, private_copy
@@ -64,10 +64,13 @@ def test_check_lists_the_refusal_and_passes_with_the_flag(folders, capsys):
     assert "is valid" in capsys.readouterr().out
 
 
-def test_ray_engine_refuses_the_flag(folders, tmp_path, capsys):
+def test_ray_engine_and_convert_refuse_in_words(folders, tmp_path, capsys):
     _, sm_dir = folders
     assert main(["batch", "--bundle", str(sm_dir), "--engine", "ray", "--trust-model", "--out", str(tmp_path)]) == 2
     assert TRUST_MODEL_LOCAL_ONLY in capsys.readouterr().err
+    assert main(["convert", "--bundle", str(sm_dir), "--trust-model", "--out", str(tmp_path / "arrays")]) == 2
+    assert CONVERT_SAVEDMODEL.format(bundle=sm_dir) in capsys.readouterr().err
+    assert not (tmp_path / "arrays").exists()
 
 
 def test_serve_passes_the_flag_to_the_app_which_trusts_the_startup_bundle_only(folders):
