@@ -1,6 +1,6 @@
 """Start the dashboard with its startup bundle opened while Streamlit starts.
 
-    python ui/launch.py [streamlit run options] [-- --bundle DIR [--trust-code FILE] [--challenger MODEL]]
+    python ui/launch.py [streamlit options] [-- --bundle DIR [--trust-code FILE] [--trust-model] [--challenger MODEL]]
 
 ``explain serve`` runs this. It is ``streamlit run app.py`` plus a background thread that, as soon
 as Streamlit's server is up, imports TensorFlow, opens the startup bundle and computes every
