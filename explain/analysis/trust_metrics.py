@@ -298,8 +298,8 @@ def verdict(metrics: TrustMetrics, randomisation_passed: bool | None = None) -> 
         words += "; the randomised-model check " + ("passed" if randomisation_passed else "FAILED")
     if metrics.planted is not None and "ig" in metrics.planted:
         p = metrics.planted["ig"]
-        words += (f"; of the planted drivers' cells IG finds precision {p['aup']:.2f} and recall {p['aur']:.2f} "
-                  f"(areas; random order {metrics.planted['random']['aup']:.2f} and "
+        words += (f"; on the planted drivers' cells IG's areas under precision and recall are {p['aup']:.2f} and "
+                  f"{p['aur']:.2f} (random order {metrics.planted['random']['aup']:.2f} and "
                   f"{metrics.planted['random']['aur']:.2f})")
     return words + "."
 
