@@ -74,3 +74,17 @@ def test_a_bidirectional_model_says_later_periods_can_matter(tmp_path, monkeypat
     at = app({"customer": "2", "output_period": "4"})
     assert not at.exception and not errors(at)
     assert any("can matter" in plain(i.value) and "Bidirectional" in plain(i.value) for i in at.info)
+
+
+def test_a_two_head_bundle_opens_on_its_first_head_without_a_curve(tmp_path, monkeypatch):
+    from tests.unit.core.test_outputs import two_head_model
+
+    model = two_head_model()
+    x = _data(10, seed=1)
+    path = explain.save_bundle(tmp_path / "heads", model, x["static"], x["temporal"])
+    monkeypatch.setenv("EXPLAIN_BUNDLE", str(path))
+    at = app({"customer": "4"})
+    assert not at.exception and not errors(at)
+    assert "risk_curve_chart" not in charts(at)
+    churn = np.asarray(model([x["static"], x["temporal"]])[0], np.float64)[4, 0]
+    assert _metric(at) == pytest.approx(churn, abs=1e-3)
