@@ -197,3 +197,35 @@ def test_settings_tell_heads_and_periods_apart_and_leave_other_models_alone():
     assert five.key() != five.replace(output_period=6).key() != five.replace(output="spend").key()
     with pytest.raises(AttributionError, match="period number"):
         Settings(output_period=0)
+
+
+def test_padded_histories_are_cut_and_the_period_is_still_the_one_asked():
+    """Masking + per-period LSTM: the engine's padding cut drops leading periods; the view picks its period from
+    the end, so the cut calls explain the same period (outputs equal the model's; zeros after it)."""
+    from explain.core.engine import cut_notes
+
+    keras.utils.set_random_seed(4)
+    long_t = 24
+    s = keras.Input((S,), name="static")
+    t = keras.Input((long_t, F), name="temporal")
+    h = keras.layers.LSTM(4, return_sequences=True)(keras.layers.Masking(0.0)(t))
+    z = keras.layers.Dense(1)(h) + keras.ops.expand_dims(keras.layers.Dense(1)(s), 1)  # any number of periods
+    model = keras.Model([s, t], keras.layers.Activation("sigmoid")(z))
+    rng = np.random.default_rng(3)
+    x = {"static": rng.normal(size=(6, S)).astype("float32"),
+         "temporal": rng.normal(size=(6, long_t, F)).astype("float32")}
+    x["temporal"][:, :12] = 0.0  # twelve periods of padding at the start
+    base = {"static": np.zeros((1, S), "float32"),
+            "temporal": np.concatenate([np.zeros((1, 12, F)), np.full((1, long_t - 12, F), 0.5)], 1).astype("float32")}
+    p = 18
+    view = outputs.output_view(model, period=p)
+    a = integrated_gradients(view, x, base, steps=32)
+    full = np.asarray(model([x["static"], x["temporal"]]), np.float64)[:, p - 1, 0]
+    np.testing.assert_allclose(a.prediction, full, rtol=1e-5, atol=1e-6)
+    assert np.all(a.temporal[:, p:] == 0.0) and np.all(a.temporal[:, :12] == 0.0)
+    total = a.static.sum(axis=1) + a.temporal.sum(axis=(1, 2))
+    np.testing.assert_allclose(total, a.prediction - a.baseline_prediction, atol=2e-4)
+    assert "calls cut" in cut_notes(view)
+    logit = integrated_gradients(view, x, base, steps=32, space="logit")  # an Activation at the end: its input
+    assert logit.space_used == "logit"
+    np.testing.assert_allclose(logit.prediction, np.log(full / (1 - full)), rtol=1e-4, atol=1e-4)
