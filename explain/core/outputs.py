@@ -136,6 +136,9 @@ def period_number(head: Head, period, labels=None) -> int | None:
         raise AttributionError(NOT_PER_PERIOD.format(period=period, head=head.name, shape=head.shape))
     if len(head.shape) == 2 and head.width != count:
         raise AttributionError(NOT_PER_PERIOD.format(period=period, head=head.name, shape=head.shape))
+    if count is None:  # a per-period output of any length, and no periods to count
+        raise AttributionError(PERIOD_OUT_OF_RANGE.format(period=period, head=head.name, count="an unknown number of",
+                                                          labels=""))
     labels = [str(label) for label in labels] if labels is not None else None
     text = str(period).strip()
     digits = not isinstance(period, bool) and text.isdigit()
@@ -284,7 +287,7 @@ def _pick(tensor, index: int | None, rank: int):
     """``tensor`` at period ``index`` ((None, K)), or whole when no period is asked."""
     if index is None:
         return tensor
-    return tensor[:, index, :] if rank == 3 else tensor[:, index:index + 1]
+    return tensor[:, index, :] if rank == 3 else tensor[:, index:index + 1 or None]  # -1: [:, -1:]
 
 
 def _keep(view, model):

@@ -229,3 +229,15 @@ def test_padded_histories_are_cut_and_the_period_is_still_the_one_asked():
     logit = integrated_gradients(view, x, base, steps=32, space="logit")  # an Activation at the end: its input
     assert logit.space_used == "logit"
     np.testing.assert_allclose(logit.prediction, np.log(full / (1 - full)), rtol=1e-4, atol=1e-4)
+
+
+def test_a_two_dimensional_per_period_output_is_read_per_period_when_a_period_is_asked():
+    model = per_period_model("lstm")
+    flat = keras.Model(model.inputs, keras.layers.Reshape((T,))(model.outputs[0]))  # (None, T)
+    assert not outputs.needs_view(flat)
+    x = _data()
+    full = np.asarray(model([x["static"], x["temporal"]]), np.float64)[:, :, 0]
+    for p in (1, 4, T):  # the last too: a slice from the end up to the end
+        a = integrated_gradients(outputs.output_view(flat, period=p), x, _zero(), steps=32)
+        np.testing.assert_allclose(a.prediction, full[:, p - 1], rtol=1e-5, atol=1e-6)
+        assert np.all(a.temporal[:, p:] == 0.0)
