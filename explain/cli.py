@@ -29,9 +29,6 @@ BASELINE_AND_SNAPSHOT = (
 TRUST_LOCAL_ONLY = ("--trust-code works with --engine local only (Ray workers do not import it). To fix: drop "
                     "--engine ray, or convert the custom layers to built-in Keras layers.")
 DRIVERS_SUFFIX = "--out {path} must end in .json or .html: the suffix picks the format."
-CONVERT_SAVEDMODEL = ("convert does not copy a TensorFlow SavedModel (savedmodel/) yet: {bundle} holds one. To fix: "
-                      "convert a copy of the bundle holding the same model as model.keras, then put savedmodel/ in "
-                      "place of model.keras in the new folder.")
 CHECK_CUSTOMERS = 8  # customers the model checks run on (the first ones of the static table)
 LIMIT_HELP = ("raise (or lower) one of the size limits a bundle's files are checked against before they are read, "
               "for files you trust: max_table_cells, max_table_bytes, max_layers, max_params, max_json_bytes ... "
@@ -359,6 +356,10 @@ def cmd_attribute(args) -> int:
     path = report.write_attributions(args.out, attribution, bundle, ids, settings)
     for note in attribution.notes:
         print(f"note: {note}")
+    if settings.output is not None or settings.output_period is not None:  # several heads, a prediction per period
+        print(f"explained: {settings.output or 'the output'}" + ("" if settings.output_period is None else
+              f" at {bundle.periods[settings.output_period - 1]} (period {settings.output_period} of "
+              f"{bundle.n_periods})"))
     for i, cid in enumerate(ids):  # the Customer page's first sentence, then how well the effects add up
         fx, fb = float(attribution.prediction[i]), float(attribution.baseline_prediction[i])
         advice = report.delta_status(float(attribution.delta[i]), fx, fb, auto=settings.steps == "auto")[1]
@@ -484,10 +485,6 @@ def cmd_compare_models(args) -> int:
 
 def cmd_convert(args) -> int:
     from explain.bundle.convert import convert_bundle
-    from explain.bundle.load import SAVEDMODEL_DIR
-
-    if (Path(args.bundle) / SAVEDMODEL_DIR).is_dir():
-        raise ExplainError(CONVERT_SAVEDMODEL.format(bundle=args.bundle))
 
     out = convert_bundle(args.bundle, args.out, args.layout, loader=model_loader(args), limits=limits_from_args(args))
     print(f"wrote the {args.layout} layout of {args.bundle} to {out}")
