@@ -24,7 +24,8 @@ def faithfulness_section(bundle, settings) -> None:
     if result is None:
         st.caption("Trust metrics (CPD, CPP, comprehensiveness, sufficiency, infidelity, sensitivity-max) against "
                    "random orders and gradient x input, deletion and insertion curves, the model randomisation "
-                   "check and occlusion, for a seeded sample with the sidebar's settings (about 20 s on 2 cores).")
+                   "check and occlusion, for a seeded sample with the sidebar's settings (about 11 s for the demo on "
+                   "2 cores).")
         return
     if result.metrics is not None:
         metrics_table(result)
