@@ -48,6 +48,7 @@ from explain.core.baselines import release_pages
 from explain.core.engine import warm_up_xla
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings, resolve_target
+from explain.modelfile.savedmodel import FOLDER as SAVEDMODEL_DIR
 from ui import runtime, speed, startup, stores, uploads
 
 LOG = logging.getLogger("explain.app")
@@ -100,9 +101,14 @@ WORK = Work()
 
 
 def _fingerprint(path: Path) -> tuple:
+    """The bundle folder's files (and its SavedModel's, under savedmodel/) by name, size and time: a new entry of
+    the cache below when one changes."""
     if not path.is_dir():
         return ()
-    return tuple(sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in path.iterdir() if f.is_file()))
+    files = [f for f in path.iterdir() if f.is_file()]
+    if (path / SAVEDMODEL_DIR).is_dir():
+        files += [f for f in (path / SAVEDMODEL_DIR).rglob("*") if f.is_file()]
+    return tuple(sorted((str(f.relative_to(path)), f.stat().st_size, f.stat().st_mtime_ns) for f in files))
 
 
 # No ttl: this holds the startup bundle (one folder; a new entry only when its files change),

@@ -175,7 +175,7 @@ def write(folder: Path, sources: Sources, checked: Checked, limits: dict | None 
         arrays["labels"] = (np.asarray(checked.labels, dtype=str) if checked.labels.dtype == object
                             else checked.labels)
     manifest = {"format": FORMAT, "content_hash": checked.content_hash, "limits": dict(limits or {}),
-                "files": [_stat(folder / name) for name in sources.used], "absent": list(sources.absent),
+                "files": [_stat(folder, name) for name in sources.used], "absent": list(sources.absent),
                 "inputs": list(checked.arrays), "labels_are_text": bool(
                     checked.labels is not None and checked.labels.dtype == object),
                 "periods": {k: list(v) for k, v in checked.periods.items()},
@@ -216,7 +216,7 @@ def _fresh(folder: Path, manifest: dict) -> bool:
         return False
     names = [entry["name"] for entry in manifest["files"]]
     try:
-        now = [_stat(folder / name) for name in names]
+        now = [_stat(folder, name) for name in names]
     except OSError:
         return False
     if now == manifest["files"]:
@@ -275,9 +275,11 @@ def _write_at(place: Path, arrays: dict, manifest: dict, bundle_files: dict | No
             shutil.rmtree(old, ignore_errors=True)
 
 
-def _stat(path: Path) -> dict:
-    st = path.stat()
-    return {"name": path.name, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+def _stat(folder: Path, name: str) -> dict:
+    """One file of the bundle as the manifest records it: ``name`` relative to ``folder`` (a SavedModel's files are
+    under savedmodel/), its size, times and inode."""
+    st = (folder / name).stat()
+    return {"name": str(name), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
             "inode": st.st_ino}
 
 

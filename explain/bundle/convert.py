@@ -23,6 +23,7 @@ from explain.core.errors import BundleError, ExplainError
 from explain.core.files import make_readable
 from explain.core.text import examples as _examples
 from explain.modelfile.limits import DEFAULT_LIMITS, Limits
+from explain.modelfile.savedmodel import FOLDER as SAVEDMODEL_DIR
 
 CHUNK_BYTES = 64 << 20      # history bytes copied at a time
 UNKNOWN_LAYOUT = "layout must be 'arrays' or 'long'; it is {value!r}."
@@ -61,10 +62,13 @@ def convert_bundle(source: str | os.PathLike, out: str | os.PathLike, layout: st
 def write_layout(folder: Path, source: Path, bundle, layout: str, limits: Limits = DEFAULT_LIMITS) -> None:
     """The files of ``bundle`` (opened from ``source``) in ``layout`` into ``folder``: the model and the static
     table copied, the histories written, ``bundle.json`` rewritten."""
-    model = MODEL_FILE if (source / MODEL_FILE).is_file() else LEGACY_MODEL_FILE
     static = next(name for name in TABLE_FILES["static"] if (source / name).is_file())
-    for name in (model, static):
-        shutil.copyfile(source / name, folder / name)
+    if (source / SAVEDMODEL_DIR).is_dir():  # a TensorFlow SavedModel (opened with --trust-model): its folder
+        shutil.copytree(source / SAVEDMODEL_DIR, folder / SAVEDMODEL_DIR, symlinks=False)
+    else:
+        model = MODEL_FILE if (source / MODEL_FILE).is_file() else LEGACY_MODEL_FILE
+        shutil.copyfile(source / model, folder / model)
+    shutil.copyfile(source / static, folder / static)
     report = ValidationReport(path=source)
     config = read_config(source, report, limits)
     data = json.loads(config.raw.decode("utf-8")) if config.present else {}

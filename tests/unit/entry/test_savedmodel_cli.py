@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 import explain
-from explain.cli import CONVERT_SAVEDMODEL, TRUST_MODEL_LOCAL_ONLY, main
+from explain.bundle import cache as array_cache
+from explain.bundle.load import load_bundle
+from explain.cli import TRUST_MODEL_LOCAL_ONLY, main
 from explain.modelfile import savedmodel as saved
 from explain.serve import command
 from tests.conftest import DEMO, private_copy
@@ -64,13 +66,22 @@ def test_check_lists_the_refusal_and_passes_with_the_flag(folders, capsys):
     assert "is valid" in capsys.readouterr().out
 
 
-def test_ray_engine_and_convert_refuse_in_words(folders, tmp_path, capsys):
+def test_ray_engine_refuses_in_words_and_convert_copies_the_savedmodel(folders, tmp_path, capsys, monkeypatch):
     _, sm_dir = folders
     assert main(["batch", "--bundle", str(sm_dir), "--engine", "ray", "--trust-model", "--out", str(tmp_path)]) == 2
     assert TRUST_MODEL_LOCAL_ONLY in capsys.readouterr().err
-    assert main(["convert", "--bundle", str(sm_dir), "--trust-model", "--out", str(tmp_path / "arrays")]) == 2
-    assert CONVERT_SAVEDMODEL.format(bundle=sm_dir) in capsys.readouterr().err
-    assert not (tmp_path / "arrays").exists()
+    out = tmp_path / "arrays"
+    assert main(["convert", "--bundle", str(sm_dir), "--trust-model", "--out", str(out)]) == 0
+    assert (out / "savedmodel" / "saved_model.pb").is_file() and not (out / "model.keras").exists()
+    source, copy = load_bundle(sm_dir, trust_model=True), load_bundle(out, trust_model=True)
+    ids = [str(i) for i in source.ids[:3]]
+    np.testing.assert_array_equal(copy.predict(copy.inputs_for(ids)), source.predict(source.inputs_for(ids)))
+    monkeypatch.setattr(array_cache, "MIN_BYTES", 0)  # the demo is below the size a cache is written for
+    long = tmp_path / "long"
+    assert main(["convert", "--bundle", str(out), "--trust-model", "--layout", "long", "--out", str(long)]) == 0
+    load_bundle(long, trust_model=True)  # the first open writes the array cache
+    assert array_cache.read(long) is not None  # and it is fresh: savedmodel/'s files are recorded by their names in
+    # the bundle (savedmodel/variables/..., not 'variables' alone, which would never match)
 
 
 def test_serve_passes_the_flag_to_the_app_which_trusts_the_startup_bundle_only(folders):
