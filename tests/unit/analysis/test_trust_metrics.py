@@ -192,6 +192,16 @@ def test_bundle_json_planted_names_cells_and_bad_names_are_refused(tmp_path):
         tm.planted_mask(load_bundle(folder))
 
 
+@pytest.mark.parametrize("planted, message", [
+    ([{"feature": "late_payments", "periods": ["2025-13", 0]}],
+     r"'late_payments' names period\(s\) \['2025-13', 0\] that the bundle does not have \(periods: 2025-01, "),
+    ([{"feature": "tenure_months", "periods": [1]}], "'tenure_months' is a static feature, which has no periods"),
+])
+def test_bundle_json_planted_periods_are_checked_against_the_bundle(tmp_path, planted, message):
+    with pytest.raises(ExplainError, match=message):
+        tm.planted_mask(load_bundle(planted_bundle(tmp_path, planted)))
+
+
 def test_bundle_json_planted_of_the_wrong_shape_is_a_problem_of_the_bundle(tmp_path):
     with pytest.raises(BundleError, match="'planted' must be a non-empty list of objects"):
         load_bundle(planted_bundle(tmp_path, {"feature": "tenure_months"}))
