@@ -429,6 +429,7 @@ def integrated_gradients(
     chunks). roles: {input name: "static" | "temporal"} for 2-D categorical inputs whose role is
     not the default.
     """
+    model = _viewed(model, settings, overrides)
     engine = engine_for(model, roles)
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
                                    or batch_size < 1):
@@ -442,6 +443,21 @@ def integrated_gradients(
                                else chunks.points_per_call(engine, settings.space)))
     run = Run(engine, settings, chunk, should_stop)
     return _attribution(run, rows, _integrate_legs(run, rows), padding, _given(engine, baselines))
+
+
+def _viewed(model, settings: Settings | None, overrides: dict):
+    """``model`` seen through the output ``settings`` ask for (``settings.output``, ``settings.output_period``;
+    ``explain.core.outputs``): a model with a prediction per period or several heads given directly is explained at
+    that head and period (default: the first head, the last period); a view (a bundle's) as it is."""
+    from explain.core import outputs
+
+    output = overrides.get("output", getattr(settings, "output", None))
+    period = overrides.get("output_period", getattr(settings, "output_period", None))
+    if outputs.source_of(model) is not model:
+        return model
+    if output is None and period is None and not outputs.needs_view(model):
+        return model
+    return outputs.output_view(model, output, period)
 
 
 def request_settings(settings: Settings | None, overrides: dict, n_outputs: int, output_names=None) -> Settings:

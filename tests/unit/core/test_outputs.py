@@ -72,6 +72,18 @@ def test_causal_per_period_models_explain_each_period_exactly(kind):
         assert np.any(a.temporal[:, :p, :] != 0.0)
 
 
+def test_a_per_period_model_given_directly_is_explained_at_the_period_asked():
+    """integrated_gradients on the model itself (no view made by the caller): the last period by default, the
+    period of output_period= (a keyword or the settings) otherwise; later periods exactly 0."""
+    model = per_period_model("gru")
+    x = _data()
+    last = integrated_gradients(model, x, _zero(), steps=32)
+    np.testing.assert_allclose(last.prediction, _model_at(model, x, T)[:, 0], rtol=1e-5, atol=1e-6)
+    third = integrated_gradients(model, x, _zero(), steps=32, output_period=3)
+    np.testing.assert_allclose(third.prediction, _model_at(model, x, 3)[:, 0], rtol=1e-5, atol=1e-6)
+    assert np.all(third.temporal[:, 3:, :] == 0.0) and third.settings.output_period == 3
+
+
 def test_default_period_is_the_last():
     model = per_period_model("lstm")
     assert outputs.output_view(model) is outputs.output_view(model, period=T)
