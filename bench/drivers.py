@@ -5,6 +5,7 @@ navigation to the last chart drawn, and what ``explain.drivers`` costs from the 
     python3 bench/drivers.py --shape year                      # 20,000 x (40 static + 365 days x 24)
     python3 bench/drivers.py --shape year --keep DIR           # build (or reuse) the bundle and its store in DIR
     python3 bench/drivers.py --customers 20000 --visits 3
+    python3 bench/drivers.py --customers 1000000 --keep DIR  # 1,000,000 of the demo's shape (raised table limits)
 
 Builds, with no model call:
 
@@ -173,11 +174,14 @@ def visit(browser, url: str) -> tuple[float, float]:
 
 def prepare(folder: Path, shape: str, customers: int) -> tuple[object, Limits]:
     """The bundle of ``shape`` in ``folder`` (built unless it is there) and the limits it opens with."""
+    from big_bundle import LIMITS, generate
+
     if shape == "demo":
         if not (folder / "bundle.json").is_file():
             build_bundle(folder, customers)
-        return load_bundle(folder), DEFAULT_LIMITS
-    from big_bundle import LIMITS, generate
+        # 1,000,000 customers x 12 months is 96 million cells of temporal.parquet: over the default table limit
+        limits = DEFAULT_LIMITS if customers * 12 * 8 <= DEFAULT_LIMITS.max_table_cells else parse_limits(list(LIMITS))
+        return load_bundle(folder, limits=limits), limits
 
     if not (folder / "bundle.json").is_file():
         generate(folder, customers, YEAR_PERIODS, YEAR_FEATURES, YEAR_STATIC, seed=7)

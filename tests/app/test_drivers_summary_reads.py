@@ -1,0 +1,65 @@
+"""The What drives churn page reads its stores once: the first open reads the stores' chunks and keeps what it
+computed beside them (the drivers summary, each run's shares, the movers); a second open by a fresh server (the
+dashboard's caches cleared) reads those files only, no chunk of any store; a bumped ``PARTS_VERSION`` makes the
+summary unreadable, so the page reads the chunks again and writes a new one, with the same numbers. Every read of a
+store's chunk files goes through ``explain.batch.store._read_table``, counted here."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import explain
+from explain.batch import drivers as batch_drivers
+from explain.batch import store as batch_store
+from explain.batch import summary as batch_summary
+from tests.app.test_drivers_over_runs import PAGE, open_bundle
+from tests.support.apptest import app, charts, plain
+
+
+def counting(monkeypatch) -> list:
+    """The paths of every chunk file read from now on (the store module's reader, and the movers' own import)."""
+    reads, read = [], batch_store._read_table
+
+    def counted(path, *args, **kwargs):
+        reads.append(str(path))
+        return read(path, *args, **kwargs)
+
+    monkeypatch.setattr(batch_store, "_read_table", counted)
+    monkeypatch.setattr(batch_drivers, "_read_table", counted)
+    return reads
+
+
+def fresh_open():
+    """The page as a fresh server opens it: the dashboard's caches emptied first."""
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    return app(page=PAGE)
+
+
+def test_a_second_open_reads_the_summaries_only_and_a_new_parts_version_rebuilds_them(tmp_path, monkeypatch):
+    bundle = open_bundle(tmp_path, monkeypatch, runs=3, previous=True)
+    folder = bundle.path / "attributions"
+    reads = counting(monkeypatch)
+    first = fresh_open()
+    assert reads, "the first open computes from the stores' chunks"
+    assert {p.split("/attributions/")[1].split("/")[0] for p in reads} >= {"run0", "run1", "run2", "previous"}
+    kept = set(folder.glob("*.drivers-*.npz"))
+    assert kept and set(folder.glob("*.shares-*.npz")) and set(folder.glob("*.movers-*.json"))
+    shown = charts(first)
+
+    reads.clear()
+    second = fresh_open()
+    assert reads == [], f"a second open read {len(reads)} chunk file(s): {reads[:3]}"
+    assert charts(second) == shown
+    assert [plain(i.value) for i in second.info] == [plain(i.value) for i in first.info]
+
+    monkeypatch.setattr(batch_summary, "PARTS_VERSION", batch_summary.PARTS_VERSION + 1)
+    for old in kept:  # a summary of the previous version cannot be read as this one...
+        assert batch_summary.read_summary(old) is None
+    third = fresh_open()
+    read_again = {p.split("/attributions/")[1].split("/")[0] for p in reads}
+    assert "run2" in read_again, reads  # ...so the page's store (the newest run) is read again
+    assert set(folder.glob("*.drivers-*.npz")) - kept, "a summary of the new version is written beside the store"
+    d = explain.drivers(bundle, cache=False)
+    assert plain(third.info[0].value) == plain(first.info[0].value) == (d.group_sentence or d.sentence)
+    assert charts(third) == shown
