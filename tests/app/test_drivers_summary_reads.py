@@ -63,3 +63,24 @@ def test_a_second_open_reads_the_summaries_only_and_a_new_parts_version_rebuilds
     d = explain.drivers(bundle, cache=False)
     assert plain(third.info[0].value) == plain(first.info[0].value) == (d.group_sentence or d.sentence)
     assert charts(third) == shown
+
+
+def test_the_pages_listing_of_finished_stores_is_kept_until_a_store_folder_changes(tmp_path, monkeypatch):
+    """The page's finished stores of every customer equal ``BundleStores.finished`` of a fresh listing, are found
+    once (no digest of the customers again while the folders are unchanged), and a store finished later is found."""
+    from explain.batch import stores as batch_stores
+    from tests.support.planted_stores import planted_attributions, write_store
+    from ui import drivers as page_parts
+
+    bundle = open_bundle(tmp_path, monkeypatch, runs=2, previous=False)
+    listed = page_parts._Listed(bundle, batch_stores.stores_of(bundle).dirs)
+    assert [s.path for s in listed.finished()] == [s.path for s in batch_stores.stores_of(bundle).finished()]
+    assert [s.path.name for s in listed.finished()] == ["run1", "run0"]  # newest first
+    digests, digest = [], batch_stores.customers_hash
+    monkeypatch.setattr(batch_stores, "customers_hash", lambda ids: digests.append(1) or digest(ids))
+    again = page_parts._Listed(bundle, batch_stores.stores_of(bundle).dirs)
+    assert [s.path for s in again.finished()] == [s.path for s in listed.finished()] and digests == []
+    write_store(bundle, bundle.path / "attributions" / "run9", planted_attributions(bundle, 9),
+                completed="2026-09-01T08:00:00Z", chunk_size=50)
+    later = page_parts._Listed(bundle, batch_stores.stores_of(bundle).dirs)
+    assert [s.path.name for s in later.finished()] == ["run9", "run1", "run0"] and digests
