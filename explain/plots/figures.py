@@ -207,38 +207,36 @@ def static_bars(labels, attributions, values, *, units=None, baseline=None, titl
                                       x_title=x_title, top=top))
 
 
-def _cell_text(periods, features, attributions, *, values, baseline, units, padding=None):
-    """(F, T) hover text per cell: period, feature, value (unit), baseline value, attribution
-    ("no data" at padded periods)."""
-    t, f = attributions.shape
-    text = []
-    for j in range(f):
-        row = []
-        for i in range(t):
-            parts = [f"period: {esc(periods[i])}", f"feature: <b>{esc(features[j])}</b>"]
-            if padding is not None and padding[i]:
-                row.append("<br>".join(parts + [NO_DATA_TEXT]))
-                continue
-            if values is not None:
-                parts.append(f"value: {fmt(values[i, j], units[j])}")
-            if baseline is not None:
-                parts.append(f"baseline: {fmt(baseline[i, j], units[j])}")
-            parts.append(f"attribution: {attributions[i, j]:+.4g}")
-            row.append("<br>".join(parts))
-        text.append(row)
-    return text
+def _cell_hover(periods, features, *, values, baseline, units) -> dict:
+    """The hover of a heatmap's cells, built in the browser: ``customdata`` (F, T, k) float32 of the value and
+    the baseline value (those given; NaN where there is none, and at padded cells, which have no hover) and one
+    ``hovertemplate``: the period (a bin's label: the axis title says what a bin is), the feature, the value,
+    the baseline and the attribution (``%{z}``). Each row's unit is said after its numbers; rows of different
+    units carry their unit as the cells' ``text`` (the unit alone: every number and period comes from the
+    values and the axes)."""
+    columns = [x for x in (values, baseline) if x is not None]
+    shown = [u if u and u not in ("0/1",) else "" for u in _units_for(features, units)]
+    one = len(set(shown)) <= 1
+    unit = (" " + esc(shown[0]) if shown and shown[0] else "") if one else " %{text}"
+    lines = ["period: %{x}", "feature: <b>%{y}</b>"]
+    for k, name in enumerate(n for n, x in (("value", values), ("baseline", baseline)) if x is not None):
+        lines.append(f"{name}: %{{customdata[{k}]:.4g}}{unit}")
+    lines.append("attribution: %{z:+.4g}")
+    out = dict(hovertemplate="<br>".join(lines) + "<extra></extra>")
+    if columns:
+        out["customdata"] = np.stack([np.asarray(x, np.float32).T for x in columns], axis=-1)
+    if not one:
+        out["text"] = [[esc(u)] * len(periods) for u in shown]
+    return out
 
 
 def heatmap_dict(periods, features, attributions, *, values=None, baseline=None, units=None,
                  zmax: float | None = None, colorbar_title: str = ATTRIBUTION_TITLE,
                  colorscale: str = DIVERGING, zmin: float | None = None, colorbar: dict | None = None,
-                 padding=None, hover_periods=None) -> dict:
+                 padding=None) -> dict:
     """:func:`heatmap_trace` as a plain trace dict."""
     attributions = np.asarray(attributions, np.float64)
     padding = None if padding is None or not np.any(padding) else np.asarray(padding, bool)
-    values = None if values is None else np.asarray(values, np.float64)
-    baseline = None if baseline is None else np.asarray(baseline, np.float64)
-    units = _units_for(features, units)
     if zmax is None:
         m, clipped = periods_display.robust_limit(attributions)
         colorbar_title += periods_display.clipped_note(m) if clipped else ""
@@ -251,9 +249,8 @@ def heatmap_dict(periods, features, attributions, *, values=None, baseline=None,
     z = attributions.T.copy() if padding is None else np.where(padding[None, :], np.nan, attributions.T)
     return dict(
         type="heatmap", z=z, x=esc_all(periods), y=esc_all(features), colorscale=_colorscale(colorscale), **scale,
-        text=_cell_text(hover_periods or periods, features, attributions, values=values, baseline=baseline,
-                        units=units, padding=padding),
-        hovertemplate="%{text}<extra></extra>", colorbar=bar, xgap=_gap(periods), ygap=1, hoverongaps=False,
+        colorbar=bar, xgap=_gap(periods), ygap=1, hoverongaps=False,
+        **_cell_hover(periods, features, values=values, baseline=baseline, units=units),
     )
 
 
@@ -265,18 +262,19 @@ def _gap(periods) -> int:
 def heatmap_trace(periods, features, attributions, *, values=None, baseline=None, units=None,
                   zmax: float | None = None, colorbar_title: str = ATTRIBUTION_TITLE,
                   colorscale: str = DIVERGING, zmin: float | None = None, colorbar: dict | None = None,
-                  padding=None, hover_periods=None) -> go.Heatmap:
+                  padding=None) -> go.Heatmap:
     """A period x feature heatmap trace (periods on x, features on y) of ``attributions`` (T, F).
 
     Diverging (the default): centred on zero, limits [-zmax, zmax] (zmax defaults to the
     largest |attribution|, or to a robust limit on a large heatmap with an extreme cell, said in
     the colour bar: ``explain.plots.periods.robust_limit``; pass one zmax to every figure that is
     compared). ``padding`` (T,) bool: padded periods are left empty here (``no_data_trace`` draws
-    them grey). ``hover_periods``: what the hover says of each period (default: ``periods``).
+    them grey). The hover is built in the browser from the cells' numbers (``customdata``, ``%{z}``) and the
+    axes: a binned period is said by its bin's label ("2025-W02"; the axis title says what the bins are).
     """
     return go.Heatmap(heatmap_dict(periods, features, attributions, values=values, baseline=baseline, units=units,
                                    zmax=zmax, colorbar_title=colorbar_title, colorscale=colorscale, zmin=zmin,
-                                   colorbar=colorbar, padding=padding, hover_periods=hover_periods))
+                                   colorbar=colorbar, padding=padding))
 
 
 def no_data_dict(periods, features, padding) -> dict | None:
@@ -335,7 +333,7 @@ def _heatmap_figure(plan, features, shown, *, values=None, baseline=None, units=
     grey = no_data_trace(plan.labels, rows, plan.padding)
     fig = go.Figure([grey] if grey is not None else [])
     fig.add_trace(heatmap_trace(plan.labels, rows, shown, values=values, baseline=baseline, units=units, zmax=zmax,
-                                colorbar_title=colorbar_title, padding=plan.padding, hover_periods=plan.ranges,
+                                colorbar_title=colorbar_title, padding=plan.padding,
                                 **trace))
     fig.update_yaxes(autorange="reversed", automargin=True)
     fig.update_xaxes(title=_period_title(plan), type="category", tickangle=-90)
@@ -375,7 +373,7 @@ def temporal_panel_spec(periods, features, attributions, *, values=None, baselin
         data.append(_placed(grey, 2, 1, 2))
     data.append(_placed(heatmap_dict(periods, features, attributions, values=values, baseline=baseline, units=units,
                                      zmax=zmax, colorbar=dict(x=1.02, y=0.38, len=0.76, yanchor="middle"),
-                                     padding=padding, hover_periods=plan.ranges), 2, 1, 2))
+                                     padding=padding), 2, 1, 2))
     per_period = attributions.sum(axis=1)
     per_feature = attributions.sum(axis=0)
     data.append(_placed(dict(type="bar", x=px, y=per_period, marker=dict(color=_signed_colours(per_period)),
@@ -459,10 +457,13 @@ def history_spec(periods, labels, values, *, baseline=None, units=None, title: s
 
 
 def _history_axes(layout: dict, x: list, ticks, rows: int, cols: int, f: int) -> None:
-    """The small charts' axes: the same few short x ticks on each chart (labels starting at their tick,
-    ``explain.plots.periods.history_ticks``), written under the last chart of each column only; the
-    cells of the grid with no chart hidden."""
+    """The small charts' axes: the periods ``x`` once, the categories of the first chart's x axis, which the
+    others match (the lines carry no x: ``x0``, ``dx``); the same few short x ticks on each chart (labels
+    starting at their tick, ``explain.plots.periods.history_ticks``), written under the last chart of each
+    column only; the cells of the grid with no chart hidden."""
     last = {j % cols: j for j in range(f)}  # column -> its last chart
+    first = _axis("x", 1, 1, cols)
+    merge(layout[first], dict(categoryorder="array", categoryarray=list(x)))
     for j in range(rows * cols):
         r, c = j // cols + 1, j % cols + 1
         xkey, ykey = _axis("x", r, c, cols), _axis("y", r, c, cols)
@@ -470,6 +471,8 @@ def _history_axes(layout: dict, x: list, ticks, rows: int, cols: int, f: int) ->
             merge(layout[xkey], dict(visible=False))
             merge(layout[ykey], dict(visible=False))
             continue
+        if xkey != first:
+            merge(layout[xkey], dict(matches=first.replace("axis", "")))
         merge(layout[xkey], dict(type="category", tickmode="array", tickvals=[x[i] for i in ticks.indices],
                                  ticktext=esc_all(ticks.texts), tickangle=0, tickfont=dict(size=10),
                                  ticklabelposition="outside right", ticks="outside", ticklen=4,
@@ -507,18 +510,19 @@ def _lines(periods, labels, values, baseline, units, plan) -> _Lines:
 
 
 def _line_traces(lines: _Lines, names, cols: int) -> list:
-    """Each chart's line of the customer, and the baseline's dashed beside it."""
-    x = esc_all(lines.periods)
-    mode = "lines+markers" if len(x) <= periods_display.MAX_PERIODS else "lines"  # no blur of dots at 365
+    """Each chart's line of the customer, and the baseline's dashed beside it; their x are the periods in order,
+    the categories of the charts' axes (``_history_axes``: set once), given as ``x0`` and ``dx``."""
+    x = dict(x0=esc(lines.periods[0]), dx=1) if len(lines.periods) else dict(x=[])
+    mode = "lines+markers" if len(lines.periods) <= periods_display.MAX_PERIODS else "lines"  # no blur at 365
     data = []
     for j in range(lines.values.shape[1]):
         r, c = j // cols + 1, j % cols + 1
-        data.append(_placed(dict(type="scatter", x=x, y=lines.values[:, j].copy(), mode=mode,
+        data.append(_placed(dict(type="scatter", **x, y=lines.values[:, j].copy(), mode=mode,
                                  line=dict(color="#333"), name="customer", showlegend=j == 0, legendgroup="customer",
                                  hovertemplate=f"{names[j]}<br>%{{x}}{lines.what}: %{{y:.4g}}<extra>customer</extra>"),
                             r, c, cols))
         if lines.baseline is not None:
-            data.append(_placed(dict(type="scatter", x=x, y=lines.baseline[:, j].copy(), mode="lines",
+            data.append(_placed(dict(type="scatter", **x, y=lines.baseline[:, j].copy(), mode="lines",
                                      line=dict(color=GREY, dash="dash"), name="baseline", showlegend=j == 0,
                                      legendgroup="baseline",
                                      hovertemplate=f"{names[j]}<br>%{{x}}{lines.what}: %{{y:.4g}}"

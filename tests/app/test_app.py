@@ -86,7 +86,9 @@ def test_heatmap_is_centred_on_zero_with_symmetric_limits():
     assert heat["zmid"] == 0
     assert heat["zmin"] == pytest.approx(-heat["zmax"]) and heat["zmax"] == pytest.approx(np.abs(z).max())
     assert "raises" in heat["colorbar"]["title"]["text"]
-    assert "baseline" in heat["text"][0][0] and "attribution" in heat["text"][0][0]
+    # the hover is built in the browser (issue 42): the value and baseline of each cell sent as numbers
+    assert "baseline: %{customdata[1]:.4g}" in heat["hovertemplate"] and "attribution: %{z" in heat["hovertemplate"]
+    assert all(set(row) == {row[0]} and not any(c.isdigit() for c in row[0]) for row in heat["text"])  # units only
 
 
 # ----------------------------------------------------------------------------- pickers change the view

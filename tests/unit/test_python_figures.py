@@ -18,6 +18,7 @@ from explain.core.errors import ExplainError
 from explain.core.quadrature import METHODS
 from explain.core.settings import Settings
 from tests.support.models import F, T, data, linear_model
+from tests.support.plotly_x import drawn_x
 
 pytest.importorskip("keras")
 
@@ -53,7 +54,9 @@ def test_heatmap_is_the_customers_exact_attribution(setup):
     per_period, per_feature = _trace(fig, "bar")
     np.testing.assert_allclose(per_period.y, exact["temporal"][2].sum(axis=1), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(per_feature.x, exact["temporal"][2].sum(axis=0), rtol=1e-5, atol=1e-6)
-    assert f"value: {x['temporal'][2, 0, 0]:.4g} GB" in heat.text[0][0]  # hover: the raw value with its unit
+    # hover: the raw value (customdata, float32) with its unit (the row's text: the units differ by row)
+    assert "value: %{customdata[0]:.4g} %{text}" in heat.hovertemplate and heat.text[0][0] == "GB"
+    np.testing.assert_allclose(np.asarray(heat.customdata)[:, :, 0], x["temporal"][2].T, rtol=1e-6)
     # a row number gives the same figure as the id
     assert figures.heatmap(a, bundle, customer=2).to_plotly_json() == fig.to_plotly_json()
 
@@ -62,7 +65,9 @@ def test_baseline_in_hover_and_history(setup):
     bundle, a, exact, x = setup
     fig = figures.heatmap(a, bundle, customer=0, baseline="mean")
     mean = x["temporal"].astype(np.float64).mean(axis=(0, 1))
-    assert f"baseline: {mean[1]:.4g}" in _trace(fig, "heatmap")[0].text[1][0]
+    heat = _trace(fig, "heatmap")[0]
+    assert "baseline: %{customdata[1]:.4g}" in heat.hovertemplate
+    np.testing.assert_allclose(np.asarray(heat.customdata)[1, 0, 1], mean[1], rtol=1e-6)
     hist = figures.history(a, bundle, customer=0, baseline="mean")
     lines = _trace(hist, "scatter")
     assert len(lines) == 2 * F  # customer and baseline per feature
@@ -180,7 +185,7 @@ def test_history_of_a_padded_long_bundle_follows_its_heatmap(tmp_path):
     fig = figures.history(a, bundle, 0, ids=[cid])
     months = list(dict.fromkeys(w[:7] for w in padded.WEEKS))
     cells = next(t for t in heat.data if t.type == "heatmap" and t.name != "no data")
-    assert list(fig.data[0].x) == list(cells.x) == months  # 64 weeks: the heatmap's months
+    assert drawn_x(fig.to_dict(), fig.to_dict()["data"][0]) == list(cells.x) == months  # 64 weeks: its months
     pad = a.padding["temporal"][0]
     values = np.where(pad[:, None], np.nan, bundle.inputs_for([cid])["temporal"][0].astype(np.float64))
     expected = pd.DataFrame(values).groupby([w[:7] for w in padded.WEEKS], sort=False).mean().to_numpy()
@@ -192,4 +197,4 @@ def test_history_of_a_padded_long_bundle_follows_its_heatmap(tmp_path):
         np.testing.assert_allclose(np.asarray(line.y, np.float64), expected[:, k], rtol=1e-12, equal_nan=True)
     assert np.isnan(np.asarray(customer[0].y, np.float64)[0])  # padded at the start: a gap
     weekly = figures.history(a, bundle, 0, ids=[cid], view=View("none"))
-    assert list(weekly.data[0].x) == padded.WEEKS
+    assert drawn_x(weekly.to_dict(), weekly.to_dict()["data"][0]) == padded.WEEKS

@@ -82,26 +82,21 @@ def old_static_bars(labels, attributions, values, *, units=None, baseline=None, 
     return fig
 
 
-def old__cell_text(periods, features, attributions, values, baseline, units, padding=None):
-    """(F, T) hover text per cell: period, feature, value (unit), baseline value, attribution
-    ("no data" at padded periods)."""
-    t, f = attributions.shape
-    text = []
-    for j in range(f):
-        row = []
-        for i in range(t):
-            parts = [f"period: {esc(periods[i])}", f"feature: <b>{esc(features[j])}</b>"]
-            if padding is not None and padding[i]:
-                row.append("<br>".join(parts + [NO_DATA_TEXT]))
-                continue
-            if values is not None:
-                parts.append(f"value: {fmt(values[i, j], units[j])}")
-            if baseline is not None:
-                parts.append(f"baseline: {fmt(baseline[i, j], units[j])}")
-            parts.append(f"attribution: {attributions[i, j]:+.4g}")
-            row.append("<br>".join(parts))
-        text.append(row)
-    return text
+def old__cell_hover(features, values, baseline, units):
+    """The cells' hover as the browser builds it (issue 42: no text per cell): customdata (F, T, k) float32 of
+    the value and baseline given, one template, each row's unit after its numbers (the cells' text when the
+    rows' units differ)."""
+    shown = [u if u and u != "0/1" else "" for u in units]
+    unit = (f" {esc(shown[0])}" if shown and shown[0] else "") if len(set(shown)) <= 1 else " %{text}"
+    given = [(name, x) for name, x in (("value", values), ("baseline", baseline)) if x is not None]
+    lines = ["period: %{x}", "feature: <b>%{y}</b>"]
+    lines += [f"{name}: %{{customdata[{k}]:.4g}}{unit}" for k, (name, _) in enumerate(given)]
+    out = dict(hovertemplate="<br>".join(lines + ["attribution: %{z:+.4g}"]) + "<extra></extra>")
+    if given:
+        out["customdata"] = np.stack([np.asarray(x, np.float32).T for _, x in given], axis=-1)
+    if len(set(shown)) > 1:
+        out["text"] = [[esc(u) for _ in range(len(given[0][1]))] for u in shown]
+    return out
 
 
 def old_heatmap_trace(periods, features, attributions, *, values=None, baseline=None, units=None,
@@ -127,8 +122,7 @@ def old_heatmap_trace(periods, features, attributions, *, values=None, baseline=
     z = attributions.T if padding is None else np.where(padding[None, :], np.nan, attributions.T)
     return go.Heatmap(
         z=z, x=esc_all(periods), y=esc_all(features), colorscale=colorscale, **scale,
-        text=old__cell_text(periods, features, attributions, values, baseline, units, padding),
-        hovertemplate="%{text}<extra></extra>", colorbar=bar, xgap=1, ygap=1, hoverongaps=False,
+        colorbar=bar, xgap=1, ygap=1, hoverongaps=False, **old__cell_hover(features, values, baseline, units),
     )
 
 
@@ -196,12 +190,12 @@ def old_history_figure(periods, labels, values, *, baseline=None, units=None, ti
     mode = "lines+markers" if len(x) <= 60 else "lines"  # since issue 38: lines only past 60 periods
     for j in range(f):
         r, c = j // cols + 1, j % cols + 1
-        fig.add_trace(go.Scatter(x=x, y=values[:, j], mode=mode, line=dict(color="#333"),
+        fig.add_trace(go.Scatter(x0=x[0], dx=1, y=values[:, j], mode=mode, line=dict(color="#333"),
                                  name="customer", showlegend=j == 0, legendgroup="customer",
                                  hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>customer</extra>"),
                       row=r, col=c)
         if baseline is not None:
-            fig.add_trace(go.Scatter(x=x, y=np.asarray(baseline, np.float64)[:, j], mode="lines",
+            fig.add_trace(go.Scatter(x0=x[0], dx=1, y=np.asarray(baseline, np.float64)[:, j], mode="lines",
                                      line=dict(color=GREY, dash="dash"), name="baseline", showlegend=j == 0,
                                      legendgroup="baseline",
                                      hovertemplate=f"{names[j]}<br>%{{x}}: %{{y:.4g}}<extra>baseline</extra>"),
@@ -216,6 +210,9 @@ def old_history_figure(periods, labels, values, *, baseline=None, units=None, ti
             fig.update_xaxes(visible=False, row=r, col=c)
             fig.update_yaxes(visible=False, row=r, col=c)
             continue
+        # since issue 42: the periods once, the first chart's categories, which the other charts' axes match
+        fig.update_xaxes(**(dict(categoryorder="array", categoryarray=x) if j == 0 else dict(matches="x")),
+                         row=r, col=c)
         fig.update_xaxes(type="category", tickmode="array", tickvals=[x[i] for i in ticks.indices],
                          ticktext=esc_all(ticks.texts), tickangle=0, tickfont=dict(size=10),
                          ticklabelposition="outside right", ticks="outside", ticklen=4, showticklabels=j + cols >= f,

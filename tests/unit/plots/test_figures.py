@@ -41,9 +41,20 @@ def test_heatmap_hover_has_period_feature_value_baseline_attribution():
     a = _attr()
     fig = figures.temporal_heatmap(PERIODS, FEATURES, a, values=a * 0 + 3, baseline=a * 0 + 1,
                                    units={"usage": "GB"})
-    text = _heatmaps(fig)[0].text[0][1]  # feature 0, period 1
-    assert "2025-02" in text and "usage" in text and "3 GB" in text and "baseline: 1 GB" in text
-    assert f"{a[1, 0]:+.4g}" in text
+    heat = _heatmaps(fig)[0]
+    template = heat.hovertemplate  # built in the browser from the cell: period, feature from the axes
+    assert "period: %{x}" in template and "feature: <b>%{y}</b>" in template and "%{z:+.4g}" in template
+    assert "value: %{customdata[0]:.4g}" in template and "baseline: %{customdata[1]:.4g}" in template
+    custom = np.asarray(heat.customdata)  # (F, T, value and baseline)
+    assert custom.shape == (3, 6, 2)
+    np.testing.assert_array_equal(custom[..., 0], 3)
+    np.testing.assert_array_equal(custom[..., 1], 1)
+    np.testing.assert_allclose(np.asarray(heat.z), a.T)  # %{z}: the attribution of the cell
+    assert list(heat.x)[1] == "2025-02" and list(heat.y)[0] == "usage"
+    assert list(heat.text[0]) == ["GB"] * 6 and set(heat.text[1]) == {""}  # the rows' units, alone
+    assert "%{customdata[0]:.4g} %{text}" in template
+    one = _heatmaps(figures.temporal_heatmap(PERIODS, FEATURES, a, values=a, units={f: "GB" for f in FEATURES}))[0]
+    assert one.text is None and "%{customdata[0]:.4g} GB" in one.hovertemplate  # one unit: said in the template
 
 
 def test_all_zero_attributions_still_get_a_valid_symmetric_scale():

@@ -14,6 +14,7 @@ import pytest
 
 from explain.plots import figures
 from explain.plots.periods import TICKS_AT_MOST, heatmap_plan, history_span, history_ticks
+from tests.support.plotly_x import drawn_x
 
 TITLE = "The customer's weekly history (dashed: the baseline; gaps: no data)"
 WEEKS_1970 = [(date(1970, 1, 5) + timedelta(weeks=k)).isoformat() for k in range(52)]
@@ -60,7 +61,7 @@ def test_few_short_ticks_once_under_each_column(case):
         if j >= f:
             assert axis["visible"] is False  # an empty cell of the grid: no axis drawn
             continue
-        x = list(spec["data"][2 * j]["x"])
+        x = drawn_x(spec, spec["data"][2 * j])  # the periods, once on the first chart's axis
         assert 2 <= len(axis["tickvals"]) <= TICKS_AT_MOST, (key, axis["ticktext"])
         assert set(axis["tickvals"]) <= set(x) and axis["tickangle"] == 0
         assert all(len(text) <= LONGEST_TICK and not OLD_TICK_TEXT.search(text) for text in axis["ticktext"])

@@ -10,6 +10,7 @@ import pytest
 
 from explain.plots import figures
 from explain.plots import periods as P
+from tests.support.plotly_x import drawn_x
 
 DAYS = [d.strftime("%Y-%m-%d") for d in pd.date_range("2025-01-01", periods=365)]
 FEATURES = [f"feature {j}" for j in range(24)]
@@ -48,9 +49,18 @@ def test_a_year_of_days_is_shown_as_weeks_with_exact_sums(year):
     np.testing.assert_allclose(z[-1], reference[folded].sum(axis=1).to_numpy(), atol=1e-12)
     assert z.sum() == pytest.approx(a.sum())  # nothing lost
     assert heat.xgap == 0  # no white gaps between narrow cells
-    assert "period: 2025-01-06 to 2025-01-12" in heat.text[0][1]  # the raw range in the hover
+    # the hover is built in the browser: the value of each cell from customdata (float32: the mean of the bin's
+    # days, computed here), the attribution from z, no text per cell
+    assert heat.text is None and "feature: <b>%{y}</b>" in heat.hovertemplate
+    assert "value: %{customdata[0]:.4g}" in heat.hovertemplate and "%{z:+.4g}" in heat.hovertemplate
     week_mean = pd.DataFrame(values, columns=FEATURES).groupby(weeks.to_numpy(), sort=False).mean()
-    assert f"value: {week_mean['feature 5'].iloc[1]:.4g}" in heat.text[0][1]
+    custom = np.asarray(heat.customdata)  # (rows, weeks, value)
+    assert custom.shape == (12, 53, 1) and custom.dtype == np.float32
+    for r, name in enumerate(rows[:-1]):
+        np.testing.assert_allclose(custom[r, :, 0], week_mean[name].to_numpy(), rtol=1e-6)
+    assert np.isnan(custom[-1, :, 0]).all()  # the folded row: values of different features do not add up
+    # the period in the hover: the bin's label, from the axis (the axis title says the bins are weeks)
+    assert heat.hovertemplate.startswith("period: %{x}<br>") and list(heat.x)[1] == "2025-W02"
     axis = fig.layout["xaxis" + heat.xaxis[1:]]  # the heatmap's own axis in the panel
     assert "365 days shown as 53 weeks, each cell the sum of its days" in axis.title.text
     assert "the other 13 of 24 features summed in the last row" in axis.title.text
@@ -164,7 +174,8 @@ def test_a_long_history_is_drawn_in_the_heatmaps_bins_and_rows_as_means(year):
         for line, j in zip(drawn, kept):
             np.testing.assert_allclose(line, expected[j].to_numpy(), rtol=1e-12, equal_nan=True)
         assert np.isnan(drawn[0][:6]).all() and not np.isnan(drawn[0][6:]).any()  # 6 weeks of padding: gaps
-    assert all(list(t["x"]) == list(dict.fromkeys(weeks)) for t in spec["data"])
+    assert all(drawn_x(spec, t) == list(dict.fromkeys(weeks)) for t in spec["data"])
+    assert all("x" not in t for t in spec["data"])  # the periods sent once, not per line
     title = note["text"]
     assert spec["layout"]["title"]["text"] == "History"
     assert "365 days shown as 53 weeks, each point the mean of its days" in title
@@ -176,7 +187,7 @@ def test_the_history_follows_the_zoom_and_the_bin_asked_for(year):
     plan = P.heatmap_plan(DAYS, FEATURES, a, view=P.View("none", 59, 89))  # March, day by day
     spec = figures.history_spec(DAYS, FEATURES, values, plan=plan)
     kept = [j for j in plan.rows if j is not None]
-    assert list(spec["data"][0]["x"]) == DAYS[59:90]
+    assert drawn_x(spec, spec["data"][0]) == DAYS[59:90]
     np.testing.assert_array_equal(_lines(spec)[0], values[59:90, kept[0]])
     assert "2025-03-01 to 2025-03-31, 31 of 365 days" in spec["layout"]["annotations"][-1]["text"]
 
