@@ -187,7 +187,10 @@ def prune_summaries(path: Path, keep: int = KEEP_SUMMARIES, kind: str = "drivers
             continue
     old = [other for _, other in sorted(found, reverse=True) if other != path][max(0, keep - 1):]
     for other in old:
-        other.unlink(missing_ok=True)
+        try:
+            other.unlink(missing_ok=True)
+        except OSError:  # held open elsewhere (a summary mapped by a running dashboard, on a system that refuses)
+            continue
     return old
 
 
