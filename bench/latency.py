@@ -408,7 +408,8 @@ def main(argv=None) -> int:
         names.append("before")
         roots["before"] = args.before.resolve()
         # started as `new` is (explain serve's launcher) when that checkout has one, else streamlit run
-        VARIANTS["before"] = ("serve" if (roots["before"] / COMMANDS["serve"][0]).is_file() else "streamlit run", {})
+        VARIANTS["before"] = ("serve" if (roots["before"] / COMMANDS["serve"][0]).is_file() else "streamlit run",
+                              dict(VARIANTS["new"][1]))  # the same environment: --bundle's EXPLAIN_BUNDLE too
     from playwright.sync_api import sync_playwright
 
     log_dir = Path(tempfile.mkdtemp(prefix="latency-"))
