@@ -126,7 +126,7 @@ def read_summary(path: Path) -> Drivers | None:
             arrays = {k: _mapped(path, data.zip, k) if k in MAPPED or k.endswith("_rows") else None for k in names}
             arrays = {k: data[k] if a is None else a for k, a in arrays.items()}
         return from_parts(arrays, described)
-    except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, struct.error):
+    except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, struct.error, zipfile.BadZipFile):
         return None
 
 

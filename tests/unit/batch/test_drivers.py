@@ -184,6 +184,32 @@ def test_the_summary_is_computed_once_next_to_the_store_and_read_back_equal(june
     assert batch_summary.read_summary(files[0]) is not None
 
 
+def test_a_summarys_per_customer_arrays_are_mapped_and_a_compressed_one_is_read(june, tmp_path):
+    """The per-customer arrays of a summary are mapped from its file (not copied into memory), equal to the
+    computed result; a summary whose members are compressed (not what write_summary writes) is read as well;
+    a summary cut short reads as None (computed again)."""
+    from explain.batch import summary as batch_summary
+
+    bundle, _ = june
+    reference = explain.drivers(bundle, cache=False)
+    path = tmp_path / "run.drivers-0000000000000000.npz"
+    assert batch_summary.write_summary(path, reference)
+    mapped = batch_summary.read_summary(path)
+    _same(mapped, reference)
+    for name in ("values", "attributions", "prediction", "segment_of"):
+        assert isinstance(getattr(mapped, name).base, np.memmap), name
+    assert isinstance(mapped.segments[0].rows.base, np.memmap)
+    assert mapped.segments[0].customers == tuple(reference.customers[reference.segments[0].rows])
+    with np.load(path) as data:
+        parts = {k: data[k] for k in data.files}
+    squeezed = tmp_path / "run.drivers-1111111111111111.npz"
+    np.savez_compressed(squeezed, **parts)
+    _same(batch_summary.read_summary(squeezed), reference)
+    cut = tmp_path / "run.drivers-2222222222222222.npz"
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    assert batch_summary.read_summary(cut) is None
+
+
 def test_a_stores_summaries_are_pruned_to_the_most_recent_ones(june):
     """Each seed makes a summary; past KEEP_SUMMARIES the least recently written go, the one just
     written and another store's summaries stay (a name with glob characters too)."""
