@@ -124,10 +124,10 @@ def test_a_padded_bundles_history_has_the_same_control(tmp_path, monkeypatch):
     history = "customer_temporal"  # the control of the bundle's one history, "temporal"
     figs = charts(at)
     assert len(effects(figs["temporal_heatmap_0"])["x"]) < padded.T  # auto: 64 weeks as months
-    assert list(figs["history"]["data"][0]["x"]) == list(effects(figs["temporal_heatmap_0"])["x"])  # lines too
+    assert drawn_x(figs["history"], figs["history"]["data"][0]) == list(effects(figs["temporal_heatmap_0"])["x"])
     figs = set_view(at, history, bin="none")
     heat = effects(figs["temporal_heatmap_0"])
-    assert list(heat["x"]) == padded.WEEKS == list(figs["history"]["data"][0]["x"])
+    assert list(heat["x"]) == padded.WEEKS == drawn_x(figs["history"], figs["history"]["data"][0])
     assert np.isnan(heat["z"][:, 0]).all() and np.isfinite(heat["z"][:, -1]).all()  # padded at the start
 
 
