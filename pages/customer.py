@@ -67,6 +67,7 @@ def customer_page():
         st.markdown(f"#### Customer {show.md(cid)}", width="content")  # small: the sentence names them again
         if story.outcome:  # the known outcome, and whether the model missed it
             st.markdown(f":orange[**{show.md(story.outcome)}**]" if story.missed else show.md(story.outcome))
+        trust.stability_line(bundle, cid, settings, target)  # sensitivity-max, computed when opened
     if pickers.technical_view():  # the engineers' caption, while the IG settings are open
         st.caption(show.md(f"Explaining {target}{unit} · baseline: {settings.baseline} · {attribution.steps[0]} "
                            f"steps ({settings.method}) · {settings.path} path"))
@@ -85,7 +86,6 @@ def customer_page():
             "Points spent": f"{int(attribution.gradient_points[0])} gradient evaluations" + (
                 "" if attribution.forward_points is None else
                 f" and {int(attribution.forward_points[0])} model calls without a gradient")})
-        trust.stability_line(bundle, cid, settings, target)  # sensitivity-max, computed when opened
     m1.metric(f"Predicted {show.md(target)}{unit}", f"{fx:.3f}",
               help=show.md(f"Score {score:.3f}: in the band '{said.band}' ({said.range_text})."))
     m2.metric(f"Prediction {story.reference}{unit}" if change else f"Baseline prediction{unit}", f"{fb:.3f}",

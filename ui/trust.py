@@ -84,9 +84,11 @@ def _stability(_bundle, content_hash: str, customer: str, key: tuple) -> dict:
 
 
 def stability_line(bundle, customer, settings, what: str) -> None:
-    """'Would a 1 % change in this customer's inputs change the story?': computed only while the expander is open."""
-    box = st.expander(f"Stability: would a {100 * STABILITY_RADIUS:g} % change move the effects?",
-                      icon=":material/balance:", key="stability", on_change="rerun")
+    """'Would a 1 % change in this customer's inputs change the story?': a popover in the customer's heading line (no
+    line of its own: the heatmap stays on a laptop's first screen), computed only while it is open."""
+    box = st.popover("Stability", icon=":material/balance:", type="tertiary", key="stability", on_change="rerun",
+                     help=f"would a {100 * STABILITY_RADIUS:g} % change in this customer's inputs move the effects? "
+                          "(computed when opened)")
     if not box.open:
         return
     with box:
