@@ -896,8 +896,15 @@ def grouped_attributions(attributions: np.ndarray, groups: Sequence[Group]) -> n
 
 
 def _profile(key: str, periods, abs_sum, signed_sum, count, share: float = RECENT_SHARE) -> TimeProfile:
+    """The time profile of one history. Periods at the end with no effect at all on any customer are left out: a
+    store explained at period p of a causal model with a prediction per period (``--output-period``) has exactly 0
+    after p, and "the last period" is then p, not the history's last."""
     abs_sum, signed_sum = np.asarray(abs_sum, np.float64), np.asarray(signed_sum, np.float64)
     count = np.asarray(count, np.int64)
+    some = np.flatnonzero(abs_sum > 0)
+    if some.size and some[-1] < len(abs_sum) - 1:
+        end = int(some[-1]) + 1
+        periods, abs_sum, signed_sum, count = list(periods)[:end], abs_sum[:end], signed_sum[:end], count[:end]
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_abs = np.where(count > 0, abs_sum / np.maximum(count, 1), np.nan)
         mean_signed = np.where(count > 0, signed_sum / np.maximum(count, 1), np.nan)

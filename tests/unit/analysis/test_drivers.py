@@ -162,6 +162,22 @@ def test_a_profile_decided_by_the_last_period_says_so():
     assert "The last 1 of 6 periods hold 90 %" in D.profile_sentence(profile)
 
 
+def test_a_store_explained_at_an_earlier_period_profiles_up_to_that_period():
+    """A causal per-period model explained at period 4 of 6 (--output-period 4): periods 5 and 6 are exactly 0 for
+    every customer; the profile ends at period 4 ("the last period alone (t4)"), as a history ending there would."""
+    n = 100
+    a = np.zeros((n, 6, 2))
+    a[:, 3, 0] = 1.0
+    a[:, 0, 1] = 0.5
+    rows = Rows(np.arange(n).astype(str).astype(object), np.full(n, 0.5),
+                {"history": np.ones((n, 6, 2)), "profile": np.ones((n, 2))},
+                {"history": a, "profile": np.zeros((n, 2))})
+    (profile,) = D.compute(None, rows, layout=LAYOUT).time_profiles
+    assert len(profile.periods) == 4 and profile.last_share == pytest.approx(1 / 1.5)
+    assert f"The last {profile.recent_periods} of 4 periods" in D.profile_sentence(profile)
+    assert f"the last period alone ({profile.periods[-1]})" in D.profile_sentence(profile)
+
+
 def planted_profiles(n=600, seed=3):
     """Three groups: 'price' (a large positive price_hike attribution), 'outage' (a rising
     outages history with a positive attribution) and 'calm' (small negative ones)."""
