@@ -438,7 +438,8 @@ def test_customer_page_says_the_verdict_in_words_and_the_delta_as_a_quiet_badge(
         assert _headline(at) == f"### :{colour}[{words}]", cid
         badge = next(m.value for m in at.markdown if "badge[" in m.value)
         assert re.search(r"adds up to (\d+\.\d|over 99\.9) %", badge) and "e-0" not in badge  # plain percent
-        popover = at.get("popover")[0]  # the delta in full, for engineers
+        popover = next(p for p in at.get("popover")  # the badge's Details: the delta in full, for engineers
+                       if any("Gap left over" in plain(m.value) for m in p.markdown))
         assert any("Gap left over (delta)" in plain(m.value) and "e-" in plain(m.value) for m in popover.markdown)
         assert any("64 gradient evaluations and 2 model calls" in plain(m.value) for m in popover.markdown)
         assert not any("delta" in m.label.lower() for m in at.metric)  # no longer a headline number
