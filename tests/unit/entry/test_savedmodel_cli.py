@@ -17,7 +17,7 @@ from explain.bundle.load import load_bundle
 from explain.cli import TRUST_MODEL_LOCAL_ONLY, main
 from explain.modelfile import savedmodel as saved
 from explain.serve import command
-from tests.conftest import DEMO, private_copy
+from tests.support.savedmodel import demo_pair
 from ui import startup
 
 IDS = ["C00003", "C00011"]
@@ -26,12 +26,7 @@ IDS = ["C00003", "C00011"]
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     """(the demo bundle, the same with its model exported by model.export into savedmodel/, model.keras removed)."""
-    root = tmp_path_factory.mktemp("savedmodel-cli")
-    keras_dir = private_copy(DEMO, root / "keras")
-    sm_dir = private_copy(DEMO, root / "sm")
-    explain.load_bundle(keras_dir).model.export(str(sm_dir / "savedmodel"), verbose=False)
-    (sm_dir / "model.keras").unlink()
-    return keras_dir, sm_dir
+    return demo_pair(tmp_path_factory.mktemp("savedmodel-cli"))
 
 
 def _attribute(bundle, out, *flags):

@@ -17,7 +17,7 @@ from explain.core.errors import BundleError, ExplainError
 from explain.core.settings import Settings
 from explain.modelfile import savedmodel as saved
 from explain.modelfile.limits import DEFAULT_LIMITS
-from tests.conftest import DEMO, private_copy
+from tests.support.savedmodel import demo_pair
 
 IDS = ["C00001", "C00002", "C00007"]
 
@@ -26,12 +26,7 @@ IDS = ["C00001", "C00002", "C00007"]
 def folders(tmp_path_factory):
     """(the demo bundle with model.keras, the same bundle with the model exported by model.export into savedmodel/
     and model.keras removed)."""
-    root = tmp_path_factory.mktemp("savedmodel")
-    keras_dir = private_copy(DEMO, root / "keras")
-    sm_dir = private_copy(DEMO, root / "sm")
-    explain.load_bundle(keras_dir).model.export(str(sm_dir / "savedmodel"), verbose=False)
-    (sm_dir / "model.keras").unlink()
-    return keras_dir, sm_dir
+    return demo_pair(tmp_path_factory.mktemp("savedmodel"))
 
 
 def test_refused_without_trust_model_naming_the_flag(folders):
