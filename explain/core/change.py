@@ -54,7 +54,7 @@ def integrated_change(model, inputs: dict, then: dict, settings: Settings | None
     (module docstring). The same arguments as ``integrated_gradients``; without arrived periods it is that."""
     engine = engine_for(model, roles)
     inputs, then = _by_key(engine, inputs, "inputs"), _by_key(engine, then, "baselines")  # lists: model order
-    _, _, now_padding, n = _check_inputs(engine, inputs, ids)
+    _, _, now_padding, _ = _check_inputs(engine, inputs, ids)
     _, _, then_padding, _ = _check_inputs(engine, then, ids)
     # periods that arrived (padding then, data now) or left (data then, padding now: a snapshot whose oldest
     # periods left the window); the engine keeps a customer's padding in the baseline, so either moves f(b)
