@@ -49,7 +49,7 @@ from explain.core.engine import warm_up_xla
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings, resolve_target
 from explain.modelfile.savedmodel import FOLDER as SAVEDMODEL_DIR
-from ui import runtime, speed, startup, stores, uploads
+from ui import pool, runtime, speed, startup, stored, stores, uploads
 
 LOG = logging.getLogger("explain.app")
 
@@ -146,18 +146,54 @@ def active_bundle():
 # ----------------------------------------------------------------------------- attributions
 
 
+# One process-wide cache: every session reads what any session computed, and its per-key lock makes two
+# sessions asking for the same customer at once compute it once (the second waits, then reads it). A miss
+# waits for a slot of the one fair pool of model computations (ui.pool: first come, first served; a
+# visitor who switched again leaves the line without a model call).
 @st.cache_data(max_entries=512, ttl=TTL, show_spinner=False)
 def _attributions(_bundle, content_hash: str, ids: tuple, key: tuple):
-    with WORK.computing(f"attributions of {len(ids)} customer(s), {dict(key).get('steps')} steps"):
+    with pool.POOL.slot(), WORK.computing(f"attributions of {len(ids)} customer(s), {dict(key).get('steps')} steps"):
         start = time.perf_counter()
         attribution = explain_customers(_bundle, list(ids), Settings.from_key(key), should_stop=runtime.should_stop)
         return attribution, time.perf_counter() - start
 
 
+@st.cache_data(max_entries=512, ttl=TTL, show_spinner=False)
+def _one_stored(_bundle, content_hash: str, cid: str, key: tuple, marks: tuple, _found: BundleStores):
+    settings = Settings.from_key(key)
+    store = _found.exact(settings, ids=[cid])
+    if store is None:
+        return None
+    try:
+        return stored.attribution(_bundle, cid, settings, store)
+    except ExplainError as error:  # a damaged store: the page computes instead (the Cohort page says so)
+        LOG.warning("the batch store %s could not be read for %s: %s", store.path, cid, error)
+        return None
+
+
+def one_stored(bundle, cid: str, settings: Settings):
+    """``cid``'s attribution under ``settings`` read from a finished batch store of this bundle made with exactly
+    these settings (``ui.stored``: no model call), or None (no such store, or one a store cannot answer)."""
+    if not bundle.content_hash or not stored.servable(bundle, settings):
+        return None
+    found = stores_of(bundle)
+    marks = found.mark()
+    if not any(files for _, files in marks):
+        return None
+    return _one_stored(bundle, bundle.content_hash, str(cid), settings.key(), marks, found)
+
+
 def attributions(bundle, ids, settings: Settings, *, what: str = "customer"):
-    """IG of ``ids`` under ``settings`` (cached by content hash and settings); records the timing."""
+    """IG of ``ids`` under ``settings`` (cached by content hash and settings); records the timing. One customer
+    is read from a finished batch store of exactly these settings when there is one (:func:`one_stored`)."""
     start = time.perf_counter()
-    attribution, seconds = _attributions(bundle, bundle.content_hash, tuple(str(i) for i in ids), settings.key())
+    ids = tuple(str(i) for i in ids)
+    found = one_stored(bundle, ids[0], settings) if len(ids) == 1 else None
+    if found is not None:
+        seconds = time.perf_counter() - start
+        record_timing(f"{what} (read from a batch store)", 1, settings, seconds, seconds)
+        return found
+    attribution, seconds = _attributions(bundle, bundle.content_hash, ids, settings.key())
     record_timing(what, len(ids), settings, seconds, time.perf_counter() - start)
     return attribution
 
