@@ -204,20 +204,31 @@ def default_customer(bundle) -> str:
 
 
 def warm_up(bundle) -> None:
-    """Outside any session (``ui/launch.py``, while the first visitor's browser loads): every
-    customer's score and the default view's attribution (:func:`default_customer`, default
-    settings) into the caches the sessions share; this also traces the model's forward and
-    gradient functions. Then the What drives churn page's summary of the bundle's most exact store
-    of every customer (the default baseline, any steps) into its cache, or, for a small bundle
-    without one, that store starts in the background with adaptive steps (``ui.stores``)."""
+    """Outside any session: :func:`warm_first`, then :func:`warm_background` (``ui/launch.py`` calls the two
+    apart, the second once the first visitor's page has answered)."""
+    warm_first(bundle)
+    warm_background(bundle)
+
+
+def warm_first(bundle) -> None:
+    """What the first visitor's page needs (``ui/launch.py``, while the browser loads): every customer's score and
+    the default view's attribution (:func:`default_customer`, default settings) into the caches the sessions share;
+    this also traces the model's forward and gradient functions."""
     customer = default_customer(bundle)
     settings = Settings().for_bundle(bundle)
     if bundle.plain:  # the default view of other layouts is computed by its first visitor
         _attributions(bundle, bundle.content_hash, (customer,), settings.key())
+
+
+def warm_background(bundle, *, separate: bool = False) -> None:
+    """The What drives churn page's summary of the bundle's most exact store of every customer (the default
+    baseline, any steps) into its cache, or, for a small bundle without one, that store started in the background
+    with adaptive steps (``ui.stores.start``; ``separate``: as a process of its own at the lowest priority)."""
+    settings = Settings().for_bundle(bundle)
     found = stores_of(bundle)
     store = found.best(settings)  # the page's store: the most exact of the default baseline's
     if store is None:
-        stores.start(bundle, stores.background(settings))  # adaptive steps, as the page would start it
+        stores.start(bundle, stores.background(settings), separate=separate)  # adaptive steps, as the page would
     else:
         drivers(bundle, store, None, stores.default_against(found, store))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from contextlib import contextmanager
 
@@ -18,6 +19,7 @@ from ui import runtime, show
 _KEY = "_frame"
 TIMING_ENV = "EXPLAIN_TIMING"  # =1: one line per script run on stderr (bench/latency.py reads them)
 PROFILE_ENV = "EXPLAIN_PROFILE"  # =DIR: a cProfile file per script run there (read with pstats)
+_ANSWERED = threading.Event()  # set when a session's script run has finished: the first visitor has a page
 
 
 UNKNOWN_PAGE = "There is no page {path} in this dashboard, so it opened the {page} page. The pages are: {pages}."
@@ -66,7 +68,7 @@ def page(required: bool = True):
 
 @contextmanager
 def timed(what: str):
-    """Time a script run; with ``EXPLAIN_TIMING=1`` print ``explain-timing run=WHAT seconds=S`` on
+    """Time a script run; with ``EXPLAIN_TIMING=1`` print ``explain-timing run=WHAT seconds=S at=T`` on
     stderr (the server log); with ``EXPLAIN_PROFILE=DIR`` write the run's cProfile statistics to
     ``DIR/TIME-WHAT.prof`` (read them with ``pstats``)."""
     start = time.perf_counter()
@@ -85,4 +87,30 @@ def timed(what: str):
             os.makedirs(folder, exist_ok=True)
             profile.dump_stats(os.path.join(folder, f"{time.time():.3f}-{what.replace('/', '_')}.prof"))
         if os.environ.get(TIMING_ENV) == "1":
-            print(f"explain-timing run={what} seconds={time.perf_counter() - start:.4f}", file=sys.stderr, flush=True)
+            print(f"explain-timing run={what} seconds={time.perf_counter() - start:.4f} at={time.time():.3f}",
+                  file=sys.stderr, flush=True)
+        _ANSWERED.set()
+
+
+def note(name: str, seconds: float) -> None:
+    """With ``EXPLAIN_TIMING=1``: ``explain-timing part=NAME seconds=S at=T`` on stderr (the server log), ``T`` the
+    time it ended (seconds since the epoch): the launcher's parts of a server start (``ui/launch.py``), which
+    ``bench/latency.py`` lays out beside the browser's times."""
+    if os.environ.get(TIMING_ENV) == "1":
+        print(f"explain-timing part={name} seconds={seconds:.4f} at={time.time():.3f}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def part(name: str):
+    """Time the block as :func:`note` ``name`` (also when it raises)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        note(name, time.perf_counter() - start)
+
+
+def answered(timeout: float) -> bool:
+    """Wait until a session's script run has finished in this process (the first visitor has its page), at most
+    ``timeout`` seconds; whether one has."""
+    return _ANSWERED.wait(timeout)

@@ -130,3 +130,13 @@ def trusted_badge(argv: list[str] | None = None) -> str | None:
     except ExplainError:  # the bundle's error says why (its loader raised the same)
         return None
     return trusted.badge if trusted is not None else None
+
+
+def owner_arguments(argv: list[str] | None = None) -> list[str]:
+    """The owner's options of the startup bundle as ``python -m explain batch`` takes them (``--trust-code FILE``,
+    ``--trust-model``, ``--limit FIELD=VALUE`` ...): a process that opens the same bundle as the server does
+    (``ui.stores``' job of the launch)."""
+    code = _option("--trust-code", argv)
+    words = ["--trust-code", str(Path(code).expanduser())] if code is not None else []
+    words += ["--trust-model"] if trust_model(argv) else []
+    return words + [word for given in _options("--limit", argv) for word in ("--limit", given)]

@@ -16,13 +16,23 @@ batch``'s own job (``run_batch_job``), into ``dashboard-<settings digest>`` unde
 ``store_dirs`` that can be written, ``$EXPLAIN_STORES`` first. The job is shared by every session
 (one per bundle content and settings, one running at a time; its progress is read by every page
 that waits for it). Larger bundles get the command that computes their store.
+
+The launcher's job (``start(..., separate=True)``, after the first visitor's page has answered: ``ui/launch.py``)
+runs that command in a process of its own at the lowest CPU priority (``nice -n 19 python -m explain batch``,
+:func:`batch_command`): the pages' model calls keep the cores, the job takes what they leave. Its progress is read
+from the store folder (a chunk's summary file is written when the chunk is done), and a session that asks for the
+same store meanwhile finds this job, not a second one.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,6 +44,7 @@ from explain.batch.store import Store
 from explain.batch.stores import STORES_ENV, BundleStores, store_dirs
 from explain.core.errors import ExplainError
 from explain.core.settings import AUTO, Settings
+from ui import startup
 
 LOG = logging.getLogger("explain.app")
 ENV = STORES_ENV  # the environment variable (explain.batch.store decides what it means)
@@ -41,6 +52,9 @@ AUTO_LIMIT = 5_000_000   # store rows a background job computes (the demo: 243,0
 CHUNK = 200              # customers per chunk of the dashboard's jobs (the CLI's default)
 
 COMMAND = ("python -m explain batch --bundle {bundle} --out {bundle}/attributions/{name}{settings}")
+NICE = 19                # the separate job's niceness: the lowest CPU priority
+POLL = 0.5               # seconds between two reads of a separate job's progress
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -130,10 +144,11 @@ def _key(bundle, settings: Settings) -> tuple:
     return bundle.content_hash, settings.resolved(bundle.output_names).key(), tuple(map(str, store_dirs(bundle)))
 
 
-def start(bundle, settings: Settings) -> Job | None:
+def start(bundle, settings: Settings, *, separate: bool = False) -> Job | None:
     """The job computing this bundle's store for ``settings``: the one queued, running or failed
     (its error is shown until :func:`forget`), else a new one (also when a finished job's store
-    is gone); None when the bundle is too large or no folder can be written."""
+    is gone); None when the bundle is too large or no folder can be written. ``separate``: a new job runs
+    as a process of its own at the lowest priority (:func:`batch_command`), else in a thread of this one."""
     if not automatic(bundle):
         return None
     key = _key(bundle, settings)
@@ -145,7 +160,8 @@ def start(bundle, settings: Settings) -> Job | None:
         if folder is None:
             return None
         new = _JOBS[key] = Job(folder=folder, total=int(bundle.n_customers))
-    threading.Thread(target=_run, args=(new, bundle, settings), name="explain-store", daemon=True).start()
+    threading.Thread(target=_run_separate if separate else _run, args=(new, bundle, settings), name="explain-store",
+                     daemon=True).start()
     return new
 
 
@@ -171,3 +187,85 @@ def _run(job: Job, bundle, settings: Settings) -> None:
                             exc_info=not isinstance(error, ExplainError))
         finally:
             job.seconds = time.monotonic() - started
+
+
+def batch_command(bundle, folder: Path, settings: Settings) -> list[str]:
+    """The command of a separate job: ``python -m explain batch`` on the bundle's folder into ``folder`` with every
+    one of ``settings`` spelled out (the CLI reads them back to equal settings) and, for the startup bundle, the
+    owner's options (``ui.startup.owner_arguments``), under ``nice -n NICE`` where ``nice`` is installed."""
+    options = [word for name, value in settings.to_strings().items() if value
+               for word in (f"--{name.replace('_', '-')}", value)]
+    owner = startup.owner_arguments() if _is_startup(bundle) else []
+    command = [sys.executable, "-m", "explain", "batch", "--bundle", str(bundle.path), "--out", str(folder),
+               "--batch-size", str(CHUNK), *options, *owner]
+    nice = shutil.which("nice")
+    return [nice, "-n", str(NICE), *command] if nice else command
+
+
+def _is_startup(bundle) -> bool:
+    try:
+        return Path(bundle.path).resolve() == startup.bundle_path().resolve()
+    except OSError:
+        return False
+
+
+def chunks_done(folder: Path) -> int:
+    """The chunks of the store in ``folder`` written so far (one summary file each)."""
+    from explain.batch.format import SUMMARY_DIR
+
+    try:
+        return sum(1 for f in (Path(folder) / SUMMARY_DIR).iterdir() if f.suffix == ".parquet")
+    except OSError:
+        return 0
+
+
+_PROCESSES: set = set()
+
+
+@atexit.register
+def _stop_processes() -> None:
+    """A server that exits ends its separate jobs (the next start resumes the store where it stopped)."""
+    for process in list(_PROCESSES):
+        if process.poll() is None:
+            process.terminate()
+
+
+def _run_separate(job: Job, bundle, settings: Settings) -> None:
+    from explain.batch.format import SUCCESS
+
+    with _ONE_AT_A_TIME:
+        job.state, started = "running", time.monotonic()
+        cwd = ROOT if (ROOT / "explain" / "__main__.py").is_file() else None  # a source checkout: its own package
+        with tempfile.NamedTemporaryFile("w", prefix="explain-store-", suffix=".log", delete=False) as log:
+            err = Path(log.name)  # its stderr: the CLI's one-line error, if any
+        try:
+            with open(err, "w") as log:
+                process = subprocess.Popen(batch_command(bundle, job.folder, settings), cwd=cwd,
+                                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+            _PROCESSES.add(process)
+            while process.poll() is None:
+                job.done = min(job.total, chunks_done(job.folder) * CHUNK)
+                time.sleep(POLL)
+            _PROCESSES.discard(process)
+            if process.returncode == 0 and (job.folder / SUCCESS).exists():
+                job.state, job.done = "finished", job.total
+            else:
+                job.state, job.error = "failed", _why(err, process.returncode)
+                if process.returncode > 0:  # < 0: stopped by a signal (the server exiting): nothing to report
+                    LOG.warning("the dashboard's store %s failed: %s", job.folder, job.error)
+        except OSError as error:  # the command could not start
+            job.state, job.error = "failed", f"{type(error).__name__}: {error}"
+            LOG.warning("the dashboard's store %s could not start: %s", job.folder, job.error)
+        finally:
+            job.seconds = time.monotonic() - started
+            err.unlink(missing_ok=True)
+
+
+def _why(log: Path, code: int) -> str:
+    """The CLI's one-line error (``error: ...``) from its log, else the exit status."""
+    try:
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        lines = []
+    said = [line.removeprefix("error: ") for line in lines if line.startswith("error: ")]
+    return said[-1] if said else f"python -m explain batch exited with status {code}"
