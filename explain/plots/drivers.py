@@ -27,12 +27,15 @@ from explain.plots.figures import feature_ranking, heatmap_trace
 from explain.plots.style import BLUE, GREY, RED, esc, esc_all, layout, symmetric_limit
 
 MAX_POINTS = 1_500      # customers drawn in a scatter plot
-SWARM_POINTS = 800      # customers drawn in each row of the beeswarm (10 rows: 8,000 dots, about 250 KB sent)
+# customers drawn in each row of the beeswarm: 10 rows, 3,000 dots, SVG, about 80 KB sent (800 a row in WebGL was
+# 250 KB and 0.6 to 1.3 s to draw in headless Chromium, 0.4 s of it WebGL's start alone; see docs/performance.md)
+SWARM_POINTS = 300
 TOP_FEATURES = 10       # rows of the beeswarm
 TOP_RANKING = 15        # bars of the ranking
 VALUE_SCALE = "Viridis"
 SWARM_BINS = 60         # bins along x in which the beeswarm stacks its dots
 SWARM_HEIGHT = 0.4      # half the height of a beeswarm row, in row units
+SHADES = 255            # the beeswarm's colour: a value's rank as 0..SHADES (uint8)
 
 
 def ranking(d, top: int | None = TOP_RANKING, *, grouped: bool = False, title: str | None = None) -> go.Figure:
@@ -93,7 +96,12 @@ def _value_colour(values: np.ndarray) -> np.ndarray:
 def beeswarm(d, top: int = TOP_FEATURES, *, max_points: int = SWARM_POINTS, seed: int = 0,
              title: str | None = None) -> go.Figure:
     """One row per feature (the ``top`` of the ranking, the largest at the top), one dot per
-    customer of a seeded sample: x its attribution, colour its value (rank among the dots)."""
+    customer of a seeded sample: x its attribution, colour its value (rank among the dots).
+
+    Sent small and drawn fast (issue 42): SVG (WebGL's start alone cost more than drawing 3,000 SVG
+    dots in a browser without a GPU), float32 positions and values, the colour as a rank 0..255
+    (uint8: 256 shades of the scale, more than the eye tells apart), the hover built in the browser
+    from the numbers (the feature's label in each row's template); only the customer ids are text."""
     rows = d.sample(max_points, seed)
     shown = d.ranking[:top]
     data = []
@@ -108,18 +116,19 @@ def beeswarm(d, top: int = TOP_FEATURES, *, max_points: int = SWARM_POINTS, seed
         hover = (f"customer %{{text}}<br>{_template_text(r.feature.label)}: %{{customdata:.4g}}"
                  "<br>attribution: %{x:+.4g}")
         known = np.isfinite(colour)
-        x, y, raw, colour = (np.asarray(a, np.float32) for a in (x, y, raw, colour))  # half the bytes sent
-        data.append(go.Scattergl(
+        x, y, raw = (np.asarray(a, np.float32) for a in (x, y, raw))  # half the bytes sent
+        shade = np.round(colour[known] * SHADES).astype(np.uint8)
+        data.append(go.Scatter(
             x=x[known], y=y[known], mode="markers", showlegend=False, text=names[known], customdata=raw[known],
             hovertemplate=hover + "<extra></extra>",
-            marker=dict(size=4, color=colour[known], colorscale=VALUE_SCALE, cmin=0, cmax=1, opacity=0.8,
+            marker=dict(size=4, color=shade, colorscale=VALUE_SCALE, cmin=0, cmax=SHADES, opacity=0.8,
                         showscale=position == 0,
                         colorbar=dict(title=dict(text="feature<br>value<br>(rank)", side="top"), thickness=12,
-                                      tickvals=[0, 1], ticktext=["low", "high"], len=0.6))))
+                                      tickvals=[0, SHADES], ticktext=["low", "high"], len=0.6))))
         if (~known).any():
-            data.append(go.Scattergl(x=x[~known], y=y[~known], mode="markers", showlegend=False, text=names[~known],
-                                     customdata=raw[~known], hovertemplate=hover + "<extra>value not numeric</extra>",
-                                     marker=dict(size=4, color=GREY, opacity=0.6)))
+            data.append(go.Scatter(x=x[~known], y=y[~known], mode="markers", showlegend=False, text=names[~known],
+                                   customdata=raw[~known], hovertemplate=hover + "<extra>value not numeric</extra>",
+                                   marker=dict(size=4, color=GREY, opacity=0.6)))
     fig = go.Figure(data)
     n = len(rows)
     title = title or f"Every customer's attribution per feature ({n:,} of {d.n_customers:,}, a seeded sample)"

@@ -62,8 +62,10 @@ def test_beeswarm_draws_a_bounded_seeded_sample_of_each_feature(result):
     first = fig.data[0]
     j = result.column(shown[0].feature)
     values = result.values[rows, j]
-    order = np.argsort(np.asarray(first.marker.color))
-    assert np.all(np.diff(values[np.isfinite(values)][order]) >= 0)  # colour follows the value's rank
+    values, shades = values[np.isfinite(values)], np.asarray(first.marker.color)
+    assert shades.dtype == np.uint8 and shades.min() == 0 and shades.max() == first.marker.cmax == plots.SHADES
+    order = np.lexsort((values, shades))  # by shade (256 of them: ties), then by value
+    assert np.all(np.diff(values[order]) >= 0)  # colour follows the value's rank
     assert first.marker.colorscale == go.scatter.Marker(colorscale="Viridis").colorscale
     assert "700 of 5,000" in fig.layout.title.text
     ticks = list(fig.layout.yaxis.ticktext)
