@@ -213,11 +213,14 @@ def warm_up(bundle) -> None:
 def warm_first(bundle) -> None:
     """What the first visitor's page needs (``ui/launch.py``, while the browser loads): every customer's score and
     the default view's attribution (:func:`default_customer`, default settings) into the caches the sessions share;
-    this also traces the model's forward and gradient functions."""
+    this also traces the model's forward and gradient functions. A model with a prediction per period: its page
+    explains the period the visitor chooses (``ui.periods_out``), so its first visitor computes it."""
+    from explain.bundle.heads import viewed
+
     customer = default_customer(bundle)
     settings = Settings().for_bundle(bundle)
-    if bundle.plain:  # the default view of other layouts is computed by its first visitor
-        _attributions(bundle, bundle.content_hash, (customer,), settings.key())
+    if viewed(bundle, settings)[0] is bundle and one_stored(bundle, customer, settings) is None:
+        _attributions(bundle, bundle.content_hash, (customer,), settings.key())  # what the page computes (no store)
 
 
 def warm_background(bundle, *, separate: bool = False) -> None:
