@@ -11,7 +11,10 @@ times, from the user's action to the new figures drawn *and* the script run fini
 page idle):
 
 - ``server start``: from the server's command to the first heatmap of the first visitor (``--starts``
-  times per variant, interleaved);
+  times per variant, interleaved), part by part: Streamlit up (the health check), the launcher's parts
+  (``ui/launch.py``'s ``explain-timing part=`` lines: imports (TensorFlow and the app), bundle open, scores,
+  first attribution (the first trace), the wait for the first page, the background work), the first page's
+  script runs, the heatmap drawn and the run finished (the browser), each with when it ended;
 - ``fresh session``: a new browser context opens ``/`` (warm server; the browser's caches empty, as on a
   first visit);
 - ``new tab (cache warm)``: a new tab of that context opens ``/`` (a new session in a browser that has
@@ -35,7 +38,8 @@ is a later, cached start. ``--only customer`` runs the customer switches alone (
 
 Variants run in the same process, interleaved action by action, so the ratios ``new/old``
 compare like with like: ``new`` is the app as it is, started by ``explain serve`` (``ui/launch.py``:
-the startup bundle opened while Streamlit starts); ``plain`` the same app started by ``streamlit
+the startup bundle opened while Streamlit starts); ``late`` the same with the launcher's imports made once
+Streamlit is up (``EXPLAIN_IMPORT_EARLY=0``); ``plain`` the same app started by ``streamlit
 run app.py``; ``old`` the app under ``streamlit run app.py`` with ``EXPLAIN_SPEED=off`` (no figure
 cache, figures as Plotly makes them, no pause for the heatmap to draw first; see ``ui/speed.py``).
 """
@@ -65,9 +69,11 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 VIEWPORT = {"width": 1400, "height": 1000}
 # name: (how the server is started, its environment). `explain serve` runs ui/launch.py: `streamlit
 # run app.py` with the startup bundle opened while Streamlit starts (README: the dashboard command).
-VARIANTS = {"new": ("serve", {}), "plain": ("streamlit run", {}), "old": ("streamlit run", {"EXPLAIN_SPEED": "off"})}
+VARIANTS = {"new": ("serve", {}), "late": ("serve", {"EXPLAIN_IMPORT_EARLY": "0"}), "plain": ("streamlit run", {}),
+            "old": ("streamlit run", {"EXPLAIN_SPEED": "off"})}
 COMMANDS = {"serve": ["ui/launch.py"], "streamlit run": ["-m", "streamlit", "run", "app.py"]}
 TIMING_LINE = re.compile(r"explain-timing run=(\S+) seconds=([0-9.]+)")
+PART_LINE = re.compile(r"explain-timing (part|run)=(\S+) seconds=([0-9.]+) at=([0-9.]+)")
 VERBOSE = False
 STARTS = itertools.count(1)
 TIMEOUT_MS = 240_000
@@ -86,6 +92,7 @@ HEATMAP = """() => {
 
 APP_ARGS: list[str] = []  # --limit NAME=VALUE: the app's own arguments (after "--")
 PORT_BASE: int | None = None  # --port: variant k serves on PORT_BASE + k (else a free port)
+FRESH_STORES = True  # --keep-stores: False (the stores the dashboard computed at an earlier start are found)
 
 
 def _free_port(name: str = "") -> int:
@@ -106,7 +113,10 @@ class Server:
         self.log_path = log_dir / f"server-{name}-{next(STARTS)}.log"  # one log per start
         env = {**{k: v for k, v in os.environ.items() if k != "EXPLAIN_BUNDLE"}, "EXPLAIN_TIMING": "1",
                "TF_CPP_MIN_LOG_LEVEL": "2", **env}
-        self.started = time.perf_counter()
+        if FRESH_STORES:  # the dashboard's own stores in a new folder: each start is a first start on this bundle
+            env["EXPLAIN_STORES"] = str(self.log_path.with_suffix(".stores"))
+        self.started, self.started_wall = time.perf_counter(), time.time()
+        self.up = None  # seconds from the start to the first health check answered "ok"
         self.proc = subprocess.Popen(
             [sys.executable, *COMMANDS[how], "--server.port", str(self.port),
              "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
@@ -121,6 +131,7 @@ class Server:
             try:
                 with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as response:
                     if response.read().strip() == b"ok":
+                        self.up = time.perf_counter() - self.started
                         return
             except OSError:
                 pass
@@ -149,6 +160,13 @@ class Server:
 
     def timings(self) -> list[tuple[str, float]]:
         return [(m[1], float(m[2])) for m in TIMING_LINE.finditer(self.log_path.read_text())]
+
+    def parts(self) -> list[tuple[str, float, float]]:
+        """(name, seconds, end in seconds after the server's command) of the launcher's parts (``part=`` lines,
+        ``ui/launch.py``) and the script runs (``run=``, named ``page run NAME``), in the order of their ends."""
+        found = [(m[2] if m[1] == "part" else f"page run {m[2]}", float(m[3]), float(m[4]) - self.started_wall)
+                 for m in PART_LINE.finditer(self.log_path.read_text())]
+        return sorted(found, key=lambda p: p[2])
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -248,7 +266,8 @@ class Session:
         time.sleep(0.05)  # the timing line is written right after the run
         server = sum(s for _, s in self.server.timings()[runs_before:])
         return {"total": end - t0, "server": server, "draw": max(0.0, drawn - last_before_drawn),
-                "ws KB": sum(m[1] for m in messages) / 1024, "figures KB": sum(m[3] for m in messages) / 1024}
+                "ws KB": sum(m[1] for m in messages) / 1024, "figures KB": sum(m[3] for m in messages) / 1024,
+                "drawn at": drawn, "finished at": finished}
 
 
 def heatmap_now(page):
@@ -332,6 +351,30 @@ def repetition(browser, server: Server, rep: int, results: dict, only: str = "al
         fresh.close()
 
 
+def start_parts(server: Server, row: dict) -> list[tuple[str, float, float]]:
+    """A server start part by part: (name, seconds, end in seconds after the command): Streamlit up (the health
+    check), the launcher's parts and the first page runs (the server's log), the first heatmap drawn and the run
+    finished (the browser), the browser's drawing (after the last message before the heatmap was drawn)."""
+    server_parts = [p for p in server.parts() if p[2] <= row["total"] + 0.5 or not p[0].startswith("page run")]
+    return ([("streamlit up (health ok)", server.up or 0.0, server.up or 0.0), *server_parts,
+             ("draw (browser)", row["draw"], row["heatmap"]), ("first heatmap drawn", row["heatmap"], row["heatmap"]),
+             ("first run finished", row["total"], row["total"])])
+
+
+def median_parts(runs: list[list[tuple[str, float, float]]]) -> list[tuple[str, float, float]]:
+    """The parts of several starts: each name's median seconds and end (names in the first start's order)."""
+    names = list(dict.fromkeys(name for run in runs for name, _, _ in run))
+    out = []
+    for name in names:
+        found = [(s, e) for run in runs for n, s, e in run if n == name]
+        out.append((name, statistics.median(s for s, _ in found), statistics.median(e for _, e in found)))
+    return sorted(out, key=lambda p: p[2])
+
+
+def parts_text(parts: list[tuple[str, float, float]]) -> str:
+    return "\n".join(f"  {name:32s} {seconds:7.2f} s   ends at {end:7.2f} s" for name, seconds, end in parts)
+
+
 def summary(rows: list[dict], key: str) -> tuple[float, float, float]:
     values = sorted(r[key] for r in rows)
     p95 = values[min(len(values) - 1, max(0, int(round(0.95 * (len(values) - 1)))))]
@@ -379,8 +422,10 @@ def use_bundle(folder: Path, cold: bool) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5, help="repetitions of every action (default 5)")
-    parser.add_argument("--variants", default="new", help="comma-separated: new (explain serve), plain (the same app "
-                        "under streamlit run app.py), old (streamlit run, EXPLAIN_SPEED=off) (default new)")
+    parser.add_argument("--variants", default="new",
+                        help="comma-separated: new (explain serve), late (its imports after Streamlit is up), plain "
+                             "(the same app under streamlit run app.py), old (streamlit run, EXPLAIN_SPEED=off) "
+                             "(default new)")
     parser.add_argument("--starts", type=int, default=3, help="server starts per variant (default 3)")
     parser.add_argument("--verbose", action="store_true", help="print every action's time")
     parser.add_argument("--before", type=Path, default=None,
@@ -396,11 +441,14 @@ def main(argv=None) -> int:
                         help="a table size limit for the app (e.g. max_table_cells=2e9 for a long 20k x 365 table)")
     parser.add_argument("--only", choices=("all", "customer"), default="all",
                         help="customer: time the customer switches alone")
+    parser.add_argument("--keep-stores", action="store_true",
+                        help="let a start find the store the dashboard computed at an earlier one (default: each "
+                             "start gets a new $EXPLAIN_STORES folder, so a small bundle's start computes its store)")
     args = parser.parse_args(argv)
     if args.bundle is not None:
         use_bundle(args.bundle.resolve(), args.cold)
-    global VERBOSE, PORT_BASE
-    VERBOSE, PORT_BASE = args.verbose, args.port
+    global VERBOSE, PORT_BASE, FRESH_STORES
+    VERBOSE, PORT_BASE, FRESH_STORES = args.verbose, args.port, not args.keep_stores
     APP_ARGS[:] = [word for limit in args.limit for word in ("--limit", limit)]
     names = [v.strip() for v in args.variants.split(",") if v.strip()]
     roots = {name: ROOT for name in names}
@@ -414,7 +462,7 @@ def main(argv=None) -> int:
 
     log_dir = Path(tempfile.mkdtemp(prefix="latency-"))
     results = {name: {} for name in names}
-    servers = {}
+    servers, starts = {}, {}
     print(f"machine: {machine()}; logs in {log_dir}", flush=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -430,10 +478,15 @@ def main(argv=None) -> int:
                     row = session.act(lambda: session.page.goto(f"{server.url}/"),
                                       lambda: _wait_heatmap(session.page, None))
                     row["total"] = time.perf_counter() - server.started
+                    row["heatmap"] = row["drawn at"] - server.started  # what the visitor sees first
+                    time.sleep(0.2)  # the run's timing line
                     results[name].setdefault("server start", []).append(row)
+                    starts.setdefault(name, []).append(start_parts(server, row))
                     session.close()
-                    print(f"{name}: server start to first heatmap {row['total']:.2f} s; server peak RSS so far "
-                          f"{server.peak_gb():.2f} GB; {load()}", flush=True)
+                    print(f"{name}: server start to first heatmap drawn {row['heatmap']:.2f} s, to the run finished "
+                          f"{row['total']:.2f} s; server peak RSS so far {server.peak_gb():.2f} GB; {load()}",
+                          flush=True)
+                    print(parts_text(starts[name][-1]), flush=True)
             for rep in range(args.reps):
                 for name in (names if rep % 2 == 0 else names[::-1]):
                     repetition(browser, servers[name], rep, results[name], args.only)
@@ -456,6 +509,9 @@ def main(argv=None) -> int:
             print(f"{action:22s} {len(rows):3d} {p50:7.3f} {p95:7.3f} {top:7.3f} {summary(rows, 'server')[0]:7.3f} "
                   f"{summary(rows, 'draw')[0]:7.3f} {summary(rows, 'figures KB')[0]:10.1f} "
                   f"{summary(rows, 'ws KB')[0]:7.1f}")
+    for name in [n for n in names if starts.get(n)]:
+        print(f"\n{name}: server start, part by part (median over {len(starts[name])} start(s))")
+        print(parts_text(median_parts(starts[name])))
     for base in [b for b in ("old", "before") if "new" in names and b in names]:
         print(f"\nratios new/{base} (p50 of the total, server time, figure bytes)")
         for action in actions:

@@ -3,13 +3,23 @@
     python ui/launch.py [streamlit options] [-- --bundle DIR [--trust-code FILE] [--trust-model] [--challenger MODEL]]
 
 ``explain serve`` runs this. It is ``streamlit run app.py`` plus a background thread that, as soon
-as Streamlit's server is up, imports TensorFlow, opens the startup bundle and computes every
-customer's score and the default view's attribution into the caches every session shares
-(``ui.cache.warm_up``): the first visitor's run then finds them done instead of doing them
-(about 4.5 s on 2 cores); with ``--challenger MODEL`` it also opens the challenger model (``ui.models``, by the
-startup bundle's loader and limits). Nothing is computed twice: a session that arrives before the thread is done
-waits for the same cache entry. A warm-up that fails is logged and left to the first session, which
-reports the problem in the page as it always does. The server sends headers that deny framing by other
+the process starts, does in this order (:data:`ORDER`):
+
+1. what the first page needs: imports TensorFlow (at once, beside Streamlit's own start: the import is most of
+   the first page's wait; ``EXPLAIN_IMPORT_EARLY=0`` imports once the server is up, as before), opens the startup
+   bundle and computes every customer's score and the default view's attribution into the caches every session
+   shares (``ui.cache.warm_first``): the first visitor's run finds them done, or waits for the same cache entry,
+   instead of doing them again;
+2. waits until a session's first script run has finished (``ui.frame.answered``; at most :data:`FIRST_WAIT`
+   seconds when nobody comes), so that nothing else takes the two cores while the first page is made;
+3. then the rest: with ``--challenger MODEL`` the challenger model (``ui.models``, by the startup bundle's loader
+   and limits), and the What drives churn page's summary, or, for a small bundle without a store, that store
+   computed by ``nice -n 19 python -m explain batch`` in a process of its own (``ui.cache.warm_background``,
+   ``ui.stores``): the pages keep the cores, the store takes what they leave.
+
+Nothing is computed twice. A warm-up that fails is logged and left to the first session, which reports the problem
+in the page as it always does. With ``EXPLAIN_TIMING=1`` each part prints an ``explain-timing part=NAME`` line
+(``bench/latency.py`` reads them). The server sends headers that deny framing by other
 sites (``ui.runtime.deny_framing``), and the warm-up removes the upload folders of exited servers.
 The login's settings that ``explain serve --auth oidc`` wrote (``$EXPLAIN_AUTH_DIR``) are removed when the
 server exits.
@@ -31,16 +41,24 @@ APP = ROOT / "app.py"
 LOG = logging.getLogger("explain.app")
 
 
+FIRST_WAIT = 30.0  # seconds the background work waits for the first visitor's page before it starts anyway
+# the parts of the warm-up, in order (the names of their explain-timing lines)
+ORDER = ("imports", "bundle-open", "scores", "first-attribution", "first-answer-wait", "challenger", "background")
+
+
 def warm_up() -> None:
-    """Once Streamlit's server is up, open the startup bundle (``sys.argv`` as the app sees it)
-    and trace its gradient function. (Started earlier, the imports would hold the interpreter
-    while Streamlit itself starts, and the server would answer later.)"""
+    """What the first page needs, then the rest (see the module). The imports start with the process (they hold
+    the interpreter while Streamlit starts: the server answers its health check later, the first page sooner)."""
     try:
-        from ui import runtime
+        from ui import frame, runtime
 
-        runtime.wait_for_server(timeout=60.0)
-        from ui import cache, startup, uploads
-
+        early = os.environ.get("EXPLAIN_IMPORT_EARLY", "1") == "1"
+        if not early:
+            runtime.wait_for_server(timeout=60.0)
+        with frame.part("imports"):
+            from ui import cache, startup, uploads
+        if early:
+            runtime.wait_for_server(timeout=60.0)
         uploads.sweep(None)  # the upload folders of servers that have exited
         # Streamlit warns once per cached call made outside a session ("missing ScriptRunContext!
         # This warning can be ignored"): here it is expected, so it is not logged
@@ -48,12 +66,27 @@ def warm_up() -> None:
         level = quiet.level
         quiet.setLevel(logging.ERROR)
         try:
-            _open_challenger()
-            cache.warm_up(cache.open_bundle(startup.bundle_path()))
+            _warm(frame, cache, startup)
         finally:
             quiet.setLevel(level)
     except Exception:  # noqa: BLE001 - the first session reports the bundle's problem in the page
         LOG.warning("warm-up of the startup bundle skipped", exc_info=True)
+
+
+def _warm(frame, cache, startup) -> None:
+    """The parts of :data:`ORDER` after the imports, each timed (``ui.frame.part``)."""
+    with frame.part("bundle-open"):
+        bundle = cache.open_bundle(startup.bundle_path())
+    with frame.part("scores"):
+        cache.predictions(bundle)
+    with frame.part("first-attribution"):
+        cache.warm_first(bundle)
+    with frame.part("first-answer-wait"):
+        frame.answered(FIRST_WAIT)
+    with frame.part("challenger"):
+        _open_challenger()
+    with frame.part("background"):
+        cache.warm_background(bundle, separate=True)
 
 
 def _open_challenger() -> None:
