@@ -8,7 +8,7 @@
 For each variant it starts ``streamlit run app.py`` (headless, the demo bundle; the variant's
 environment), drives Debian's Chromium (/usr/bin/chromium, 1400x1000) with Playwright and
 times, from the user's action to the new figures drawn *and* the script run finished (the
-page idle):
+page idle; ``heatmap``: to the new heatmap drawn alone, what the visitor sees first):
 
 - ``server start``: from the server's command to the first heatmap of the first visitor (``--starts``
   times per variant, interleaved), part by part: Streamlit up (the health check), the launcher's parts
@@ -267,7 +267,7 @@ class Session:
         server = sum(s for _, s in self.server.timings()[runs_before:])
         return {"total": end - t0, "server": server, "draw": max(0.0, drawn - last_before_drawn),
                 "ws KB": sum(m[1] for m in messages) / 1024, "figures KB": sum(m[3] for m in messages) / 1024,
-                "drawn at": drawn, "finished at": finished}
+                "heatmap": drawn - t0, "drawn at": drawn, "finished at": finished}
 
 
 def heatmap_now(page):
@@ -502,13 +502,14 @@ def main(argv=None) -> int:
     for name in names:
         print(f"\n{name}: seconds (p50 / p95 / max over the repetitions), server = script run time")
         print(f"{'action':22s} {'n':>3s} {'p50':>7s} {'p95':>7s} {'max':>7s} {'server':>7s} {'draw':>7s} "
-              f"{'figures KB':>10s} {'ws KB':>7s}")
+              f"{'figures KB':>10s} {'ws KB':>7s} {'heatmap p50':>11s} {'max':>7s}")
         for action in actions:
             rows = results[name][action]
             p50, p95, top = summary(rows, "total")
             print(f"{action:22s} {len(rows):3d} {p50:7.3f} {p95:7.3f} {top:7.3f} {summary(rows, 'server')[0]:7.3f} "
                   f"{summary(rows, 'draw')[0]:7.3f} {summary(rows, 'figures KB')[0]:10.1f} "
-                  f"{summary(rows, 'ws KB')[0]:7.1f}")
+                  f"{summary(rows, 'ws KB')[0]:7.1f} {summary(rows, 'heatmap')[0]:11.3f} "
+                  f"{summary(rows, 'heatmap')[2]:7.3f}")
     for name in [n for n in names if starts.get(n)]:
         print(f"\n{name}: server start, part by part (median over {len(starts[name])} start(s))")
         print(parts_text(median_parts(starts[name])))

@@ -129,11 +129,11 @@ def main(argv: list[str]) -> int:
     args, app_args = streamlit_args(argv)
     sys.path[0] = str(ROOT)  # this script's folder (ui/) would put its modules at the top level: `from ui import ...`
     sys.argv = [str(APP), *app_args]  # what the app reads (ui.startup), as under `streamlit run`
-    threading.Thread(target=warm_up, name="explain-warm-up", daemon=True).start()
-    from streamlit.web import cli
+    from streamlit.web import cli  # Streamlit's modules first: the warm-up's imports then share none in flight
 
     from ui import runtime
 
+    threading.Thread(target=warm_up, name="explain-warm-up", daemon=True).start()
     runtime.deny_framing()  # no other site may embed the app
     return cli.main(args=args, prog_name="streamlit", standalone_mode=True)
 
