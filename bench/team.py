@@ -24,9 +24,11 @@ Chromium (/usr/bin/chromium, Playwright, nothing downloaded) with N sessions in 
 - the server's resident memory (its process and children) at the start of the switching and at its end.
 
 Prints one row per (sessions, variant): switches timed, p50 / p95 / worst switch seconds, switches that failed
-(an error shown or a timeout of 60 s), health-check p50 / worst / failures, the new visitor's first page, RSS,
-and the load average before and after; then the ratios new/old of p50 and worst per session count. ``--json``
-writes every row to a file. Browser runs share the machine: wrap the command in ``flock /tmp/team/browser.lock``.
+(an error shown or a timeout of 60 s), health-check p50 / worst / failures, the new visitor's first page, the
+server's script runs (median and total seconds, from its ``EXPLAIN_TIMING`` lines: every run of the server's
+life, the pages opened included), RSS, and the load average before and after; then the ratios new/old of p50
+and worst per session count. ``--json`` writes every row to a file. Browser runs share the machine: wrap the
+command in ``flock /tmp/team/browser.lock``.
 
 Before the first measured run the bundle's store for What drives churn (the dashboard's background work at
 launch, ``ui.stores``) is finished once into ``--stores`` (``EXPLAIN_STORES``, default /tmp/team/stores) by a
@@ -196,7 +198,9 @@ def row_of(n: int, variant: str, run: Run, seen: dict, loads: tuple[str, str]) -
         "health p50": statistics.median(seen["health"]) if seen["health"] else float("nan"),
         "health worst": max(seen["health"], default=float("nan")), "health failed": seen["health_failures"],
         "new visitor": run.visitor[0], "new visitor ok": run.visitor[1], "cold": seen["cold"][0],
-        "rss start MB": seen["rss_start"], "rss end MB": seen["rss_end"], "load before": loads[0],
+        "server run p50": statistics.median(seen["server runs"]) if seen["server runs"] else float("nan"),
+        "server runs s": sum(seen["server runs"]), "rss start MB": seen["rss_start"], "rss end MB": seen["rss_end"],
+        "load before": loads[0],
         "load after": loads[1],
     }
 
@@ -206,7 +210,8 @@ def print_row(r: dict) -> None:
           f"p50 {r['p50']:.2f} p95 {r['p95']:.2f} worst {r['worst']:.2f} s | health p50 "
           f"{r['health p50'] * 1000:.0f} worst {r['health worst'] * 1000:.0f} ms, failed {r['health failed']} | "
           f"new visitor {r['new visitor']:.1f} s{'' if r['new visitor ok'] else ' FAILED'} | sessions opened p50 "
-          f"{r['opened p50']:.1f} s | RSS {r['rss start MB']:.0f} -> {r['rss end MB']:.0f} MB | "
+          f"{r['opened p50']:.1f} s | server script runs p50 {r['server run p50']:.2f} s, "
+          f"{r['server runs s']:.0f} s in all | RSS {r['rss start MB']:.0f} -> {r['rss end MB']:.0f} MB | "
           f"{r['load before']} -> {r['load after']}", flush=True)
 
 
@@ -246,7 +251,7 @@ def main(argv=None) -> int:
     ids = bundle_ids(bundle)
     env = {"EXPLAIN_STORES": args.stores, **({"EXPLAIN_BUNDLE": str(bundle)} if args.bundle else {})}
     Path(args.stores).mkdir(parents=True, exist_ok=True)
-    log_dir = Path("/tmp/team/logs")
+    log_dir = Path("/tmp/team/logs") / time.strftime("%Y%m%d-%H%M%S")  # the servers' logs of this invocation
     log_dir.mkdir(parents=True, exist_ok=True)
     variants = [("new", ROOT)] + ([("old", Path(args.old).resolve())] if args.old else [])
     print(f"{machine()}; {load()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; bundle {bundle}; "
@@ -262,6 +267,7 @@ def main(argv=None) -> int:
             try:
                 server.wait_healthy()
                 run, seen = asyncio.run(drive(server, ids, args))
+                seen["server runs"] = [seconds for _, seconds in server.timings()]
             finally:
                 server.stop()
             rows.append(row_of(n, name, run, seen, (before, load())))
@@ -270,7 +276,8 @@ def main(argv=None) -> int:
         for n in sorted({r["sessions"] for r in rows}):
             new, old = (next(r for r in rows if r["sessions"] == n and r["variant"] == v) for v in ("new", "old"))
             print(f"{n:>3} sessions: new/old p50 {new['p50'] / old['p50']:.2f}, "
-                  f"worst {new['worst'] / old['worst']:.2f}, health worst {new['health worst'] / old['health worst']:.2f}")
+                  f"worst {new['worst'] / old['worst']:.2f}, "
+                  f"health worst {new['health worst'] / old['health worst']:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0
