@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the tests need on a fresh Debian machine, then run every test.
 # Used by .ci/run and quoted in the README. Needs root (or sudo) for Debian's chromium.
-#   bash scripts/test.sh [pytest options]           everything (what CI runs)
+#   bash scripts/test.sh [pytest options]           everything (what CI runs), in $TEST_WORKERS pytest-xdist
+#                                                   workers (default 3), a test file's tests on one worker
 #   bash scripts/test.sh --quick [pytest options]   the quick loop: the engine, bundles, analysis and AppTest
 #                                                   pages in two workers; no browser, Ray, JAX subprocess or
 #                                                   test measured over 1 s (tests/slow_tests.txt); no docs build
@@ -33,4 +34,7 @@ export TF_CPP_MIN_LOG_LEVEL=2
 # the declared style (pyproject.toml [tool.ruff]) and the docs site, before the tests
 python3 -m ruff check .
 NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
-python3 -m pytest "$@"
+# Three workers on two cores: a third of the time a test waits (a browser drawing, a server or a Ray cluster
+# starting, a subprocess), and the third worker fills it. --dist loadfile keeps a file's module fixtures (a
+# trained model, a server) on one worker; tests/conftest.py hands out the longest files first.
+python3 -m pytest -n "${TEST_WORKERS:-3}" --dist loadfile "$@"

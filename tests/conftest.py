@@ -67,8 +67,36 @@ def pytest_addoption(parser):
                           "measured over 1 s (tests/slow_tests.txt); CI runs everything")
 
 
+# The files that take longest (a full run's --durations, 2026-12-06), handed out first: in a run of several workers
+# (bash scripts/test.sh: --dist loadfile, a file's tests on one worker) a long file started last would run alone
+# at the end while the other workers wait.
+LONGEST_FIRST = (
+    "tests/unit/core/test_backends.py",
+    "tests/unit/batch/test_ray_batch.py",
+    "tests/browser/test_browser.py",
+    "tests/app/test_jax_pages.py",
+    "tests/unit/batch/test_ray_jax.py",
+    "tests/browser/test_browser_whatif.py",
+    "tests/app/test_sessions.py",
+    "tests/unit/test_docs.py",
+    "tests/browser/test_browser_layout.py",
+    "tests/unit/core/test_inputs.py",
+    "tests/unit/core/test_cut.py",
+    "tests/browser/test_package.py",
+    "tests/browser/test_browser_inert.py",
+    "tests/browser/test_browser_drivers.py",
+)
+
+
+def longest_first(items) -> None:
+    """Reorder ``items`` in place: the files of ``LONGEST_FIRST`` in that order, then the others as collected."""
+    rank = {path: k for k, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: a file's order kept
+
+
 def pytest_collection_modifyitems(config, items):
     if not config.getoption("--quick"):
+        longest_first(items)
         return
     slow = {line.strip() for line in SLOW_TESTS.read_text(encoding="utf-8").splitlines()
             if line.strip() and not line.startswith("#")}

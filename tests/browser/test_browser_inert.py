@@ -6,6 +6,7 @@ no ``<a>`` or ``<img>`` pointing at them: Streamlit's own markdown renderer (GFM
 decides, not a copy of it."""
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.browser.test_browser import browser, open_page, page, serve, wait_idle  # noqa: F401 (fixtures)
 from tests.support.apptest import DEMO
@@ -32,6 +33,10 @@ def hostile_server(tmp_path_factory):
 
 
 def inert(page) -> dict:  # noqa: F811 (the fixture's name, as a plain argument)
+    try:  # the page may still be computing (a cohort) when its heading shows: wait for the texts, not a time
+        page.wait_for_function(f"() => ({FOUND})().shown", timeout=120_000)
+    except PlaywrightTimeout:
+        pass
     found = page.evaluate(FOUND)
     assert found["shown"], "the hostile text is not on the page: this check would see nothing"
     assert found["links"] == [] and found["images"] == [], found
