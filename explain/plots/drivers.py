@@ -26,10 +26,13 @@ import plotly.graph_objects as go
 from explain.plots.figures import feature_ranking, heatmap_trace
 from explain.plots.style import BLUE, GREY, RED, esc, esc_all, layout, symmetric_limit
 
-MAX_POINTS = 1_500      # customers drawn in a scatter plot
-# customers drawn in each row of the beeswarm: 10 rows, 3,000 dots, SVG, about 80 KB sent (800 a row in WebGL was
-# 250 KB and 0.6 to 1.3 s to draw in headless Chromium, 0.4 s of it WebGL's start alone; see docs/performance.md)
-SWARM_POINTS = 300
+# Dots drawn (issue 42): a sidebar click's browser time is mostly plotly.js styling SVG dots one by one (a CPU
+# profile in headless Chromium, 2026-12-06: two thirds of it in PlotlyChart's chunk and the DOM's setProperty /
+# setAttribute), so the scatter plots draw bounded, seeded samples: the dependence plot 1,000 customers (was 1,500),
+# the beeswarm 250 a row, 10 rows, 2,500 dots as SVG, about 75 KB sent (was 800 a row in WebGL, 250 KB, 0.6 to 1.3 s
+# to draw without a GPU, 0.4 s of it WebGL's start alone; see docs/performance.md).
+MAX_POINTS = 1_000      # customers drawn in a scatter plot
+SWARM_POINTS = 250      # customers drawn in each row of the beeswarm
 TOP_FEATURES = 10       # rows of the beeswarm
 TOP_RANKING = 15        # bars of the ranking
 VALUE_SCALE = "Viridis"
@@ -98,7 +101,7 @@ def beeswarm(d, top: int = TOP_FEATURES, *, max_points: int = SWARM_POINTS, seed
     """One row per feature (the ``top`` of the ranking, the largest at the top), one dot per
     customer of a seeded sample: x its attribution, colour its value (rank among the dots).
 
-    Sent small and drawn fast (issue 42): SVG (WebGL's start alone cost more than drawing 3,000 SVG
+    Sent small and drawn fast (issue 42): SVG (WebGL's start alone cost more than drawing 2,500 SVG
     dots in a browser without a GPU), float32 positions and values, the colour as a rank 0..255
     (uint8: 256 shades of the scale, more than the eye tells apart), the hover built in the browser
     from the numbers (the feature's label in each row's template); only the customer ids are text."""

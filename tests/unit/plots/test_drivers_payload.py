@@ -21,9 +21,9 @@ LAYOUT = D.Layout((("profile", "static", tuple(f"s{j}" for j in range(9)), tuple
                     None),
                    ("months", "temporal", tuple(f"h{j}" for j in range(6)), tuple(f"History {j}" for j in range(6)),
                     PERIODS)))
-# measured here 2026-12-06: beeswarm 101.1 KB (3,000 SVG dots; 8,000 WebGL dots: about 275 KB), dependence 46.9,
-# ranking 3.7, segments 3.5; bench/drivers_payload.py on bench/drivers.py's 100,000: 324.1 -> 149.1 KB in all
-BUDGET_KB = {"beeswarm": 115, "dependence": 55, "ranking": 8, "segments": 8, "time": 8, "total": 185}
+# measured here 2026-12-06: beeswarm 86 KB (2,500 SVG dots; 8,000 WebGL dots: about 275 KB), dependence 32 KB (1,000
+# dots; was 1,500), ranking 3.7, segments 3.5; bench/drivers_payload.py on bench/drivers.py's 100,000: 324.1 -> 122.6 KB
+BUDGET_KB = {"beeswarm": 100, "dependence": 40, "ranking": 8, "segments": 8, "time": 8, "total": 160}
 
 
 @pytest.fixture(scope="module")
