@@ -6,6 +6,7 @@ navigation to the last chart drawn, and what ``explain.drivers`` costs from the 
     python3 bench/drivers.py --shape year --keep DIR           # build (or reuse) the bundle and its store in DIR
     python3 bench/drivers.py --customers 20000 --visits 3
     python3 bench/drivers.py --customers 1000000 --keep DIR  # 1,000,000 of the demo's shape (raised table limits)
+    python3 bench/drivers.py --keep DIR --visits 3 --before /tmp/before   # and an earlier checkout, interleaved
 
 Builds, with no model call:
 
@@ -31,13 +32,17 @@ Then it times, in one run:
   (Streamlit's scripts and the chart library are fetched); the others reuse nothing but the
   server's cache, as a second user would.
 
-It prints each visit's time and the server's own script run time (``EXPLAIN_TIMING``).
+It prints each visit's time and the server's own script run time (``EXPLAIN_TIMING``), the date and the load
+average at the start and the end. ``--before DIR`` (an earlier checkout: ``git worktree add DIR REV``) serves the
+same bundle from that checkout too, both servers at once, and visits them in turn (before, new, before, ...), so
+that the two are compared under the same load; it prints the ratio of the medians of the sidebar clicks.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -210,9 +215,11 @@ def main(argv=None) -> int:
     parser.add_argument("--customers", type=int, default=None, help="default: 100,000 (demo), 20,000 (year)")
     parser.add_argument("--visits", type=int, default=4)
     parser.add_argument("--keep", type=Path, default=None, help="build (or reuse) the bundle and its store here")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="an earlier checkout (git worktree add DIR REV): its server too, visits interleaved")
     args = parser.parse_args(argv)
     customers = args.customers or (100_000 if args.shape == "demo" else 20_000)
-    from playwright.sync_api import sync_playwright
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, {load()}")
 
     with tempfile.TemporaryDirectory(prefix="explain-drivers-bench-") as tmp:
         folder = args.keep or Path(tmp) / "bundle"
@@ -235,24 +242,53 @@ def main(argv=None) -> int:
               f"{summary.stat().st_size / 1e6:.1f} MB), from the summary {computes[1]:.2f} s "
               f"({len(d.segments)} segments; top 5: {', '.join(r.feature.name for r in d.ranking[:5])})")
         del bundle, d
-        # explain serve's launcher with the app's own arguments after Streamlit's ("-- --limit FIELD=VALUE ...")
-        app_args = [w for field in limit_fields(limits) for w in ("--limit", field)]
-        COMMANDS["serve-limits"] = ["-c", "import runpy, sys; sys.argv = ['ui/launch.py', *sys.argv[1:], '--', "
-                                    f"*{app_args!r}]; runpy.run_path('ui/launch.py', run_name='__main__')"]
-        server = Server("drivers", {"EXPLAIN_BUNDLE": str(folder), "EXPLAIN_STORES": str(Path(tmp) / "stores")},
-                        Path(tmp), how="serve-limits")
-        try:
-            server.wait_healthy(900)
-            started = time.perf_counter()
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                times = [visit(browser, server.url) for _ in range(args.visits)]
-                browser.close()
-            runs = [s for name, s in server.timings() if name == "drivers"]
-        finally:
-            server.stop()
-        report(times, runs, started - server.started, computes[1])
+        roots = {"before": args.before.resolve(), "new": ROOT} if args.before else {"new": ROOT}
+        results = serve_and_visit(folder, limits, Path(tmp), roots, args.visits)
+        for name, (times, runs, healthy) in results.items():
+            if len(results) > 1:
+                print(f"{name} ({roots[name]}):")
+            report(times, runs, healthy, computes[1])
+        if args.before:
+            clicks = {name: statistics.median(c for _, c in times) for name, (times, _, _) in results.items()}
+            print(f"sidebar click, median: before {clicks['before']:.2f} s, new {clicks['new']:.2f} s, "
+                  f"before / new {clicks['before'] / clicks['new']:.2f}")
+        print(f"uptime at the end: {load()}")
     return 0
+
+
+def serve_and_visit(folder: Path, limits: Limits, tmp: Path, roots: dict, visits: int) -> dict:
+    """Each checkout of ``roots`` (name: its folder) serving ``folder`` with ``explain serve``'s launcher, all at
+    once; Chromium visits them in turn, ``visits`` times: name -> (visit times, the server's script runs of the
+    page, seconds from the server's start to the first visit)."""
+    from playwright.sync_api import sync_playwright
+
+    # explain serve's launcher with the app's own arguments after Streamlit's ("-- --limit FIELD=VALUE ...")
+    app_args = [w for field in limit_fields(limits) for w in ("--limit", field)]
+    COMMANDS["serve-limits"] = ["-c", "import runpy, sys; sys.argv = ['ui/launch.py', *sys.argv[1:], '--', "
+                                f"*{app_args!r}]; runpy.run_path('ui/launch.py', run_name='__main__')"]
+    servers = {name: Server(f"drivers-{name}", {"EXPLAIN_BUNDLE": str(folder), "EXPLAIN_STORES": str(tmp / "stores")},
+                            tmp, how="serve-limits", root=root) for name, root in roots.items()}
+    try:
+        for server in servers.values():
+            server.wait_healthy(900)
+        started = time.perf_counter()
+        times = {name: [] for name in servers}
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            for _ in range(visits):  # interleaved: each checkout's k-th visit under the same load
+                for name, server in servers.items():
+                    times[name].append(visit(browser, server.url))
+            browser.close()
+        return {name: (times[name], [s for page, s in server.timings() if page == "drivers"],
+                       started - server.started) for name, server in servers.items()}
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+def load() -> str:
+    """``uptime``'s load averages."""
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def limit_fields(limits: Limits) -> list[str]:
