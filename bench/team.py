@@ -242,6 +242,8 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", default="", help="the sessions' steps (a deep link's steps=; default: the page's)")
     parser.add_argument("--bundle", default=None, help="bundle folder (default: the demo)")
     parser.add_argument("--old", default=None, help="another checkout to run as 'old', interleaved with this one")
+    parser.add_argument("--also", action="append", default=[], metavar="NAME:KEY=VALUE",
+                        help="one more variant: this checkout with a variable (wide:EXPLAIN_MODEL_SLOTS=64)")
     parser.add_argument("--serve", action="store_true", help="start with explain serve's launcher (ui/launch.py)")
     parser.add_argument("--stores", default="/tmp/team/stores", help="EXPLAIN_STORES of every server started")
     parser.add_argument("--browser-cpus", default="", help="cores for Chromium (a taskset list such as 1)")
@@ -253,17 +255,21 @@ def main(argv=None) -> int:
     Path(args.stores).mkdir(parents=True, exist_ok=True)
     log_dir = Path("/tmp/team/logs") / time.strftime("%Y%m%d-%H%M%S")  # the servers' logs of this invocation
     log_dir.mkdir(parents=True, exist_ok=True)
-    variants = [("new", ROOT)] + ([("old", Path(args.old).resolve())] if args.old else [])
+    variants = [("new", ROOT, {})] + ([("old", Path(args.old).resolve(), {})] if args.old else [])
+    for extra in args.also:  # NAME:KEY=VALUE, this checkout with one more variable (e.g. a wider pool)
+        name, setting = extra.split(":", 1)
+        variants.append((name, ROOT, dict([setting.split("=", 1)])))
     print(f"{machine()}; {load()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; bundle {bundle}; "
           f"steps {args.steps or 'default'}; every {args.every} s for {args.seconds:.0f} s; browsers on "
           f"{'core ' + args.browser_cpus if args.browser_cpus else 'every core'}", flush=True)
     prepare_store(ROOT, env, log_dir, ids)
     rows = []
     for turn, n in enumerate(int(x) for x in args.sessions.split(",")):
-        for name, root in (variants if turn % 2 == 0 else variants[::-1]):
+        for name, root, more in (variants if turn % 2 == 0 else variants[::-1]):
             args.n = n
             before = load()
-            server = Server(f"{name}-{n}", env, log_dir, how="serve" if args.serve else "streamlit run", root=root)
+            server = Server(f"{name}-{n}", {**env, **more}, log_dir, how="serve" if args.serve else "streamlit run",
+                            root=root)
             try:
                 server.wait_healthy()
                 run, seen = asyncio.run(drive(server, ids, args))
