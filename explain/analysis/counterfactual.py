@@ -50,56 +50,143 @@ class SearchResult:
     caution: str
 
 
-def candidate_edits(ctx: Context, current: dict, attribution: Attribution, row: int, locked: set, used: set):
+def candidate_edits(ctx: Context, current: dict, attribution: Attribution, row: int, locked: set, used: set, *,
+                    deadline: float | None = None):
     """(edit, estimated fall of the prediction, change for :func:`with_change`) for the current inputs.
 
     The estimate is first order: the average gradient along the IG path (attribution / (x - b))
-    times the change of each cell; exact for a linear model.
+    times the change of each cell; exact for a linear model. None when ``deadline`` (a
+    ``time.perf_counter()`` value) passes while they are listed.
     """
-    out = []
-    for role in ROLES:
-        x = current[role]
-        a = (attribution.static if role == "static" else attribution.temporal)[row]
-        gap = x - ctx.baseline[role]
-        safe = np.where(np.abs(gap) > 1e-12, gap, 1.0)
-        slope = np.where(np.abs(gap) > 1e-12, a / safe, 0.0)  # average gradient along the path
-        if role == "static":
-            for j in range(x.shape[0]):
-                if ("static", j) in locked or ("static", j) in used:
-                    continue
-                cats = ctx.observed.static_categories[j]
-                if cats is not None:  # a category: its observed values (a baseline's 0.43 is no category)
-                    options = [(Edit("static", j, "set", v), v) for v in cats]
-                else:
-                    options = [(Edit("static", j, "baseline"), ctx.baseline["static"][j]),
-                               (Edit("static", j, "median"), ctx.median(None)["static"][j])]
-                    options += [(Edit("static", j, "set", float(v)), v) for v in ctx.observed.static_quantiles[:, j]]
-                seen = set()
-                for edit, value in options:
-                    value = float(ctx.observed.fit("static", j, np.array([value]))[0])
-                    if abs(value - x[j]) < 1e-9 or value in seen:
-                        continue
-                    seen.add(value)
-                    out.append((edit, float(slope[j] * (x[j] - value)), {"static": (j, value)}))
-            continue
-        periods = x.shape[0]
-        windows = sorted({w for w in SEARCH_WINDOWS if w < periods} | {periods})
-        real = ~ctx.padded
-        for f in range(x.shape[1]):
-            if ("temporal", f) in locked:
+    pool = _Pool.of(ctx, current, attribution, row, locked, used, deadline=deadline)
+    return None if pool is None else pool.items(range(pool.size))
+
+
+@dataclass(frozen=True)
+class _Windows:
+    """The windows of one monthly feature set to a target: ``starts`` (first months) of length ``length``, their
+    estimated falls and the (T,) target values."""
+
+    feature: int
+    kind: str
+    length: int
+    starts: np.ndarray
+    falls: np.ndarray
+    target: np.ndarray
+
+    def item(self, k: int):
+        start, f = int(self.starts[k]), self.feature
+        cells = slice(start, start + self.length)
+        edit = Edit("temporal", f, self.kind, None, (start, start + self.length - 1))
+        return edit, float(self.falls[k]), {"temporal": (cells, f, self.target[cells])}
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """Every candidate edit, in the order the search has always listed them (static ones as tuples, the windows of
+    monthly features as arrays): ranked and made into edits only for the best (:meth:`best`)."""
+
+    static: list
+    windows: list  # of _Windows
+
+    @property
+    def size(self) -> int:
+        return len(self.static) + sum(len(w.starts) for w in self.windows)
+
+    @classmethod
+    def of(cls, ctx: Context, current: dict, attribution: Attribution, row: int, locked: set, used: set, *,
+           deadline: float | None = None) -> "_Pool | None":
+        slopes = {}
+        for role in ROLES:
+            x = current[role]
+            a = (attribution.static if role == "static" else attribution.temporal)[row]
+            gap = x - ctx.baseline[role]
+            safe = np.where(np.abs(gap) > 1e-12, gap, 1.0)
+            slopes[role] = np.where(np.abs(gap) > 1e-12, a / safe, 0.0)  # average gradient along the path
+        static = _static_candidates(ctx, current["static"], slopes["static"], locked | used)
+        windows = []
+        for f in range(current["temporal"].shape[1]):
+            if deadline is not None and time.perf_counter() > deadline:
+                return None
+            if ("temporal", f) not in locked:
+                windows += _feature_windows(ctx, current["temporal"][:, f], slopes["temporal"][:, f], f)
+        return cls(static, windows)
+
+    def items(self, order) -> list:
+        """The candidates at positions ``order`` of the listing, as (edit, fall, change)."""
+        offsets = np.cumsum([len(self.static)] + [len(w.starts) for w in self.windows])
+        out = []
+        for k in order:
+            k = int(k)
+            if k < len(self.static):
+                out.append(self.static[k])
                 continue
-            for kind, source in (("baseline", ctx.baseline["temporal"][:, f]),
-                                 ("median", ctx.median(None)["temporal"][:, f])):
-                target = ctx.observed.fit("temporal", f, source)
-                fall = slope[:, f] * (x[:, f] - target)  # (T,)
-                for w in windows:
-                    for start in range(0, periods - w + 1):
-                        cells = slice(start, start + w)
-                        if not real[cells].all() or np.allclose(x[cells, f], target[cells], rtol=0, atol=1e-9):
-                            continue
-                        edit = Edit("temporal", f, kind, None, (start, start + w - 1))
-                        out.append((edit, float(fall[cells].sum()), {"temporal": (cells, f, target[cells])}))
+            block = int(np.searchsorted(offsets, k, side="right")) - 1
+            out.append(self.windows[block].item(k - int(offsets[block])))
+        return out
+
+    def best(self, count: int) -> list:
+        """The ``count`` candidates with the largest estimated falls, ties in listing order (what a stable sort of
+        the whole list by falling estimate gives)."""
+        falls = np.concatenate([np.array([item[1] for item in self.static], np.float64)]
+                               + [w.falls for w in self.windows])
+        return self.items(np.argsort(-falls, kind="stable")[:int(count)])
+
+
+def _static_candidates(ctx: Context, x: np.ndarray, slope: np.ndarray, skip: set) -> list:
+    """(edit, fall, change) for each static feature not in ``skip``: its categories, or the baseline, the median
+    and observed quantiles, each value fitted into the observed range and tried once."""
+    out = []
+    for j in range(x.shape[0]):
+        if ("static", j) in skip:
+            continue
+        cats = ctx.observed.static_categories[j]
+        if cats is not None:  # a category: its observed values (a baseline's 0.43 is no category)
+            options = [(Edit("static", j, "set", v), v) for v in cats]
+        else:
+            options = [(Edit("static", j, "baseline"), ctx.baseline["static"][j]),
+                       (Edit("static", j, "median"), ctx.median(None)["static"][j])]
+            options += [(Edit("static", j, "set", float(v)), v) for v in ctx.observed.static_quantiles[:, j]]
+        seen = set()
+        for edit, value in options:
+            value = float(ctx.observed.fit("static", j, np.array([value]))[0])
+            if abs(value - x[j]) < 1e-9 or value in seen:
+                continue
+            seen.add(value)
+            out.append((edit, float(slope[j] * (x[j] - value)), {"static": (j, value)}))
     return out
+
+
+def _feature_windows(ctx: Context, x: np.ndarray, slope: np.ndarray, f: int) -> list:
+    """The windows of monthly feature ``f`` (each length, then each start) set to the baseline or the median that
+    lie in real months and change at least one value, with their estimated falls, for all starts at once."""
+    periods = x.shape[0]
+    lengths = sorted({w for w in SEARCH_WINDOWS if w < periods} | {periods})
+    padded = np.concatenate([[0], np.cumsum(ctx.padded)])
+    out = []
+    for kind, source in (("baseline", ctx.baseline["temporal"][:, f]), ("median", ctx.median(None)["temporal"][:, f])):
+        target = ctx.observed.fit("temporal", f, source)
+        fall = slope * (x - target)  # (T,)
+        close = (x == target) | (np.abs(x - target) <= 1e-9)  # np.isclose(rtol=0, atol=1e-9): NaN is never close
+        differ = np.concatenate([[0], np.cumsum(~close)])
+        for w in lengths:
+            starts = np.arange(periods - w + 1)
+            keep = (padded[starts + w] == padded[starts]) & (differ[starts + w] > differ[starts])
+            out.append(_Windows(f, kind, w, starts[keep], _window_sums(fall, w)[keep], target))
+    return out
+
+
+def _window_sums(values: np.ndarray, length: int) -> np.ndarray:
+    """The sums of every ``length`` consecutive ``values`` (one per start), equal to the last bit to
+    ``values[start:start + length].sum()``: numpy adds fewer than 8 values one after the other, so do these
+    (longer windows are summed by numpy one by one)."""
+    count = values.shape[0] - length + 1
+    if length >= 8:
+        return np.array([values[s:s + length].sum() for s in range(count)], np.float64)
+    sums = values[:count].astype(np.float64, copy=True)
+    for k in range(1, length):
+        sums += values[k:k + count]
+    return sums
 
 
 def _size(ctx: Context, before: dict, after: dict) -> float:
@@ -172,11 +259,14 @@ def search(ctx: Context, *, threshold: float = 0.5, locked=(), max_edits: int = 
         if rounds:
             attribution = explain_inputs(ctx.bundle, _one(current), ctx.settings, should_stop=should_stop)
         rounds += 1
-        pool = candidate_edits(ctx, current, attribution, 0, locked, used)
-        if not pool:
+        pool = _Pool.of(ctx, current, attribution, 0, locked, used, deadline=start + time_limit)
+        if pool is None:
+            stopped = f"reached the time limit of {time_limit:g} s"
+            break
+        if not pool.size:
             stopped = "no edit is left to try (every feature is locked, edited or already at its value)"
             break
-        step = _best_step(ctx, current, sorted(pool, key=lambda item: -item[1])[:int(candidates)], prediction, goal)
+        step = _best_step(ctx, current, pool.best(candidates), prediction, goal)
         evaluated += step.evaluated
         if step.edit is None:
             stopped = "no single edit lowers the prediction further"

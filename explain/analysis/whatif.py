@@ -196,28 +196,27 @@ class Observed:
     temporal_integer: np.ndarray  # (F,) bool
     mask_value: float | None  # the model's Masking value, None without a Masking layer
 
+    _medians: dict = field(default_factory=dict, repr=False, compare=False)  # cohort -> medians (Context.median)
+
     @classmethod
     def of(cls, bundle) -> "Observed":
+        """The ranges of ``bundle``'s data, read by blocks of customers in the history's own dtype (a memory-mapped
+        365-day history is never copied whole; the answers are those of the whole history in float64)."""
         static = np.asarray(bundle.static, np.float64)
-        temporal = np.asarray(bundle.temporal, np.float64)
         mask_value = masking_value(bundle.model)
-        if mask_value is not None:  # padded months do not count
-            real = ~np.all(temporal == mask_value, axis=2)  # (n, T)
-            cells = temporal[real] if real.any() else temporal.reshape(-1, temporal.shape[2])
-        else:
-            cells = temporal.reshape(-1, temporal.shape[2])  # (n * T, F)
+        low, high, integer = _temporal_ranges(bundle.temporal, mask_value)
         categories = []
         for j in range(static.shape[1]):
             values = np.unique(static[:, j])
             small = values.size <= MAX_CATEGORIES and np.all(values == np.round(values))
             categories.append(tuple(float(v) for v in values) if small else None)
-        integer = np.all(static == np.round(static), axis=0)
+        integer_static = np.all(static == np.round(static), axis=0)
         quantiles = np.quantile(static, QUANTILES, axis=0)
         return cls(
             static_min=static.min(axis=0), static_max=static.max(axis=0), static_categories=tuple(categories),
-            static_integer=integer, static_quantiles=np.where(integer, np.round(quantiles), quantiles),
-            temporal_min=cells.min(axis=0), temporal_max=cells.max(axis=0),
-            temporal_integer=np.all(cells == np.round(cells), axis=0), mask_value=mask_value,
+            static_integer=integer_static,
+            static_quantiles=np.where(integer_static, np.round(quantiles), quantiles),
+            temporal_min=low, temporal_max=high, temporal_integer=integer, mask_value=mask_value,
         )
 
     def limits(self, role: str, feature: int) -> tuple[float, float]:
@@ -233,6 +232,72 @@ class Observed:
             grid = np.asarray(categories)
             values = grid[np.abs(values[..., None] - grid).argmin(axis=-1)]
         return values
+
+
+BLOCK_CELLS = 2_000_000  # history values read at once by Observed.of and the medians (8 MB of float32)
+
+
+def _as_float(block: np.ndarray) -> np.ndarray:
+    """A block of the history as floats (its own float dtype; anything else as float64)."""
+    block = np.asarray(block)
+    return block if block.dtype.kind == "f" else block.astype(np.float64)
+
+
+def _real_months(block: np.ndarray, mask_value: float | None) -> np.ndarray:
+    """(n, T) bool: the months of a (n, T, F) block that are not padding (every feature the mask value). Compared in
+    the block's dtype, which gives the same answer as float64 (a mask value the dtype cannot hold matches nothing)."""
+    if mask_value is None:
+        return np.ones(block.shape[:2], bool)
+    mask = block.dtype.type(mask_value)
+    if float(mask) != float(mask_value):
+        return np.ones(block.shape[:2], bool)
+    return ~np.all(block == mask, axis=2)
+
+
+def _temporal_ranges(temporal, mask_value: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per monthly feature: min, max and 'every value is an integer' over the real months of all customers (all
+    months where no customer has a real one), by blocks of customers."""
+    n, periods, width = temporal.shape
+    rows = max(1, BLOCK_CELLS // max(1, periods * width))
+    for use_mask in ((True, False) if mask_value is not None else (False,)):
+        low, high = np.full(width, np.inf), np.full(width, -np.inf)
+        integer, seen = np.ones(width, bool), False
+        for start in range(0, n, rows):
+            block = _as_float(temporal[start:start + rows])
+            cells = block[_real_months(block, mask_value if use_mask else None)]  # (cells, F)
+            if not cells.size:
+                continue
+            seen = True
+            low, high = np.minimum(low, cells.min(axis=0)), np.maximum(high, cells.max(axis=0))
+            integer &= np.all(cells == np.round(cells), axis=0)
+        if seen or n == 0:
+            break
+    return low, high, integer
+
+
+def monthly_medians(temporal, rows: np.ndarray | None, mask_value: float | None) -> np.ndarray:
+    """(T, F) float64: each month's median of each feature over the customers ``rows`` (None: all) that have a real
+    month there (NaN where none has), read by blocks of months; the same numbers as ``np.nanmedian`` of the whole
+    history in float64 with padding as NaN, without that copy."""
+    n, periods, width = temporal.shape
+    count = n if rows is None else len(rows)
+    step = max(1, BLOCK_CELLS // max(1, count * width))
+    out = np.full((periods, width), np.nan)
+    for t0 in range(0, periods, step):
+        block = temporal[:, t0:t0 + step] if rows is None else temporal[rows, t0:t0 + step]
+        block = np.asarray(block, np.float64)
+        real = _real_months(block, mask_value)
+        for k in range(block.shape[1]):
+            cells = block[real[:, k], k]  # (customers with a real month t0 + k, F)
+            if not len(cells):
+                continue
+            if np.isnan(cells).any():
+                with warnings.catch_warnings():  # a feature with no value in this month: NaN
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    out[t0 + k] = np.nanmedian(cells, axis=0)
+            else:
+                out[t0 + k] = np.median(cells, axis=0)
+    return out
 
 
 def masking_value(model) -> float | None:
@@ -343,23 +408,18 @@ class Context:
     original: dict  # static (S,), temporal (T, F) float64
     baseline: dict  # the baseline's static (S,), temporal (T, F) (the mean of a sampled baseline)
     padded: np.ndarray  # (T,) bool
-    _medians: dict = field(default_factory=dict, repr=False, compare=False)
-
     def median(self, cohort: str | None) -> dict:
         """Per feature (and per month) median of all customers, or of the cohort with label ``cohort``;
-        a month's median is over the customers with a real month there (padding is no data)."""
-        if cohort not in self._medians:
-            rows = (np.arange(self.bundle.n_customers) if cohort is None
+        a month's median is over the customers with a real month there (padding is no data). Computed once per
+        bundle: kept with ``observed``, which every customer's context of the bundle shares."""
+        kept = self.observed._medians
+        if cohort not in kept:
+            rows = (None if cohort is None
                     else np.flatnonzero(labels.mask(self.bundle.labels, cohort)))
-            temporal = np.asarray(self.bundle.temporal[rows], np.float64)
-            if self.observed.mask_value is not None:
-                temporal[np.all(temporal == self.observed.mask_value, axis=2)] = np.nan
-            with warnings.catch_warnings():  # a month no customer has: NaN, and never edited (it is padding here too)
-                warnings.simplefilter("ignore", RuntimeWarning)
-                monthly = np.nanmedian(temporal, axis=0)
-            self._medians[cohort] = {
-                "static": np.median(np.asarray(self.bundle.static[rows], np.float64), axis=0), "temporal": monthly}
-        return self._medians[cohort]
+            static = np.asarray(self.bundle.static if rows is None else self.bundle.static[rows], np.float64)
+            kept[cohort] = {"static": np.median(static, axis=0),
+                            "temporal": monthly_medians(self.bundle.temporal, rows, self.observed.mask_value)}
+        return kept[cohort]
 
 
 def context(bundle, customer: str, settings: Settings = Settings(), *, observed: Observed | None = None,
