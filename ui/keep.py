@@ -42,6 +42,11 @@ def card(bundle, cid: str, settings, score: float, target: str) -> None:
 
 def sentence(result, bundle, values: dict, target: str) -> str:
     """The search's answer in words."""
+    if not result.reached and "time limit" in result.stopped:
+        return (f"No change of a few values that brings the {target} score below {result.threshold:g} was found "
+                f"within the {TIME_LIMIT:g} s this card gives the search (the closest so far: "
+                f"{result.prediction:.2f}); "
+                f"the What-if page's Search can take longer.")
     if not result.reached:
         return (f"No change of a few values brings the {target} score below {result.threshold:g} "
                 f"(the closest: {result.prediction:.2f}).")

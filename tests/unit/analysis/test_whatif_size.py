@@ -237,3 +237,15 @@ def test_the_time_limit_is_kept_while_candidates_are_listed(mapped):
     assert counterfactual.candidate_edits(ctx, current, attribution, 0, set(), set(), deadline=passed) is None
     assert counterfactual.candidate_edits(ctx, current, attribution, 0, set(), set(),
                                           deadline=time.perf_counter() + 60)
+
+
+def test_the_cards_words_say_when_the_search_ran_out_of_its_time():
+    from ui import keep
+
+    result = SimpleNamespace(reached=False, stopped="reached the time limit of 3 s", threshold=0.5, prediction=0.834)
+    assert keep.sentence(result, None, {}, "churn") == (
+        "No change of a few values that brings the churn score below 0.5 was found within the 3 s this card gives "
+        "the search (the closest so far: 0.83); the What-if page's Search can take longer.")
+    result.stopped = "no single edit lowers the prediction further"
+    assert keep.sentence(result, None, {}, "churn") == \
+        "No change of a few values brings the churn score below 0.5 (the closest: 0.83)."
