@@ -284,20 +284,28 @@ def monthly_medians(temporal, rows: np.ndarray | None, mask_value: float | None)
     step = max(1, BLOCK_CELLS // max(1, count * width))
     out = np.full((periods, width), np.nan)
     for t0 in range(0, periods, step):
-        block = temporal[:, t0:t0 + step] if rows is None else temporal[rows, t0:t0 + step]
-        block = np.asarray(block, np.float64)
+        block = _as_float(temporal[:, t0:t0 + step] if rows is None else temporal[rows, t0:t0 + step])
         real = _real_months(block, mask_value)
         for k in range(block.shape[1]):
             cells = block[real[:, k], k]  # (customers with a real month t0 + k, F)
-            if not len(cells):
-                continue
-            if np.isnan(cells).any():
-                with warnings.catch_warnings():  # a feature with no value in this month: NaN
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    out[t0 + k] = np.nanmedian(cells, axis=0)
-            else:
-                out[t0 + k] = np.median(cells, axis=0)
+            if len(cells):
+                out[t0 + k] = _column_medians(cells)
     return out
+
+
+def _column_medians(cells: np.ndarray) -> np.ndarray:
+    """(F,) float64: ``np.median`` of each column of (c, F) ``cells`` in float64 (``np.nanmedian`` where a value is
+    NaN), found by partitioning each column in its own dtype: the middle values are the same, and the mean of two
+    is taken in float64 as numpy's median does."""
+    if np.isnan(cells).any():
+        with warnings.catch_warnings():  # a feature with no value in this month: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmedian(np.asarray(cells, np.float64), axis=0)
+    columns = np.ascontiguousarray(cells.T)  # (F, c): each column's values side by side
+    lo, hi = (columns.shape[1] - 1) // 2, columns.shape[1] // 2
+    part = np.partition(columns, sorted({lo, hi}), axis=-1)
+    low, high = part[:, lo].astype(np.float64), part[:, hi].astype(np.float64)
+    return low if lo == hi else (low + high) / 2
 
 
 def masking_value(model) -> float | None:

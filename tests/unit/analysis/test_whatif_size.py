@@ -146,15 +146,21 @@ def test_a_history_that_is_all_padding_counts_every_month_as_before():
     np.testing.assert_array_equal(observed.temporal_integer, [True, True])
 
 
-@pytest.mark.parametrize("n, cohort", [(300, None), (300, "1"), (700, None)])
-def test_the_monthly_medians_equal_nanmedian_of_the_float64_history(n, cohort, monkeypatch, mapped):
+@pytest.mark.parametrize("n, cohort, dtype", [(300, None, None), (300, "1", None), (700, None, np.float32),
+                                              (301, None, np.float64)])
+def test_the_monthly_medians_equal_nanmedian_of_the_float64_history(n, cohort, dtype, monkeypatch, mapped):
     monkeypatch.setattr(whatif, "BLOCK_CELLS", 7 * n * 6)  # blocks of 7 months: the last block is short
-    bundle = mapped if n == 300 else fake_bundle(np.zeros((n, 1)), padded_history(np.random.default_rng(n), n, 40, 6))
+    generated = None if dtype is None else padded_history(np.random.default_rng(n), n, 40, 6).astype(dtype)
+    if dtype == np.float64:  # values float32 cannot hold, and a few NaN (nanmedian's answer there)
+        generated[generated != MASK] += 1e-9
+        generated[5, 30, 2] = generated[9, 31, 1] = np.nan
+    bundle = mapped if dtype is None else fake_bundle(np.zeros((n, 1)), generated)
     rows = np.arange(n) if cohort is None else np.flatnonzero(bundle.labels == cohort)
     got = whatif.monthly_medians(bundle.temporal, None if cohort is None else rows, MASK)
     want = old_monthly_median(bundle, rows)
     np.testing.assert_array_equal(got, want)  # to the last bit, NaN where no customer has the month
     assert np.isfinite(got).all() and got.dtype == np.float64
+    assert (np.count_nonzero(~np.all(np.asarray(bundle.temporal)[rows] == MASK, axis=2), axis=0) % 2 == 0).any()
 
 
 def test_a_month_no_customer_has_is_nan():
