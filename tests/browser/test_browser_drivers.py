@@ -1,15 +1,22 @@
 """The What drives churn page in a real browser (the server and Chromium fixtures of
 tests/browser/test_browser.py): the demo has no store, so the page computes it in the background,
-shows its progress, draws every chart when it is stored, and a segment's link opens its customer."""
+shows its progress, draws every chart when it is stored (the beeswarm as SVG dots, one per customer sent, in
+Chromium without a GPU), and a segment's link opens its customer."""
 
 import re
 
 import pytest
 
+from explain.plots import drivers as plots
 from tests.browser.test_browser import browser, page, screenshot, server, wait_idle  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.browser
 
+# the beeswarm's traces as plotly.js drew them: (type, points sent, SVG dots drawn)
+SWARM = """() => { const gd = document.querySelector('.st-key-plot-drivers_beeswarm .js-plotly-plot');
+  const drawn = Array.from(gd.querySelectorAll('g.scatterlayer > g.trace'))
+    .map(g => g.querySelectorAll('path.point').length);
+  return gd._fullData.map((t, k) => [t.type, t._length, drawn[k]]) }"""
 DRAWN = """() => Array.from(document.querySelectorAll('[class*="st-key-plot-drivers_"] .js-plotly-plot'))
   .filter(g => (g._fullData || []).length).length"""
 
@@ -25,6 +32,9 @@ def test_drivers_page_computes_the_store_draws_it_and_opens_a_segments_customer(
     nav = page.locator("[data-testid=stSidebarNav] a").first.inner_text()
     assert "What drives churn" in nav  # first in the navigation
     screenshot(page, "drivers")
+    swarm = page.evaluate(SWARM)
+    assert swarm and all(kind == "scatter" and sent == drawn > 0 for kind, sent, drawn in swarm), swarm
+    assert sum(sent for _, sent, _ in swarm) <= plots.TOP_FEATURES * plots.SWARM_POINTS
     link = main.get_by_role("link", name=re.compile(r"Highest risk: C\d+")).first
     customer = re.search(r"C\d+", link.inner_text()).group()
     link.click()
