@@ -234,7 +234,8 @@ class Observed:
         return values
 
 
-BLOCK_CELLS = 2_000_000  # history values read at once by Observed.of and the medians (8 MB of float32)
+BLOCK_CELLS = 2_000_000  # history values read at once by Observed.of (8 MB of float32)
+MEDIAN_BLOCK_CELLS = 8_000_000  # by the medians: months of every customer (each block touches every customer's pages)
 
 
 def _as_float(block: np.ndarray) -> np.ndarray:
@@ -281,7 +282,7 @@ def monthly_medians(temporal, rows: np.ndarray | None, mask_value: float | None)
     history in float64 with padding as NaN, without that copy."""
     n, periods, width = temporal.shape
     count = n if rows is None else len(rows)
-    step = max(1, BLOCK_CELLS // max(1, count * width))
+    step = max(1, MEDIAN_BLOCK_CELLS // max(1, count * width))
     out = np.full((periods, width), np.nan)
     for t0 in range(0, periods, step):
         block = _as_float(temporal[:, t0:t0 + step] if rows is None else temporal[rows, t0:t0 + step])

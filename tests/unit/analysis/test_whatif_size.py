@@ -149,7 +149,7 @@ def test_a_history_that_is_all_padding_counts_every_month_as_before():
 @pytest.mark.parametrize("n, cohort, dtype", [(300, None, None), (300, "1", None), (700, None, np.float32),
                                               (301, None, np.float64)])
 def test_the_monthly_medians_equal_nanmedian_of_the_float64_history(n, cohort, dtype, monkeypatch, mapped):
-    monkeypatch.setattr(whatif, "BLOCK_CELLS", 7 * n * 6)  # blocks of 7 months: the last block is short
+    monkeypatch.setattr(whatif, "MEDIAN_BLOCK_CELLS", 7 * n * 6)  # blocks of 7 months: the last block is short
     generated = None if dtype is None else padded_history(np.random.default_rng(n), n, 40, 6).astype(dtype)
     if dtype == np.float64:  # values float32 cannot hold, and a few NaN (nanmedian's answer there)
         generated[generated != MASK] += 1e-9
