@@ -6,7 +6,8 @@
 Times the card's parts in one process on one bundle: ``Observed.of`` (the data's ranges, with its peak traced
 allocation), the bundle's medians, and the whole search the card runs (``counterfactual.search``, threshold 0.5,
 3 s limit, as ``ui/keep.py``) for customers whose score is at least 0.5, first with nothing computed (cold: the
-first pays the ranges and medians) then again (warm: the bundle's statistics kept, as the dashboard keeps them);
+first pays the bundle's medians, timed apart before it; the engine compiled first by one attribution call, as
+the heatmap's has on the page) then again (warm: the bundle's statistics kept, as the dashboard keeps them);
 then the code of ``--before`` (``git show``): its ``Observed.of``, its per-customer median and its candidate
 listing, on the same customer and inputs, and the new listing beside it. Prints the date and ``uptime``'s load at
 the start and the end. Only for this benchmark; no test times anything.
@@ -51,14 +52,17 @@ def old_module(ref: str, path: str, name: str):
     return module
 
 
-def timed(call):
-    tracemalloc.start()
+def timed(call, trace: bool = True):
+    """(value, seconds, peak traced GB: None untraced; tracing slows the making of many small objects)."""
+    if trace:
+        tracemalloc.start()
     start = time.perf_counter()
     try:
         value = call()
-        return value, time.perf_counter() - start, tracemalloc.get_traced_memory()[1] / 1e9
+        return value, time.perf_counter() - start, tracemalloc.get_traced_memory()[1] / 1e9 if trace else None
     finally:
-        tracemalloc.stop()
+        if trace:
+            tracemalloc.stop()
 
 
 def high_risk(bundle, folder: str, count: int) -> list[str]:
@@ -92,6 +96,12 @@ def main() -> None:
     print(f"bundle {args.bundle}: {bundle.n_customers} x {bundle.n_periods} x {bundle.n_temporal}; customers {ids}")
     observed, seconds, peak = timed(lambda: whatif.Observed.of(bundle))
     print(f"new Observed.of: {seconds:.2f} s, peak traced {peak:.3f} GB")
+    low = str(bundle.ids[int(np.argmin(np.load(Path(args.bundle) / ".explain-cache" / "scores.npy")[:, 0]))])
+    _, seconds, _ = timed(lambda: whatif.explain_inputs(bundle, bundle.inputs_for([low]), settings), trace=False)
+    print(f"the page's attribution call before the card (compiles the engine, as the heatmap has): {seconds:.2f} s")
+    _, seconds, peak = timed(lambda: whatif.bundle_medians(bundle, observed))
+    print(f"new bundle medians (once per bundle; the first card's search computes them): {seconds:.2f} s, "
+          f"peak traced {peak:.3f} GB")
     for label in ("cold", "warm"):
         for cid, took, result in new_card(bundle, ids, settings, observed):
             print(f"new card ({label}) {cid}: {took:.2f} s  reached={result.reached} rounds={result.rounds} "
@@ -114,8 +124,10 @@ def main() -> None:
     current = {role: ctx.original[role].copy() for role in whatif.ROLES}
     old_cf = old_module(args.before, "explain/analysis/counterfactual.py", "counterfactual_before")
     for round_ in range(2):
-        got, new_s, _ = timed(lambda: counterfactual.candidate_edits(ctx, current, attribution, 0, set(), set()))
-        want, old_s, _ = timed(lambda: old_cf.candidate_edits(ctx, current, attribution, 0, set(), set()))
+        got, new_s, _ = timed(lambda: counterfactual.candidate_edits(ctx, current, attribution, 0, set(), set()),
+                              trace=False)
+        want, old_s, _ = timed(lambda: old_cf.candidate_edits(ctx, current, attribution, 0, set(), set()),
+                               trace=False)
         same = len(got) == len(want) and all(a[0] == b[0] and a[1] == b[1] for a, b in zip(got, want))
         print(f"candidate_edits (medians kept) #{round_ + 1}: old {old_s:.2f} s, new {new_s:.3f} s "
               f"({len(got)} candidates, same: {same})")

@@ -236,12 +236,14 @@ def search(ctx: Context, *, threshold: float = 0.5, locked=(), max_edits: int = 
     predict, and evaluates the best ``candidates`` in one batched model call. A round that
     reaches the threshold takes the reaching edit that changes the fewest values; otherwise the
     one that lowers the prediction most. At most ``max_edits`` edits, and no new round after
-    ``time_limit`` seconds; locked features (names or labels) and padded months are never
+    ``time_limit`` seconds (not counting the bundle's medians, computed once per bundle before the first
+    search starts its clock); locked features (names or labels) and padded months are never
     edited, and every value stays in the observed range. Edits that are not needed to stay
     below the threshold are dropped at the end.
     """
     _check_limits(threshold, max_edits=max_edits, time_limit=time_limit, candidates=candidates)
     locked = locked_features(ctx.bundle, locked)
+    ctx.median(None)  # the bundle's medians, computed once per bundle: not this customer's search time
     start = time.perf_counter()
     current = {role: ctx.original[role].copy() for role in ROLES}
     chosen: list[Edit] = []

@@ -418,17 +418,24 @@ class Context:
     baseline: dict  # the baseline's static (S,), temporal (T, F) (the mean of a sampled baseline)
     padded: np.ndarray  # (T,) bool
     def median(self, cohort: str | None) -> dict:
-        """Per feature (and per month) median of all customers, or of the cohort with label ``cohort``;
-        a month's median is over the customers with a real month there (padding is no data). Computed once per
-        bundle: kept with ``observed``, which every customer's context of the bundle shares."""
-        kept = self.observed._medians
-        if cohort not in kept:
-            rows = (None if cohort is None
-                    else np.flatnonzero(labels.mask(self.bundle.labels, cohort)))
-            static = np.asarray(self.bundle.static if rows is None else self.bundle.static[rows], np.float64)
-            kept[cohort] = {"static": np.median(static, axis=0),
-                            "temporal": monthly_medians(self.bundle.temporal, rows, self.observed.mask_value)}
-        return kept[cohort]
+        """Per feature (and per month) median of all customers, or of the cohort with label ``cohort``:
+        :func:`bundle_medians`, computed once per bundle (kept with ``observed``, which every customer's context of
+        the bundle shares)."""
+        return bundle_medians(self.bundle, self.observed, cohort)
+
+
+def bundle_medians(bundle, observed: Observed, cohort: str | None = None) -> dict:
+    """{"static": (S,), "temporal": (T, F)} float64: the median of all customers (or of those with label ``cohort``)
+    per static feature, and per month and monthly feature over the customers with a real month there (padding is no
+    data); computed on the first call and kept in ``observed`` (made of ``bundle`` by :meth:`Observed.of`), so that a
+    server can compute them ahead (about 3 s for 20,000 x 365 x 24)."""
+    kept = observed._medians
+    if cohort not in kept:
+        rows = None if cohort is None else np.flatnonzero(labels.mask(bundle.labels, cohort))
+        static = np.asarray(bundle.static if rows is None else bundle.static[rows], np.float64)
+        kept[cohort] = {"static": np.median(static, axis=0),
+                        "temporal": monthly_medians(bundle.temporal, rows, observed.mask_value)}
+    return kept[cohort]
 
 
 def context(bundle, customer: str, settings: Settings = Settings(), *, observed: Observed | None = None,
