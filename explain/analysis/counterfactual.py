@@ -59,7 +59,7 @@ def candidate_edits(ctx: Context, current: dict, attribution: Attribution, row: 
     ``time.perf_counter()`` value) passes while they are listed.
     """
     pool = _Pool.of(ctx, current, attribution, row, locked, used, deadline=deadline)
-    return None if pool is None else pool.items(range(pool.size))
+    return None if pool is None else pool.static + [w.item(k) for w in pool.windows for k in range(len(w.starts))]
 
 
 @dataclass(frozen=True)
