@@ -32,6 +32,7 @@ import json
 import math
 import re
 import warnings
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -427,15 +428,50 @@ class Context:
 def bundle_medians(bundle, observed: Observed, cohort: str | None = None) -> dict:
     """{"static": (S,), "temporal": (T, F)} float64: the median of all customers (or of those with label ``cohort``)
     per static feature, and per month and monthly feature over the customers with a real month there (padding is no
-    data); computed on the first call and kept in ``observed`` (made of ``bundle`` by :meth:`Observed.of`), so that a
-    server can compute them ahead (about 3 s for 20,000 x 365 x 24)."""
-    kept = observed._medians
+    data); computed on the first call for a bundle's arrays and kept while they live (:func:`_kept_medians`), so
+    that every customer's context shares them and a server can compute them ahead (about 3 s for 20,000 x 365 x 24)."""
+    kept = _kept_medians(bundle, observed)
     if cohort not in kept:
         rows = None if cohort is None else np.flatnonzero(labels.mask(bundle.labels, cohort))
         static = np.asarray(bundle.static if rows is None else bundle.static[rows], np.float64)
         kept[cohort] = {"static": np.median(static, axis=0),
                         "temporal": monthly_medians(bundle.temporal, rows, observed.mask_value)}
     return kept[cohort]
+
+
+_MEDIANS: dict = {}  # id(history) -> _Kept; at most MAX_KEPT bundles
+MAX_KEPT = 8
+
+
+@dataclass
+class _Kept:
+    """The medians of one bundle's arrays: the history by weak reference (its id is only reused once it is gone),
+    the static table and the labels held, so that a bundle with other arrays never gets them."""
+
+    history: weakref.ref
+    static: object
+    labels: object
+    mask_value: float | None
+    medians: dict = field(default_factory=dict)
+
+    def of(self, bundle, mask_value) -> bool:
+        return (self.history() is bundle.temporal and self.static is bundle.static and self.labels is bundle.labels
+                and self.mask_value == mask_value)
+
+
+def _kept_medians(bundle, observed: Observed) -> dict:
+    """The medians kept for ``bundle``'s arrays ({cohort: medians}, filled by :func:`bundle_medians`): the same
+    dictionary for every context of the bundle, however its ``Observed`` was copied (a cache that pickles it)."""
+    try:
+        history = weakref.ref(bundle.temporal)
+    except TypeError:  # an array that takes no weak reference: kept with this Observed only
+        return observed._medians
+    kept = _MEDIANS.get(id(bundle.temporal))
+    if kept is None or not kept.of(bundle, observed.mask_value):
+        while len(_MEDIANS) >= MAX_KEPT:
+            _MEDIANS.pop(next(iter(_MEDIANS)))
+        kept = _MEDIANS[id(bundle.temporal)] = _Kept(history, bundle.static, bundle.labels, observed.mask_value)
+    return kept.medians
 
 
 def context(bundle, customer: str, settings: Settings = Settings(), *, observed: Observed | None = None,

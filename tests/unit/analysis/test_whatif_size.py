@@ -2,6 +2,7 @@
 per bundle, and the search's candidate windows listed for all starts at once; every answer checked against the
 implementation it replaced (copied below as the reference), on generated data."""
 
+import pickle
 import time
 import tracemalloc
 import warnings
@@ -171,6 +172,7 @@ def test_a_month_no_customer_has_is_nan():
 
 
 def test_every_customers_context_uses_the_bundles_medians_computed_once(mapped, monkeypatch):
+    monkeypatch.setattr(whatif, "_MEDIANS", {})  # none kept from other tests
     calls = []
     medians = whatif.monthly_medians
     monkeypatch.setattr(whatif, "monthly_medians", lambda *a: calls.append(a[1]) or medians(*a))
@@ -181,6 +183,10 @@ def test_every_customers_context_uses_the_bundles_medians_computed_once(mapped, 
     assert contexts[2].median("2") is contexts[0].median("2")
     assert len(calls) == 2 and calls[0] is None and len(calls[1]) == 100
     np.testing.assert_array_equal(first["static"], np.median(mapped.static, axis=0))
+    copied = pickle.loads(pickle.dumps(observed))  # what a cache that pickles its values hands out
+    assert context_of(mapped, copied, 9).median(None) is first and len(calls) == 2
+    other = fake_bundle(mapped.static.copy(), mapped.temporal, mapped.labels)  # other static values: computed anew
+    assert context_of(other, copied, 9).median(None) is not first and len(calls) == 3
 
 
 def context_of(bundle, observed, i, baseline=None):
