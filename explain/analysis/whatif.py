@@ -445,18 +445,26 @@ MAX_KEPT = 8
 
 @dataclass
 class _Kept:
-    """The medians of one bundle's arrays: the history by weak reference (its id is only reused once it is gone),
-    the static table and the labels held, so that a bundle with other arrays never gets them."""
+    """The medians of one bundle's arrays, which it refers to weakly (nothing kept alive; the history's id is only
+    reused once it is gone), so that a bundle with other arrays never gets them."""
 
-    history: weakref.ref
+    history: object  # each a weakref.ref (or a function giving an object that takes no weak reference)
     static: object
     labels: object
     mask_value: float | None
     medians: dict = field(default_factory=dict)
 
     def of(self, bundle, mask_value) -> bool:
-        return (self.history() is bundle.temporal and self.static is bundle.static and self.labels is bundle.labels
-                and self.mask_value == mask_value)
+        return (self.history() is bundle.temporal and self.static() is bundle.static
+                and self.labels() is bundle.labels and self.mask_value == mask_value)
+
+
+def _weak(value):
+    """A weak reference to ``value``, or (None, a list: no weak reference) a function that gives it."""
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return lambda: value
 
 
 def _kept_medians(bundle, observed: Observed) -> dict:
@@ -470,7 +478,8 @@ def _kept_medians(bundle, observed: Observed) -> dict:
     if kept is None or not kept.of(bundle, observed.mask_value):
         while len(_MEDIANS) >= MAX_KEPT:
             _MEDIANS.pop(next(iter(_MEDIANS)))
-        kept = _MEDIANS[id(bundle.temporal)] = _Kept(history, bundle.static, bundle.labels, observed.mask_value)
+        kept = _MEDIANS[id(bundle.temporal)] = _Kept(history, _weak(bundle.static), _weak(bundle.labels),
+                                                     observed.mask_value)
     return kept.medians
 
 

@@ -2,10 +2,12 @@
 per bundle, and the search's candidate windows listed for all starts at once; every answer checked against the
 implementation it replaced (copied below as the reference), on generated data."""
 
+import gc
 import pickle
 import time
 import tracemalloc
 import warnings
+import weakref
 from types import SimpleNamespace
 
 import numpy as np
@@ -187,6 +189,10 @@ def test_every_customers_context_uses_the_bundles_medians_computed_once(mapped, 
     assert context_of(mapped, copied, 9).median(None) is first and len(calls) == 2
     other = fake_bundle(mapped.static.copy(), mapped.temporal, mapped.labels)  # other static values: computed anew
     assert context_of(other, copied, 9).median(None) is not first and len(calls) == 3
+    static = weakref.ref(other.static)
+    del other
+    gc.collect()
+    assert static() is None  # the medians kept do not keep a bundle's arrays alive
 
 
 def context_of(bundle, observed, i, baseline=None):
