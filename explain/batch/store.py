@@ -156,7 +156,12 @@ class Store:
 
     def customer_ids(self) -> list[str]:
         """Every customer id, in the order of the run (from the summary files)."""
-        return self.summary()["customer_id"].tolist()
+        kept = self.__dict__.get("_kept_ids")
+        if kept is None:
+            kept = self.summary()["customer_id"].tolist()
+            if "_kept_summaries" in self.__dict__:  # a finished store: its ids do not change either
+                self.__dict__["_kept_ids"] = kept
+        return list(kept)
 
     def summary(self, ids: Sequence[str] | None = None) -> pd.DataFrame:
         """One row per customer: customer_id, prediction, baseline_prediction, delta, steps,
@@ -164,8 +169,16 @@ class Store:
         return self._summary_of(self._summaries(), ids)
 
     def _summaries(self) -> dict[int, pa.Table]:
-        """{chunk: its summary table} of every finished chunk."""
-        return {i: _read_table(chunk_paths(self.path, i)[1]) for i in self.done_chunks()}
+        """{chunk: its summary table} of every finished chunk; a finished store's are read once per ``Store`` object
+        (its files do not change: a store written again is listed again as a new object), so that reading one
+        customer after another (the dashboard's Customer page) does not read every summary file each time."""
+        kept = self.__dict__.get("_kept_summaries")
+        if kept is not None:
+            return kept
+        found = {i: _read_table(chunk_paths(self.path, i)[1]) for i in self.done_chunks()}
+        if len(found) == self.n_chunks and self.complete:
+            self.__dict__["_kept_summaries"] = found
+        return found
 
     def _summary_of(self, summaries: dict[int, pa.Table], ids: Sequence[str] | None) -> pd.DataFrame:
         table = pa.concat_tables(list(summaries.values())) if summaries else SUMMARY_SCHEMA.empty_table()
@@ -200,18 +213,33 @@ class Store:
         return frame if columns is None else frame[list(columns)]
 
 
+    def holds(self, ids: Sequence[str]) -> bool:
+        """True if every one of ``ids`` is in the store's finished chunks."""
+        where = self._where()
+        return all(str(cid) in where for cid in ids)
+
+    def _where(self) -> dict[str, int]:
+        """{customer id: its chunk} of the finished chunks (kept with a finished store's summaries)."""
+        summaries = self._summaries()
+        if summaries is not self.__dict__.get("_kept_summaries"):
+            return _chunk_of(summaries)
+        where = self.__dict__.get("_kept_where")
+        if where is None:
+            where = self.__dict__["_kept_where"] = _chunk_of(summaries)
+        return where
+
     def _chunks_holding(self, ids: Sequence[str], summaries: dict[int, pa.Table]) -> list[int]:
         """The chunks of ``summaries`` ({chunk: summary table}) that hold ``ids``; ``StoreError``
         naming the ids that none holds."""
-        wanted, where = set(ids), {}
-        for i, table in summaries.items():
-            for cid in table.column("customer_id").to_pylist():
-                if cid in wanted:
-                    where[cid] = i
+        if summaries is self.__dict__.get("_kept_summaries"):  # the chunk of each customer, found once
+            where = self._where()
+        else:
+            wanted = set(ids)
+            where = {cid: i for cid, i in _chunk_of(summaries).items() if cid in wanted}
         missing = [cid for cid in ids if cid not in where]
         if missing:
             raise StoreError(NOT_IN_STORE.format(count=len(missing), folder=self.path, examples=examples(missing)))
-        return sorted(set(where.values()))
+        return sorted({where[cid] for cid in ids})
 
     def arrays(self, bundle, ids: Sequence[str]) -> "StoredAttributions":
         """The attributions of ``ids`` as arrays shaped like the engine's (``Attribution``):
@@ -604,3 +632,11 @@ def settings_words(settings: dict, output_names: Sequence[str] | None = None) ->
         named = output_names is not None and isinstance(target, int) and 0 <= target < len(output_names)
         words.append(f"output {output_names[target] if named else target}")
     return ", ".join(words)
+
+
+def _chunk_of(summaries: dict[int, pa.Table]) -> dict[str, int]:
+    """{customer id: the chunk whose summary holds it} (the last, where one is in two)."""
+    where: dict[str, int] = {}
+    for i, table in summaries.items():
+        where.update(dict.fromkeys(table.column("customer_id").to_pylist(), i))
+    return where

@@ -149,7 +149,7 @@ class BundleStores:
                 customers = store.manifest["customers"]
                 if (customers.get("count"), customers.get("sha256")) != every:
                     continue
-            elif not set(map(str, ids)) <= set(store.customer_ids()):
+            elif not store.holds(ids):
                 continue
             found.append(store)
         return sorted(found, key=lambda s: (s.completed, str(s.path)), reverse=True)

@@ -7,13 +7,14 @@ store's chunk files goes through ``explain.batch.store._read_table``, counted he
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.testing.v1 import AppTest
 
 import explain
 from explain.batch import drivers as batch_drivers
 from explain.batch import store as batch_store
 from explain.batch import summary as batch_summary
 from tests.app.test_drivers_over_runs import PAGE, open_bundle
-from tests.support.apptest import app, charts, plain
+from tests.support.apptest import APP, charts, plain
 
 
 def counting(monkeypatch) -> list:
@@ -29,26 +30,31 @@ def counting(monkeypatch) -> list:
     return reads
 
 
-def fresh_open():
-    """The page as a fresh server opens it: the dashboard's caches emptied first."""
+def fresh_open(reads: list):
+    """The page as a fresh server opens it: the dashboard's caches emptied first. ``reads`` counts the page's own
+    run: the Customer page a session opens first reads its customer from a store of exactly its settings."""
     st.cache_resource.clear()
     st.cache_data.clear()
-    return app(page=PAGE)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    reads.clear()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
 
 
 def test_a_second_open_reads_the_summaries_only_and_a_new_parts_version_rebuilds_them(tmp_path, monkeypatch):
     bundle = open_bundle(tmp_path, monkeypatch, runs=3, previous=True)
     folder = bundle.path / "attributions"
     reads = counting(monkeypatch)
-    first = fresh_open()
+    first = fresh_open(reads)
     assert reads, "the first open computes from the stores' chunks"
     assert {p.split("/attributions/")[1].split("/")[0] for p in reads} >= {"run0", "run1", "run2", "previous"}
     kept = set(folder.glob("*.drivers-*.npz"))
     assert kept and set(folder.glob("*.shares-*.npz")) and set(folder.glob("*.movers-*.json"))
     shown = charts(first)
 
-    reads.clear()
-    second = fresh_open()
+    second = fresh_open(reads)
     assert reads == [], f"a second open read {len(reads)} chunk file(s): {reads[:3]}"
     assert charts(second) == shown
     assert [plain(i.value) for i in second.info] == [plain(i.value) for i in first.info]
@@ -56,7 +62,7 @@ def test_a_second_open_reads_the_summaries_only_and_a_new_parts_version_rebuilds
     monkeypatch.setattr(batch_summary, "PARTS_VERSION", batch_summary.PARTS_VERSION + 1)
     for old in kept:  # a summary of the previous version cannot be read as this one...
         assert batch_summary.read_summary(old) is None
-    third = fresh_open()
+    third = fresh_open(reads)
     read_again = {p.split("/attributions/")[1].split("/")[0] for p in reads}
     assert "run2" in read_again, reads  # ...so the page's store (the newest run) is read again
     assert set(folder.glob("*.drivers-*.npz")) - kept, "a summary of the new version is written beside the store"
