@@ -31,9 +31,8 @@ python3 -m pip install --quiet --disable-pip-version-check -r requirements-jax.t
 # the docs site (mkdocs.yml): tests/unit/test_docs.py builds it with mkdocs build --strict
 python3 -m pip install --quiet --disable-pip-version-check -r requirements-docs.txt
 export TF_CPP_MIN_LOG_LEVEL=2
-# the declared style (pyproject.toml [tool.ruff]) and the docs site, before the tests
+# the declared style (pyproject.toml [tool.ruff]) before the tests (the docs site is built by tests/unit/test_docs.py)
 python3 -m ruff check .
-NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 # Three workers on two cores: a third of the time a test waits (a browser drawing, a server or a Ray cluster
 # starting, a subprocess), and the third worker fills it. --dist loadfile keeps a file's module fixtures (a
 # trained model, a server) on one worker; tests/conftest.py hands out the longest files first.
