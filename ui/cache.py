@@ -180,15 +180,16 @@ def one_stored(bundle, cid: str, settings: Settings):
     marks = found.mark()
     if not any(files for _, files in marks):
         return None
-    found = _kept_listing(bundle, bundle.content_hash, found.dirs, marks)
+    found = BundleStores(bundle, found.dirs, _kept_stores(found.dirs, marks))
     return _one_stored(bundle, bundle.content_hash, str(cid), settings.key(), marks, found)
 
 
-# a resource: the listing's stores keep their summaries once read (which chunk holds a customer), so that a switch to
-# another customer of a store of 1,000,000 reads one chunk, not every summary file; a new listing when a file changes
+# a resource: the stores keep their summaries once read (which chunk holds a customer), so that a switch to another
+# customer of a store of 1,000,000 reads one chunk, not every summary file; listed again when a file changes. The
+# stores only: a session's bundle is not kept after the session ends
 @st.cache_resource(max_entries=4, ttl=TTL, show_spinner=False)
-def _kept_listing(_bundle, content_hash: str, dirs: tuple, marks: tuple) -> BundleStores:
-    return BundleStores(_bundle, list(dirs))
+def _kept_stores(dirs: tuple, marks: tuple) -> tuple:
+    return BundleStores(None, list(dirs)).every
 
 
 def attributions(bundle, ids, settings: Settings, *, what: str = "customer"):

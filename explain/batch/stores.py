@@ -116,9 +116,11 @@ class BundleStores:
     """The stores under a bundle's store folders (:func:`store_dirs`, or the folders given), listed once:
     every question a page or a command asks about them is answered from the one listing."""
 
-    def __init__(self, bundle, dirs: Sequence[Path]):
+    def __init__(self, bundle, dirs: Sequence[Path], every: Sequence[Store] | None = None):
         self.bundle = bundle
         self.dirs = tuple(Path(d) for d in dirs)
+        if every is not None:  # the stores of an earlier listing of the same folders, unchanged since
+            self.__dict__["every"] = tuple(every)
 
     def __repr__(self) -> str:
         return f"BundleStores({[str(d) for d in self.dirs]!r})"
