@@ -6,6 +6,9 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("PYTHONHASHSEED", "0")
+# Ray starts its worker processes at nice 15; with the other pytest workers on the same cores they starved (one Ray
+# test took 362 s of a 21-minute run in three workers): the tests' Ray clusters, and the CLI's, at normal priority
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 DEMO = Path(__file__).resolve().parent.parent / "bundles" / "demo"
 
