@@ -174,14 +174,23 @@ def _one_stored(_bundle, content_hash: str, cid: str, key: tuple, marks: tuple, 
 def one_stored(bundle, cid: str, settings: Settings):
     """``cid``'s attribution under ``settings`` read from a finished batch store of this bundle made with exactly
     these settings (``ui.stored``: no model call), or None (no such store, or one a store cannot answer)."""
-    if not bundle.content_hash or not stored.servable(bundle, settings):
+    listed = _listed(bundle) if stored.servable(bundle, settings) else None
+    if listed is None:
+        return None
+    found, marks = listed
+    return _one_stored(bundle, bundle.content_hash, str(cid), settings.key(), marks, found)
+
+
+def _listed(bundle) -> tuple[BundleStores, tuple] | None:
+    """(the bundle's stores, the marks of their folders), the stores those of the listing kept for these marks; None
+    for a bundle without a content hash or with no store files at all."""
+    if not bundle.content_hash:
         return None
     found = stores_of(bundle)
     marks = found.mark()
     if not any(files for _, files in marks):
         return None
-    found = BundleStores(bundle, found.dirs, _kept_stores(found.dirs, marks))
-    return _one_stored(bundle, bundle.content_hash, str(cid), settings.key(), marks, found)
+    return BundleStores(bundle, found.dirs, _kept_stores(found.dirs, marks)), marks
 
 
 # a resource: the stores keep their summaries once read (which chunk holds a customer), so that a switch to another
@@ -262,12 +271,10 @@ def stored_attributions(bundle, ids, settings: Settings):
     """The attributions of ``ids`` from the newest finished batch store of this bundle (same content hash)
     made with exactly these settings (``stores_of(bundle).exact``); None if there is none. ``ExplainError``
     if a matching store cannot be read. Per rerun only the store folders' files are looked at (their marks)."""
-    if not bundle.content_hash:
+    listed = _listed(bundle)
+    if listed is None:
         return None
-    found = stores_of(bundle)
-    marks = found.mark()
-    if not any(files for _, files in marks):
-        return None
+    found, marks = listed
     return _stored(bundle, bundle.content_hash, tuple(str(i) for i in ids), settings.key(), marks, found)
 
 
