@@ -129,6 +129,9 @@ def main(argv: list[str]) -> int:
     args, app_args = streamlit_args(argv)
     sys.path[0] = str(ROOT)  # this script's folder (ui/) would put its modules at the top level: `from ui import ...`
     sys.argv = [str(APP), *app_args]  # what the app reads (ui.startup), as under `streamlit run`
+    from explain.core import backend
+
+    backend.skip_keras_sklearn_wrappers()  # Keras' import without its scikit-learn wrappers: 0.8 s of the first page
     from streamlit.web import cli  # Streamlit's modules first: the warm-up's imports then share none in flight
 
     from ui import runtime

@@ -64,3 +64,36 @@ def module(backend: str | None = None):
     if backend not in SUPPORTED:
         raise RuntimeError(UNSUPPORTED.format(name=backend))
     return importlib.import_module(SUPPORTED[backend])
+
+
+# ------------------------------------------------------------------ Keras' scikit-learn wrappers, left unloaded
+class _NoSklearnForKerasWrappers:
+    """A finder that refuses ``import sklearn`` when, and only when, Keras' own ``keras.src.wrappers`` asks for it.
+
+    Keras imports scikit-learn (and with it SciPy) at its own import, for its scikit-learn wrappers
+    (``keras.wrappers.SKLearnClassifier`` ...), which it treats as optional: without scikit-learn they are left
+    undefined. The dashboard and the command line never use them, and the import was 0.8-0.9 s of a 6.5 s
+    dashboard start (``python -X importtime``). Every other ``import sklearn`` (the segments of What drives churn)
+    finds it as usual."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "sklearn":
+            return None
+        frame = sys._getframe(1)
+        while frame is not None:
+            if str(frame.f_globals.get("__name__", "")).startswith("keras.src.wrappers"):
+                raise ImportError("scikit-learn is not loaded for Keras' wrappers here (explain.core.backend)")
+            frame = frame.f_back
+        return None
+
+
+def skip_keras_sklearn_wrappers() -> bool:
+    """Let Keras' import leave out its scikit-learn wrappers in this process (see :class:`_NoSklearnForKerasWrappers`).
+    For the dashboard's and the command line's processes only, never on ``import explain`` (a notebook may use the
+    wrappers). Does nothing once Keras or scikit-learn is imported; True if the finder is (now) in place."""
+    if any(isinstance(f, _NoSklearnForKerasWrappers) for f in sys.meta_path):
+        return True
+    if "keras" in sys.modules or "sklearn" in sys.modules:
+        return False
+    sys.meta_path.insert(0, _NoSklearnForKerasWrappers())
+    return True
