@@ -327,10 +327,40 @@ def cmd_check(args) -> int:
         from explain.core import ig
 
         report.notes += [f"Warning: {note}" for note in ig.model_notes(bundle.model, roles=bundle.roles or None)]
+        if report.ok:
+            scored_for_the_dashboard(bundle, report, model_file)
     print(report.format())
     if not report.ok and not args.trust_code and custom_code_refused(report.format()):
         print(TRUST_CODE_HINT)
     return 0 if report.ok else 1
+
+
+SCORED = ("Scored every customer ({n:,}) in {seconds:.1f} s and kept the scores beside the array cache: the dashboard "
+          "reads them instead of scoring again.")
+NOT_FINITE = "the model's output is not a finite number for {count:,} customer(s), e.g. {ids}: their scores and " \
+             "attributions cannot be trusted. Check those customers' values (NaN, huge numbers) or the model."
+
+
+def scored_for_the_dashboard(bundle, report, model_file: str) -> None:
+    """A big bundle (one with an array cache: ``explain.bundle.cache``): every customer scored once and the scores
+    kept for the dashboard's first page (20,000 histories of 365 days take seconds to score); a customer whose score is
+    not finite is a problem of the model file. Small bundles are scored by the dashboard in well under a second."""
+    import time
+
+    import numpy as np
+
+    from explain.analysis import cohort
+    from explain.bundle import cache as array_cache
+
+    if not array_cache.holds(bundle.path, bundle.content_hash):
+        return
+    start = time.perf_counter()
+    scores, _ = cohort.kept_scores(bundle)
+    bad = np.flatnonzero(~np.all(np.isfinite(scores), axis=1))
+    if len(bad):
+        report.add(model_file, NOT_FINITE.format(count=len(bad), ids=", ".join(map(str, bundle.ids[bad[:3]]))))
+        return
+    report.notes.append(SCORED.format(n=bundle.n_customers, seconds=time.perf_counter() - start))
 
 
 def model_problems(bundle) -> list[str]:

@@ -42,9 +42,7 @@ from explain.analysis.groups import of as feature_groups_of
 from explain.batch import drivers as batch_drivers
 from explain.batch.store import Store
 from explain.batch.stores import BundleStores, stores_of
-from explain.bundle import cache as array_cache
 from explain.bundle import load as bundle_io
-from explain.core.baselines import release_pages
 from explain.core.engine import warm_up_xla
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings, resolve_target
@@ -338,41 +336,10 @@ def cohort_mean(bundle, label_value: str, settings: Settings) -> dict:
 
 @st.cache_data(max_entries=16, ttl=TTL, show_spinner="Scoring every customer...")
 def _predictions(_bundle, content_hash: str) -> np.ndarray:
-    # a big bundle's scores are kept beside its array cache: a later server start reads them (issue 26)
-    shape = (_bundle.n_customers, len(_bundle.output_names))
-    found = array_cache.read_scores(_bundle.path, content_hash, shape)
-    if found is not None:
-        return found
+    # a big bundle's scores are kept beside its array cache: a later server start reads them (issue 26), and
+    # `explain check` keeps them too
     with WORK.computing("predictions"):
-        found = _score_everyone(_bundle)  # (n, K)
-    array_cache.write_scores(_bundle.path, content_hash, found)
-    return found
-
-
-class _Rows:
-    """Some rows of a bundle, as ``cohort.scores`` reads one (its model, roles and arrays)."""
-
-    def __init__(self, bundle, arrays: dict) -> None:
-        self.model, self.roles, self._arrays = bundle.model, getattr(bundle, "roles", None), arrays
-
-    def data(self) -> dict:
-        return self._arrays
-
-
-def _score_everyone(bundle, block: int = cohort.PREDICT_CHUNK * 16) -> np.ndarray:
-    """``cohort.scores`` of every customer, ``block`` customers at a time (a whole number of its model calls, so
-    the same numbers): a memory-mapped history's pages read for a block are given back to the page cache before
-    the next (``release_pages``), so scoring 200,000 histories of 7 GB holds one block, not the file."""
-    data = bundle.data()
-    if not any(isinstance(values, np.memmap) for values in data.values()):
-        return cohort.scores(bundle, should_stop=runtime.should_stop)
-    parts = []
-    for start in range(0, bundle.n_customers, block):
-        rows = {key: values[start:start + block] for key, values in data.items()}
-        parts.append(cohort.scores(_Rows(bundle, rows), should_stop=runtime.should_stop))
-        for key, values in data.items():
-            release_pages(values, rows[key])
-    return np.concatenate(parts)
+        return cohort.kept_scores(_bundle, should_stop=runtime.should_stop)[0]  # (n, K)
 
 
 def predictions(bundle, target=None) -> np.ndarray:

@@ -32,6 +32,50 @@ def scores(bundle, should_stop=None, chunk: int = PREDICT_CHUNK) -> np.ndarray:
         bundle.data(), "output", chunk, should_stop)
 
 
+class _Rows:
+    """Some rows of a bundle, as :func:`scores` reads one (its model, roles and arrays)."""
+
+    def __init__(self, bundle, arrays: dict) -> None:
+        self.model, self.roles, self._arrays = bundle.model, getattr(bundle, "roles", None), arrays
+
+    def data(self) -> dict:
+        return self._arrays
+
+
+def score_everyone(bundle, should_stop=None, block: int = PREDICT_CHUNK * 16) -> np.ndarray:
+    """:func:`scores` of every customer, ``block`` customers at a time (a whole number of its model calls, so
+    the same numbers): a memory-mapped history's pages read for a block are given back to the page cache before
+    the next (``release_pages``), so scoring 200,000 histories of 7 GB holds one block, not the file."""
+    from explain.core.baselines import release_pages
+
+    data = bundle.data()
+    if not any(isinstance(values, np.memmap) for values in data.values()):
+        return scores(bundle, should_stop=should_stop)
+    parts = []
+    for start in range(0, bundle.n_customers, block):
+        rows = {key: values[start:start + block] for key, values in data.items()}
+        parts.append(scores(_Rows(bundle, rows), should_stop=should_stop))
+        for key, values in data.items():
+            release_pages(values, rows[key])
+    return np.concatenate(parts)
+
+
+def kept_scores(bundle, should_stop=None) -> tuple[np.ndarray, bool]:
+    """(every customer's model output (n, K), whether it was read back): a big bundle's scores are kept beside its
+    array cache (``explain.bundle.cache.write_scores``), so a later process of the same content -- the dashboard
+    after ``explain check``, or its next start -- reads them instead of scoring 20,000 histories again."""
+    from explain.bundle import cache as array_cache
+
+    path, content = getattr(bundle, "path", None), getattr(bundle, "content_hash", "")
+    shape = (bundle.n_customers, len(bundle.output_names))
+    found = array_cache.read_scores(path, content, shape) if path is not None and content else None
+    if found is not None:
+        return found, True
+    found = score_everyone(bundle, should_stop=should_stop)
+    array_cache.write_scores(path, content, found)
+    return found, False
+
+
 def sample_ids(bundle, size: str, seed: int = SEED) -> list[str]:
     """A seeded random sample of ``size`` customers ('200', ...) in table order, or all of them ('all')."""
     if size == "all" or int(size) >= bundle.n_customers:

@@ -307,6 +307,11 @@ def _current(folder: Path, content: str) -> list[Path]:
     return found
 
 
+def holds(folder: Path | None, content: str) -> bool:
+    """Whether an array cache of this bundle content is there, beside which scores can be kept."""
+    return folder is not None and bool(content) and enabled() and bool(_current(Path(folder), content))
+
+
 def read_scores(folder: Path | None, content: str, shape: tuple) -> np.ndarray | None:
     """The model outputs (n, K) of every customer of the bundle content ``content``, stored by :func:`write_scores`,
     or None (none stored, another content, another shape, or damaged: a file that does not match its CRC-32)."""

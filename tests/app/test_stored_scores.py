@@ -41,7 +41,6 @@ def test_a_cached_bundle_scores_its_customers_once(tmp_path, monkeypatch):
 
 def test_scoring_a_memory_mapped_bundle_block_by_block_gives_its_scores(tmp_path, monkeypatch):
     from explain.analysis import cohort
-    from ui import cache as ui_cache
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     demo = load_bundle("bundles/demo")
@@ -51,8 +50,8 @@ def test_scoring_a_memory_mapped_bundle_block_by_block_gives_its_scores(tmp_path
     bundle = load_bundle(folder)
     assert isinstance(bundle.data()["temporal"], np.memmap)
     whole = cohort.scores(bundle)
-    np.testing.assert_array_equal(ui_cache._score_everyone(bundle), whole)           # one block: the same calls
-    blocks = ui_cache._score_everyone(bundle, block=64)                               # 5 blocks, the last short
+    np.testing.assert_array_equal(cohort.score_everyone(bundle), whole)           # one block: the same calls
+    blocks = cohort.score_everyone(bundle, block=64)                               # 5 blocks, the last short
     assert blocks.shape == whole.shape
     np.testing.assert_allclose(blocks, whole, rtol=1e-6, atol=1e-7)
     reference = np.asarray(demo.model.predict([demo.static[:300], np.asarray(demo.temporal[:300])], verbose=0))
