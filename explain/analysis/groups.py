@@ -9,7 +9,10 @@ named as the summary names it, after its members' display names), the members in
 
 The sample is read ``READ_ROWS`` customers at a time (a memory-mapped history's pages given back after each
 block), so a bundle of 20,000 customers x 365 days x 24 features is never read whole. :func:`of` keeps its answer
-per bundle content (``content_hash``): the notebook and the command line ask once per customer.
+per bundle content (``content_hash``): the notebook and the command line ask once per customer; a big bundle's
+groups are also kept beside its array cache (``explain.bundle.cache.write_kept``, with the sample's seed and size
+and :data:`RULE`), so a later process -- the dashboard after ``explain check`` -- reads them (finding them on
+20,000 x 365 x 24 is about a second of the first page).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from explain.core.kept import Kept
 
 READ_ROWS = 500  # customers read from the arrays at a time
 KEPT = 8  # bundles whose groups :func:`of` keeps
+RULE = 1  # bump when define_groups finds other groups from the same values: groups kept on disk are found again
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,25 @@ _KEPT = Kept(KEPT)  # content hash -> find(bundle)
 
 
 def of(bundle) -> tuple[FeatureGroup, ...]:
-    """:func:`find`, kept per bundle content (``content_hash``; a bundle without one is read each time)."""
+    """:func:`find`, kept per bundle content (``content_hash``; a bundle without one is read each time) and, for a
+    big bundle, on disk beside its array cache (see the module)."""
     key = getattr(bundle, "content_hash", "") or None
-    return _KEPT.get(key, lambda: find(bundle))
+    return _KEPT.get(key, lambda: _kept_on_disk(bundle))
+
+
+def _kept_on_disk(bundle) -> tuple[FeatureGroup, ...]:
+    from explain.bundle import cache as array_cache
+
+    folder, content = getattr(bundle, "path", None), getattr(bundle, "content_hash", "")
+    made_with = {"seed": SEED, "size": GROUP_SAMPLE, "rule": RULE}
+    kept = array_cache.read_kept(folder, content, "groups", made_with)
+    if isinstance(kept, list):
+        try:
+            return tuple(FeatureGroup(str(name), tuple(str(f) for f in features), bool(found))
+                         for name, features, found in kept)
+        except (TypeError, ValueError):  # not what write_kept wrote: found again
+            pass
+    groups = find(bundle)
+    array_cache.write_kept(folder, content, "groups", made_with,
+                           [[g.name, list(g.features), g.found] for g in groups])
+    return groups

@@ -307,6 +307,36 @@ def _current(folder: Path, content: str) -> list[Path]:
     return found
 
 
+def read_kept(folder: Path | None, content: str, name: str, key: dict) -> object | None:
+    """What :func:`write_kept` kept under ``name`` for this bundle content and this ``key`` (the settings it was
+    made with), or None (nothing kept, another content or key, unreadable)."""
+    if folder is None or not content or not enabled():
+        return None
+    for place in _current(Path(folder), content):
+        try:
+            kept = json.loads((place / f"kept-{name}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(kept, dict) and kept.get("content_hash") == content and kept.get("key") == key:
+            return kept.get("value")
+    return None
+
+
+def write_kept(folder: Path | None, content: str, name: str, key: dict, value) -> Path | None:
+    """Keep a small JSON ``value`` (a result derived from the bundle's arrays, such as its feature groups) beside
+    the array cache of this bundle content, with the ``key`` it was made with; where, or None (no such cache)."""
+    if folder is None or not content or not enabled():
+        return None
+    text = json.dumps({"content_hash": content, "key": key, "value": value})
+    for place in _current(Path(folder), content):
+        try:
+            write_atomic(place / f"kept-{name}.json", lambda temporary: temporary.write_text(text, encoding="utf-8"))
+            return place
+        except OSError:
+            continue
+    return None
+
+
 def holds(folder: Path | None, content: str) -> bool:
     """Whether an array cache of this bundle content is there, beside which scores can be kept."""
     return folder is not None and bool(content) and enabled() and bool(_current(Path(folder), content))

@@ -40,23 +40,34 @@ def _bundle(folder, model, static, temporal):
 def test_check_scores_every_customer_once_and_the_dashboard_reads_them(cached, tmp_path, capsys, monkeypatch):
     rng = np.random.default_rng(0)
     static, temporal = rng.normal(size=(40, 3)).astype("float32"), rng.normal(size=(40, 6, 2)).astype("float32")
+    static[:, 1] = 2 * static[:, 0] + rng.normal(scale=0.01, size=40)  # one signal in two columns: a group
     model = _model(0.5)
     folder = _bundle(tmp_path / "b", model, static, temporal)
     assert main(["check", "--bundle", str(folder)]) == 0
     out = capsys.readouterr().out
-    assert "Scored every customer (40)" in out and "kept the scores" in out
+    assert "Scored every customer (40)" in out and "kept beside the array cache" in out and "1 group(s): " in out
     bundle = load_bundle(folder)
     kept = cache.read_scores(folder, bundle.content_hash, (40, 1))
     reference = np.asarray(model.predict([static, temporal], verbose=0), np.float64)  # independent of the engine
     np.testing.assert_allclose(kept, reference, rtol=1e-5, atol=1e-6)
 
-    from explain.analysis import cohort
+    from explain.analysis import cohort, groups
+    from explain.core.kept import Kept
+
+    found = groups.find(bundle)  # computed here, independently of what check kept
+    assert [set(g.features) for g in found] == [{"static_0", "static_1"}] and found[0].found
+    made_with = {"seed": groups.SEED, "size": groups.GROUP_SAMPLE, "rule": groups.RULE}
+    assert cache.read_kept(folder, bundle.content_hash, "groups", made_with) == [
+        [g.name, list(g.features), g.found] for g in found]
 
     def no_scoring(*args, **kwargs):
-        raise AssertionError("scored again although check kept the scores")
+        raise AssertionError("computed again although check kept the result")
     monkeypatch.setattr(cohort, "scores", no_scoring)
+    monkeypatch.setattr(groups, "find", no_scoring)
+    monkeypatch.setattr(groups, "_KEPT", Kept(groups.KEPT))  # as in a new process: only the disk has them
     again, read = cohort.kept_scores(load_bundle(folder))
     assert read and np.array_equal(again, kept)
+    assert groups.of(load_bundle(folder)) == found
     assert main(["check", "--bundle", str(folder)]) == 0  # a second check reads them too (no_scoring not called)
 
 
