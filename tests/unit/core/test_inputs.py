@@ -22,17 +22,18 @@ T, F = 5, 2
 
 
 def tape_ig(fn, x_list, b_list, steps=64):
-    """IG of ``fn`` (a list of (1, ...) float arrays -> (1, 1)) along b -> x, one tape per node."""
+    """IG of ``fn`` (a list of (k, ...) float arrays -> (k, 1), each row on its own) along b -> x for one
+    customer: the ``steps`` Gauss-Legendre nodes stacked as k rows of one tape (row j's gradient is that of
+    output j alone, since no row sees another), summed with their weights."""
     nodes, weights = np.polynomial.legendre.leggauss(steps)
     alphas, weights = (nodes + 1) / 2, weights / 2
-    grads = [np.zeros(np.shape(x)) for x in x_list]
-    for alpha, w in zip(alphas, weights):
-        points = [tf.constant(b + alpha * (x - b), tf.float32) for x, b in zip(x_list, b_list)]
-        with tf.GradientTape() as tape:
-            tape.watch(points)
-            out = fn(points)[0, 0]
-        for g, grad in zip(grads, tape.gradient(out, points)):
-            g += w * grad.numpy()
+    points = [tf.constant(b + alphas.reshape(-1, *[1] * (np.ndim(x) - 1)) * (x - b), tf.float32)
+              for x, b in zip(x_list, b_list)]  # (steps, ...) from the (1, ...) ends
+    with tf.GradientTape() as tape:
+        tape.watch(points)
+        out = tf.reduce_sum(fn(points)[:, 0])
+    grads = [np.einsum("k,k...->...", weights, g.numpy().astype(np.float64))[None]
+             for g in tape.gradient(out, points)]
     return [(np.asarray(x, np.float64) - b) * g for x, b, g in zip(x_list, b_list, grads)]
 
 
@@ -216,7 +217,8 @@ def test_three_inputs_joint_and_per_input_match_reference():
         for k, ref in zip(keys, refs):
             np.testing.assert_allclose(joint.inputs[k][i], ref[0], rtol=1e-4, atol=1e-6)
         for j, k in enumerate(keys):  # per input: that input moves, the others stay at the customer's values
-            moving = tape_ig(lambda p, j=j: fn([*xi[:j], p[0], *xi[j + 1:]]), [xi[j]], [b[k]],
+            moving = tape_ig(lambda p, j=j: fn([*(np.repeat(v, len(p[0]), 0) for v in xi[:j]), p[0],
+                                                *(np.repeat(v, len(p[0]), 0) for v in xi[j + 1:])]), [xi[j]], [b[k]],
                              steps=int(per.per_input[k]["steps"][i]))
             np.testing.assert_allclose(per.inputs[k][i], moving[0][0], rtol=1e-3, atol=1e-5)
     assert np.all(np.abs(joint.delta) <= tolerance(joint))
