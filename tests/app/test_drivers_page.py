@@ -14,10 +14,13 @@ from explain.batch.local import run_batch_job
 from explain.bundle.load import load_bundle
 from explain.core.settings import Settings
 from tests.support.apptest import DEMO, app, array, charts, plain
+from tests.support.hostile import small_bundle
 from ui import stores
 
 PAGE = "pages/drivers.py"
 EVIL = "<img src=x onerror=alert(1)>"
+SMALL = 300  # customers of the demo cut for the pages that compute a store in the background: what they show and say
+# does not depend on the bundle's size below the dashboard's limit (stores.AUTO_LIMIT), the computing time does
 
 pytestmark = pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="the demo bundle is not built")
 
@@ -149,8 +152,7 @@ def test_an_earlier_store_shows_drift(demo):
 
 
 def test_without_a_store_the_page_computes_it_in_the_background(tmp_path, monkeypatch):
-    folder = tmp_path / "demo"
-    shutil.copytree(DEMO, folder, ignore=shutil.ignore_patterns("attributions"))
+    folder = small_bundle(DEMO, tmp_path / "demo", SMALL)  # the background job's store of every customer: 300
     monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
     monkeypatch.setenv(stores.ENV, str(tmp_path / "stores"))
     at = app(page=PAGE)
@@ -197,8 +199,7 @@ def test_escaped_names_and_no_labels(tmp_path, monkeypatch):
 def test_a_failed_background_job_says_why_and_tries_again(tmp_path, monkeypatch):
     from explain.core.errors import ExplainError
 
-    folder = tmp_path / "demo"
-    shutil.copytree(DEMO, folder, ignore=shutil.ignore_patterns("attributions"))
+    folder = small_bundle(DEMO, tmp_path / "demo", SMALL)
     monkeypatch.setenv("EXPLAIN_BUNDLE", str(folder))
     monkeypatch.setenv(stores.ENV, str(tmp_path / "stores"))
     real = stores.run_batch_job

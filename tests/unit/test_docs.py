@@ -87,15 +87,19 @@ def test_template_frees_numbers_only():
     assert line.match("score 0.9, baseline 12.5, total 0.1, gap 3e-09") is None
 
 
-VERIFY_README = """
-import numpy as np, explain
-b = explain.load_bundle("my_bundle")
-x = [b.static[:1], b.temporal[:1]]
-mean_month = b.temporal.mean(axis=(0, 1))            # the mean baseline: per feature over customers and months
-base = [b.static.mean(axis=0, keepdims=True), np.broadcast_to(mean_month, (1,) + b.temporal.shape[1:])]
-print(len(b.ids), b.static.shape, b.temporal.shape, b.output_names)
-print(float(np.asarray(b.model(x))[0, 0]), float(np.asarray(b.model(base))[0, 0]))
-"""
+def verify_readme(folder: Path) -> list[str]:
+    """An independent reference, in this process (the page's block ran in its own): the saved bundle's sizes, and
+    the saved model itself at customer 0 and at the mean baseline."""
+    import numpy as np
+
+    import explain
+
+    b = explain.load_bundle(folder)
+    x = [b.static[:1], b.temporal[:1]]
+    mean_month = b.temporal.mean(axis=(0, 1))            # the mean baseline: per feature over customers and months
+    base = [b.static.mean(axis=0, keepdims=True), np.broadcast_to(mean_month, (1,) + b.temporal.shape[1:])]
+    return [f"{len(b.ids)} {b.static.shape} {b.temporal.shape} {b.output_names}",
+            f"{float(np.asarray(b.model(x))[0, 0])} {float(np.asarray(b.model(base))[0, 0])}"]
 
 
 @pytest.mark.slow
@@ -109,18 +113,19 @@ def test_readme_quickstart_runs_and_adds_up(tmp_path):
     heatmap = (tmp_path / "heatmap.html").read_text(encoding="utf-8")
     assert '"type":"heatmap"' in heatmap.replace(" ", "")
     # An independent reference: the saved model itself at customer 0 and at the mean baseline.
-    check = run_python(VERIFY_README, tmp_path, "verify").stdout.strip().splitlines()
+    check = verify_readme(tmp_path / "my_bundle")
     assert check[0] == "50 (50, 3) (50, 12, 2) ['churn']"
     f_x, f_b = map(float, check[1].split())
     assert abs(f_x - score) <= 6e-4 and abs(f_b - baseline) <= 6e-4, (check, printed)
 
 
-VERIFY_DOCS = """
-import explain
-b = explain.load_bundle("churn_bundle")
-print(list(b.ids[:2]), len(b.ids), b.static_features, b.temporal_features, b.periods[0], b.periods[-1])
-print(b.output_names, b.units)
-"""
+def verify_docs(folder: Path) -> list[str]:
+    """The saved bundle's ids, names, periods, output and units, read back in this process."""
+    import explain
+
+    b = explain.load_bundle(folder)
+    return [f"{list(b.ids[:2])} {len(b.ids)} {b.static_features} {b.temporal_features} {b.periods[0]} {b.periods[-1]}",
+            f"{b.output_names} {b.units}"]
 
 
 @pytest.mark.slow
@@ -132,7 +137,7 @@ def test_docs_quickstart_runs_with_names(tmp_path):
     assert shape == "(2, 12, 2)"
     assert all(s in (16, 32, 64, 128, 256, 512, 1024) for s in ast.literal_eval(steps))   # auto doubles from 16
     assert float(gap) < 1e-3
-    check = run_python(VERIFY_DOCS, tmp_path, "verify").stdout.strip().splitlines()
+    check = verify_docs(tmp_path / "churn_bundle")
     assert check[0] == ("['C000', 'C001'] 50 ['tenure', 'monthly_charge'] ['support_calls', 'late_payments'] "
                         "2025-01 2025-12")
     assert check[1] == "['churn'] {'tenure': 'years'}"

@@ -30,11 +30,12 @@ def demo():
     return load_bundle(DEMO)
 
 
-def test_attribute_json_equals_api(demo, tmp_path):
-    out = tmp_path / "x.json"
-    result = run_cli("attribute", "--bundle", str(DEMO), "--customer", "C00002", "--customer", "C00010",
-                     "--baseline", "median", "--steps", "32", "--method", "trapezoid", "--out", str(out))
-    assert result.returncode == 0, result.stderr
+def test_attribute_json_equals_api(demo, tmp_path, capsys):
+    out = tmp_path / "x.json"  # in this process: the entry point's own process is test_check_..._exits_1's
+    code = main(["attribute", "--bundle", str(DEMO), "--customer", "C00002", "--customer", "C00010",
+                 "--baseline", "median", "--steps", "32", "--method", "trapezoid", "--out", str(out)])
+    result = capsys.readouterr()
+    assert code == 0, result.err
     doc = json.loads(out.read_text())
     assert doc["settings"] == {**doc["settings"], "baseline": "median", "steps": 32, "method": "trapezoid",
                                "target": 0, "space": "output", "path": "joint"}
@@ -50,8 +51,8 @@ def test_attribute_json_equals_api(demo, tmp_path):
         total = np.sum(customer["static"]["values"]) + np.sum(customer["temporal"]["values"])
         assert (customer["prediction"] - customer["baseline_prediction"] - total
                 == pytest.approx(customer["delta"], abs=1e-9))
-    assert "C00002:" in result.stdout  # a summary in words per customer: the Customer page's first sentence
-    line = next(line for line in result.stdout.splitlines() if line.startswith("C00010:"))
+    assert "C00002:" in result.out  # a summary in words per customer: the Customer page's first sentence
+    line = next(line for line in result.out.splitlines() if line.startswith("C00010:"))
     assert "likely to churn" in line and "(the median customer: " in line and "add up to" in line
 
 
@@ -110,9 +111,8 @@ def test_bad_output_suffix(tmp_path, capsys):
     assert "must end in one of .json, .csv, .parquet" in capsys.readouterr().err
 
 
-def test_check_demo_is_clean_and_broken_bundle_exits_1(tmp_path):
-    ok = run_cli("check", "--bundle", str(DEMO))
-    assert ok.returncode == 0, ok.stdout + ok.stderr
+def test_check_demo_is_clean_and_broken_bundle_exits_1(tmp_path, capsys):
+    assert main(["check", "--bundle", str(DEMO)]) == 0, capsys.readouterr()  # in this process: the same function
     broken = tmp_path / "b"
     broken.mkdir()
     for name in ("model.keras", "temporal.csv", "bundle.json"):
@@ -121,7 +121,7 @@ def test_check_demo_is_clean_and_broken_bundle_exits_1(tmp_path):
     header = lines[0].split(",")
     lines[3] = ",".join(["abc" if h == "tenure_months" else v for h, v in zip(header, lines[3].split(","))])
     (broken / "static.csv").write_text("\n".join(lines) + "\n")
-    bad = run_cli("check", "--bundle", str(broken))
+    bad = run_cli("check", "--bundle", str(broken))  # `python -m explain` itself: its exit status is main()'s
     assert bad.returncode == 1
     assert "tenure_months" in bad.stdout and "abc" in bad.stdout
 

@@ -3,10 +3,7 @@ first, the segments cover every customer, the JSON holds DESIGN.md's keys, HTML 
 
 import html
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,23 +13,23 @@ from explain.cli import main
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def run_cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "explain", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=600, env=env)
+# The commands' own function (explain.cli.main) in this process: `python -m explain` is sys.exit(main()), and its
+# process is run by tests/unit/entry/test_cli.py; a fresh interpreter per command cost about 5 s of CPU each.
 
 
 @pytest.fixture(scope="module")
 def demo_store(bundle_dir):
     """The demo (a private copy) and its store of every customer, written by the command line."""
-    result = run_cli("batch", "--bundle", str(bundle_dir), "--out", str(bundle_dir / "attributions" / "all"))
-    assert result.returncode == 0, result.stderr
+    assert main(["batch", "--bundle", str(bundle_dir), "--out", str(bundle_dir / "attributions" / "all")]) == 0
     return bundle_dir
 
 
-def test_drivers_json_ranks_the_planted_drivers_first_and_covers_every_customer(demo_store, tmp_path):
+def test_drivers_json_ranks_the_planted_drivers_first_and_covers_every_customer(demo_store, tmp_path, capsys):
     out = tmp_path / "drivers.json"
-    result = run_cli("drivers", "--bundle", str(demo_store), "--out", str(out))  # the store is found
-    assert result.returncode == 0, result.stderr
+    capsys.readouterr()
+    code = main(["drivers", "--bundle", str(demo_store), "--out", str(out)])  # the store is found
+    result = capsys.readouterr()
+    assert code == 0, result.err
     doc = json.loads(out.read_text())
     planted = json.loads((demo_store / "demo_metrics.json").read_text())["planted_drivers"]
     planted = set(planted["static"]) | set(planted["temporal"])
@@ -49,8 +46,8 @@ def test_drivers_json_ranks_the_planted_drivers_first_and_covers_every_customer(
         assert set(segment) >= {"name", "size", "share", "mean_prediction", "top_drivers", "churn_rate"}
         assert segment["top_drivers"] and 0 <= segment["churn_rate"] <= 1
     assert doc["time_profile"][0]["periods"][-1] == "2025-12"
-    assert doc["sentence"] in result.stdout
-    assert doc["segments"][0]["name"] in result.stdout
+    assert doc["sentence"] in result.out
+    assert doc["segments"][0]["name"] in result.out
 
 
 def test_drivers_html_opens_offline_with_its_figures(demo_store, tmp_path):
@@ -76,12 +73,12 @@ def test_drivers_bad_input_is_one_clear_line(demo_store, tmp_path, capsys, args,
     assert not list(tmp_path.iterdir())  # nothing written
 
 
-def test_drivers_without_a_store_names_the_command(tmp_path):
+def test_drivers_without_a_store_names_the_command(tmp_path, monkeypatch, capsys):
     bundle = tmp_path / "demo"
     shutil.copytree(ROOT / "bundles" / "demo", bundle, ignore=shutil.ignore_patterns("attributions"))
     # an empty $EXPLAIN_STORES: the session's own (tests/conftest.py) may hold a store of the demo's content,
     # computed by a dashboard test that ran before this one
-    env = {**os.environ, "EXPLAIN_STORES": str(tmp_path / "no-stores")}
-    result = run_cli("drivers", "--bundle", str(bundle), "--out", str(tmp_path / "d.json"), env=env)
-    assert result.returncode == 2 and "python -m explain batch --bundle" in result.stderr
+    monkeypatch.setenv("EXPLAIN_STORES", str(tmp_path / "no-stores"))
+    code = main(["drivers", "--bundle", str(bundle), "--out", str(tmp_path / "d.json")])
+    assert code == 2 and "python -m explain batch --bundle" in capsys.readouterr().err
     assert not (tmp_path / "d.json").exists()

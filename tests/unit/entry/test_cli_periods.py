@@ -105,10 +105,8 @@ def test_output_by_name_explains_that_head(tmp_path):
                  "--out", str(tmp_path / "v.json")]) == 2
 
 
-def test_batch_stores_of_two_periods_are_told_apart_and_drivers_reads_the_one_asked(tmp_path):
-    model = per_period_model("lstm", seed=5)
-    x = _data(12, seed=2)
-    path = explain.save_bundle(tmp_path / "bundle", model, x["static"], x["temporal"])
+def test_batch_stores_of_two_periods_are_told_apart_and_drivers_reads_the_one_asked(saved, tmp_path):
+    path = saved[2]  # the module's per-period LSTM bundle (its stores are read by no other test here)
     stores = path / "attributions"
     for name, extra in (("p5", ["--output-period", "5"]), ("last", [])):
         assert main(["batch", "--bundle", str(path), "--out", str(stores / name), "--steps", "16", *extra]) == 0
