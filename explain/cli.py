@@ -364,6 +364,32 @@ def kept_for_the_dashboard(bundle, report, model_file: str) -> None:
     found = groups.of(bundle)
     names = f"{len(found)} group(s): " + "; ".join(g.name for g in found) if found else "none found"
     report.notes.append(SCORED.format(n=bundle.n_customers, groups=names, seconds=time.perf_counter() - start))
+    report.notes += padding_cut(bundle, scores[:, 0])
+
+
+def padding_cut(bundle, scores) -> list[str]:
+    """For a model that reads padded histories behind a Masking layer: one attribution (default settings) of the
+    highest-scored customer whose history is padded at the start makes the padding cut's one check
+    (``explain.core.cut``), which ``explain.bundle.load`` keeps for the dashboard; a note says what it found."""
+    import numpy as np
+
+    from explain.analysis.explainer import explain_customers
+    from explain.core.engine import cut_notes, engine_for
+    from explain.core.settings import Settings
+
+    cut = engine_for(bundle.model, getattr(bundle, "roles", None) or None).cut
+    if not cut.possible:
+        return []
+    data = bundle.data()
+    padded = np.ones(len(scores), bool)
+    for key, mask in cut.mask.items():  # the first period is padding: the history is padded at the start
+        padded &= np.all(np.asarray(data[key][:, 0]) == mask, axis=tuple(range(1, data[key].ndim - 1)))
+    if not padded.any():
+        return []
+    customer = str(bundle.ids[np.flatnonzero(padded)[np.argmax(scores[padded])]])
+    explain_customers(bundle, [customer], Settings().for_bundle(bundle))
+    return [f"Model calls on padded histories: {cut_notes(bundle.model)} (checked on customer {customer}'s "
+            "attribution, kept beside the array cache for the dashboard)."]
 
 
 def model_problems(bundle) -> list[str]:

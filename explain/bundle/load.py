@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, Sequence
@@ -505,11 +506,33 @@ def _inspect(folder: Path, loader: ModelLoader | None = None,
             folder=folder, files=", ".join((MODEL_FILE, "static.csv", "temporal.csv"))))
         return report, None
     cached = array_cache.read(folder, _table_limits(limits))
-    if cached is not None:
-        opened = _open_cached(folder, cached, loader, limits)
-        if opened is not None:
-            return opened
-    return _check(folder, loader, limits)
+    opened = _open_cached(folder, cached, loader, limits) if cached is not None else None
+    report, bundle = opened if opened is not None else _check(folder, loader, limits)
+    if bundle is not None:
+        _remember_cut(bundle)
+    return report, bundle
+
+
+def _remember_cut(bundle: Bundle) -> None:
+    """A big bundle's padding-cut verdict (``explain.core.cut``: whether the model's calls may leave out the padding
+    at the start of the histories, checked on the first attribution) kept beside its array cache for this model file
+    and software, and given to the engine: a later process does not check it again."""
+    if not array_cache.holds(bundle.path, bundle.content_hash):
+        return
+    from explain.core import backend, cut
+
+    name = backend.name()
+    versions = {package: getattr(sys.modules.get(package), "__version__", None) for package in ("keras", name)}
+    if None in versions.values():  # the model was opened, so Keras and its backend are imported: not expected
+        return
+    key = {"format": cut.VERDICT_FORMAT, "backend": name, **versions}
+    kept = array_cache.read_kept(bundle.path, bundle.content_hash, "cut", key)
+    verdict = (bool(kept[0]), str(kept[1])) if isinstance(kept, list) and len(kept) == 2 else None
+
+    def keep(enabled: bool, note: str) -> None:
+        array_cache.write_kept(bundle.path, bundle.content_hash, "cut", key, [bool(enabled), str(note)])
+
+    cut.remember(bundle.model, verdict, keep)
 
 
 def _table_limits(limits: Limits) -> dict:

@@ -7,6 +7,12 @@ are exact zeros. ``Engine.path_sums`` (``explain.core.engine``) groups rows by t
 only the periods after the shared padding. ``Cut`` is enabled only after one check (``CUT_ROWS`` rows, within
 ``CUT_TOLERANCE``); ``Checked`` checks the first compiled cut call of a batch job against the graph call
 (``explain.core.xla.compiled_calls``).
+
+The check's verdict is a property of the model's weights and of the software that runs it, so it can be kept: the
+caller that opened the model (``explain.bundle.load`` for a big bundle) gives :func:`remember` the verdict of an
+earlier process for the same model file, Keras, backend and :data:`VERDICT_FORMAT` (then the first call builds the
+clone without checking it again: on 20,000 x 365 x 24 the check was 1.4 of the first attribution's 2.2 s), and a
+callable that keeps a new verdict.
 """
 
 from __future__ import annotations
@@ -21,6 +27,16 @@ from explain.core import xla
 CUT_STEP = 8  # a call's cut (leading periods left out) is a multiple of this: few shapes for backends that trace each
 CUT_ROWS = 4  # rows of the first cut call on which the cut is checked against the full call
 CUT_TOLERANCE = 1e-6  # ... within this fraction of the largest |output| and |gradient sum|
+
+VERDICT_FORMAT = 1  # bump when the check tests something else: verdicts kept by earlier versions are checked again
+_KNOWN: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> (verdict or None, keep)
+
+
+def remember(model, verdict: tuple[bool, str] | None, keep=None) -> None:
+    """For ``model``'s engines: ``verdict`` (enabled, note) of the check made by an earlier process for the same model
+    file and software (None: not known), and ``keep(enabled, note)``, called once when this process checks it."""
+    _KNOWN[model] = (verdict, keep)
+
 
 REFUSED_OUTPUT = "full calls (the model's output depends on the padded periods: the cut was refused)"
 REFUSED_GRADIENTS = "full calls (gradients change when the padded periods are cut: the cut was refused)"
@@ -123,22 +139,39 @@ class Cut:
         return bool(self.state)
 
     def _decide(self, engine, probe: Probe) -> None:
+        verdict, keep = _KNOWN.get(self.model_ref(), (None, None))
+        checked = False
         try:
-            self.state, self.note = self._check(engine, probe)
+            if verdict is not None:  # checked by an earlier process (``remember``)
+                if verdict[0]:
+                    self._free(engine)
+                self.state, self.note = bool(verdict[0]), str(verdict[1])
+            else:
+                self.state, self.note = self._check(engine, probe)
+                checked = True
         except Exception as error:  # a model the clone or the cut call does not take: full calls
             self.state, self.note = False, f"full calls (the model cannot be cut: {type(error).__name__})"
+        if checked and keep is not None:  # a check that failed (memory, ...) is made again by the next process
+            try:
+                keep(self.state, self.note)
+            except Exception:  # noqa: BLE001 - keeping it is a saving only; this process goes on with its verdict
+                pass
         if not self.state:
             self.clone = self.engine = None
 
-    def _check(self, engine, probe: Probe):
+    def _free(self, engine) -> None:
+        """``clone`` (the same layers, weights shared, Embeddings substituted as in the model, on a free time axis)
+        and ``engine``, the engine of its calls."""
         import keras
 
         model = engine.model_ref()
         inputs = [keras.Input(shape=(None, *tuple(t.shape[2:])) if s.key in self.mask else tuple(t.shape[1:]),
                               dtype=t.dtype, name=s.name) for s, t in zip(engine.layout.specs, model.inputs)]
-        # the same layers (weights shared, Embeddings substituted as in the model) on a free time axis
         self.clone = keras.models.clone_model(model, input_tensors=inputs, clone_function=lambda layer: layer)
         self.engine = engine.free_time(self.clone, self.mask)
+
+    def _check(self, engine, probe: Probe):
+        self._free(engine)
         fx, m, space = engine.fx, CUT_ROWS, probe.space
         xs, bs, raws = ([t[:m] for t in ts] for ts in probe.args)
         lead = self.leading({k: fx.numpy(t) for k, t in zip(engine.keys, xs)},
