@@ -17,19 +17,26 @@ if [ "${1:-}" = "--quick" ]; then
     exec python3 -m pytest --quick -n 2 "$@"
 fi
 
+# Debian's chromium (browser tests) is installed while pip installs the Python packages: the two downloads overlap
+APT_PID=""
+APT_LOG="$(mktemp)"
 if ! command -v chromium >/dev/null 2>&1; then
     SUDO=""
     if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq chromium >/dev/null
+    ( $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium ) >"$APT_LOG" 2>&1 &
+    APT_PID=$!
 fi
-python3 -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-# the optional Ray engine (--engine ray): CI installs it so that tests/unit/batch/test_ray_batch.py runs
-python3 -m pip install --quiet --disable-pip-version-check -r requirements-ray.txt
-# the optional JAX backend (KERAS_BACKEND=jax, CPU): CI installs it so that tests/unit/core/test_backends.py runs
-python3 -m pip install --quiet --disable-pip-version-check -r requirements-jax.txt
-# the docs site (mkdocs.yml): tests/unit/test_docs.py builds it with mkdocs build --strict
-python3 -m pip install --quiet --disable-pip-version-check -r requirements-docs.txt
+# one resolver run for everything the tests need: the dashboard and its tests (requirements-dev.txt); the optional
+# Ray engine (--engine ray: tests/unit/batch/test_ray_batch.py); the optional JAX backend (KERAS_BACKEND=jax:
+# tests/unit/core/test_backends.py); the docs site (tests/unit/test_docs.py builds it with mkdocs build --strict)
+python3 -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -r requirements-ray.txt \
+    -r requirements-jax.txt -r requirements-docs.txt
+if [ -n "$APT_PID" ] && ! wait "$APT_PID"; then
+    cat "$APT_LOG" >&2
+    echo "error: apt-get could not install Debian's chromium (the browser tests need it)" >&2
+    exit 1
+fi
+rm -f "$APT_LOG"
 export TF_CPP_MIN_LOG_LEVEL=2
 # the declared style (pyproject.toml [tool.ruff]) before the tests (the docs site is built by tests/unit/test_docs.py)
 python3 -m ruff check .
