@@ -63,24 +63,59 @@ def sums(engine, x, b, batch_size=16 * 3, cut=True, steps=16):
 
 
 def reference(model, x, b, lead, steps=16):
-    """sum_j w_j grad f(b + a_j (x - b)) computed per customer on its real periods only (the same layers)."""
+    """sum_j w_j grad f(b + a_j (x - b)) computed per customer on its real periods only (the same layers), the
+    nodes of a customer as the rows of one GradientTape call (no row sees another); one ``tf.function`` with a
+    free time axis for all the customers' lengths."""
     alphas, weights = alphas_and_weights("gausslegendre", steps)
+    recurrent = [layer for layer in model.layers
+                 if isinstance(layer, (keras.layers.Masking, keras.layers.LSTM, keras.layers.GRU))]
+
+    @tf.function(input_signature=[tf.TensorSpec((None, S), tf.float32), tf.TensorSpec((None, None, F), tf.float32)],
+                 autograph=False)
+    def gradients(ps, pt):
+        with tf.GradientTape() as tape:
+            tape.watch([ps, pt])
+            h = pt
+            for layer in recurrent:
+                h = layer(h)
+            total = tf.reduce_sum(model.layers[-1](model.layers[-2]([ps, h])))
+        return tape.gradient(total, [ps, pt])
+
     out = {"static": np.zeros_like(x["static"]), "temporal": np.zeros_like(x["temporal"])}
     for i, start in enumerate(lead):
         ps = b["static"][i] + alphas[:, None] * (x["static"][i] - b["static"][i])
         pt = b["temporal"][i, start:] + alphas[:, None, None] * (x["temporal"][i, start:] - b["temporal"][i, start:])
-        ps, pt = tf.constant(ps, tf.float32), tf.constant(pt, tf.float32)
-        with tf.GradientTape() as tape:
-            tape.watch([ps, pt])
-            h = pt
-            for layer in model.layers:
-                if isinstance(layer, (keras.layers.Masking, keras.layers.LSTM, keras.layers.GRU)):
-                    h = layer(h)
-            total = tf.reduce_sum(model.layers[-1](model.layers[-2]([ps, h])))
-        gs, gt = tape.gradient(total, [ps, pt])
+        gs, gt = gradients(tf.constant(ps, tf.float32), tf.constant(pt, tf.float32))
         out["static"][i] = weights @ gs.numpy()
         out["temporal"][i, start:] = np.einsum("k,ktf->tf", weights, gt.numpy())
     return out
+
+
+_ONCE: dict[tuple, tuple[list, dict]] = {}
+
+
+def once(key: tuple, model, compute):
+    """``compute()`` (numbers from a fresh Engine, or the reference) the first time ``key`` is asked in this module,
+    the same numbers afterwards: the tests that build the same model (the same seed) on the same data share the
+    numbers their check is against. The model's weights must be those the numbers were computed with."""
+    weights = [keras.ops.convert_to_numpy(w) for w in model.weights]
+    if key not in _ONCE:
+        _ONCE[key] = (weights, compute())
+    first, numbers = _ONCE[key]
+    assert len(first) == len(weights) and all(np.array_equal(u, v) for u, v in zip(first, weights)), key
+    return {name: value.copy() for name, value in numbers.items()}
+
+
+def graph_sums(model, key: tuple, x, b, batch_size=16 * 3):
+    """``sums`` of a fresh Engine (graph calls, cut) on ``model``, ``key`` naming the model and the data."""
+    return once(("graph", *key, batch_size), model, lambda: sums(Engine(model), x, b, batch_size=batch_size))
+
+
+def expected_sums(model, key: tuple, x, b, lead, graph):
+    """The reference on real periods under TensorFlow; under JAX the graph calls (see the module's docstring)."""
+    if keras.config.backend() != "tensorflow":
+        return graph
+    return once(("reference", *key), model, lambda: reference(model, x, b, lead))
 
 
 def assert_near(a, b):
@@ -96,8 +131,9 @@ def test_cut_path_sums_equal_the_full_ones_and_a_reference_on_real_periods(kind)
     cut = sums(engine, x, b)
     assert engine.cut.state is True and "cut" in engine.cut.note
     assert engine.cut.engine.traces["path"] >= 1  # the cut calls ran
+    once(("graph", kind, 0, 1, 16 * 3), model, lambda: cut)  # the compiled calls' test checks against these
     full = sums(Engine(model), x, b, cut=False)
-    expected = reference(model, x, b, lead) if keras.config.backend() == "tensorflow" else full
+    expected = expected_sums(model, (kind, 0, 1), x, b, lead, full)
     for key in ("static", "temporal"):
         assert_near(cut[key], full[key])
         assert_near(cut[key], expected[key])  # each row in its own place: rows come back in their order
@@ -109,8 +145,8 @@ def test_cut_path_sums_equal_the_full_ones_and_a_reference_on_real_periods(kind)
 def test_chunking_does_not_change_the_cut_results(batch_size):
     model = build("lstm")
     x, b, _ = data()
-    base = sums(Engine(model), x, b, batch_size=16 * 3)
-    other = sums(Engine(model), x, b, batch_size=batch_size)
+    base = graph_sums(model, ("lstm", 0, 1), x, b)
+    other = graph_sums(model, ("lstm", 0, 1), x, b, batch_size=batch_size)
     for key in base:
         assert_near(other[key], base[key])
 
@@ -184,8 +220,8 @@ def test_compiled_cut_calls_equal_the_graph_calls_and_the_reference(kind):
     x, b, lead = data()
     engine, fast = compiled_sums(model, x, b)
     assert engine.cut.state is True and engine.cut.compiled is True
-    graph = sums(Engine(model), x, b)
-    expected = reference(model, x, b, lead) if keras.config.backend() == "tensorflow" else graph
+    graph = graph_sums(model, (kind, 0, 1), x, b)
+    expected = expected_sums(model, (kind, 0, 1), x, b, lead, graph)
     for key in ("static", "temporal"):
         assert_near(fast[key], graph[key])
         assert_near(fast[key], expected[key])
@@ -207,7 +243,7 @@ def test_compiled_cut_calls_equal_the_graph_calls_and_the_reference(kind):
 def test_compiled_calls_pad_the_last_rows_without_changing_a_number(batch_size):
     model = build("lstm")
     x, b, _ = data()
-    graph = sums(Engine(model), x, b, batch_size=batch_size)
+    graph = graph_sums(model, ("lstm", 0, 1), x, b, batch_size=batch_size)
     _, fast = compiled_sums(model, x, b, batch_size=batch_size)  # 23 rows: the last call of fewer rows is padded
     for key in graph:
         assert_near(fast[key], graph[key])
@@ -220,7 +256,7 @@ def test_refused_compiled_calls_fall_back_to_the_graph_calls(fault, monkeypatch)
 
     model = build("lstm", seed=7)
     x, b, _ = data(seed=8)
-    graph = sums(Engine(model), x, b)
+    graph = graph_sums(model, ("lstm", 7, 8), x, b)
     real = xla.Fixed.__call__
     seen = []
 
@@ -269,7 +305,7 @@ def test_compiled_calls_run_the_longest_first_after_the_check(monkeypatch):
         fast = sums(engine, x, b, batch_size=16 * 4)  # 4 rows per call, 2 in flight: 20 calls of 2 rows
     assert len(lengths) == 40 // -(-4 // COMPILED_IN_FLIGHT)
     assert lengths == sorted(lengths, reverse=True) and lengths[0] > lengths[-1]
-    graph = sums(Engine(model), x, b, batch_size=16 * 4)
+    graph = graph_sums(model, ("lstm", 9, 10, 40), x, b, batch_size=16 * 4)
     for key in graph:
         assert_near(fast[key], graph[key])
 
@@ -283,8 +319,8 @@ def test_compiled_calls_in_threads_give_the_numbers_of_the_same_calls_one_at_a_t
 
     from explain.core import xla
 
-    model = build("lstm", seed=11)
-    x, b, _ = data(n=40, seed=12)
+    model = build("lstm", seed=9)  # the model and customers of the longest-first test: the same graph numbers
+    x, b, _ = data(n=40, seed=10)
     threads, real = set(), xla.Fixed.__call__
 
     def recording(self, *args):
@@ -305,6 +341,6 @@ def test_compiled_calls_in_threads_give_the_numbers_of_the_same_calls_one_at_a_t
     assert threads == {threading.current_thread().name}
     for key in in_threads:
         np.testing.assert_array_equal(in_threads[key], one_by_one[key])
-    graph = sums(Engine(model), x, b, batch_size=16 * 4)
+    graph = graph_sums(model, ("lstm", 9, 10, 40), x, b, batch_size=16 * 4)
     for key in graph:
         assert_near(in_threads[key], graph[key])
