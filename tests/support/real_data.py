@@ -27,6 +27,7 @@ Use it from a test module with the session's ``tmp_path_factory``::
 from __future__ import annotations
 
 import json
+import os
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -130,9 +131,37 @@ def rossi_bundle(folder: Path, *, seed: int = SEED, epochs: int = EPOCHS) -> Pat
 
 
 def rossi(tmp_path_factory) -> Path:
-    """The Rossi bundle of this test session: built (trained) on the first call, the same folder after."""
+    """The Rossi bundle of this test session: built (trained) on the first call, the same folder after. In a run of
+    several pytest-xdist workers (``PYTEST_XDIST_TESTRUNUID``, the same for every worker of one run) the first worker
+    that asks builds it in their common temporary folder while the others wait on a file lock, and each worker gets
+    its own copy of it (a test may write stores into it, as before): trained once a run, not once per worker (about
+    15 s of CPU each)."""
     key = str(tmp_path_factory.getbasetemp())
     if key not in _BUILT:
-        _BUILT[key] = rossi_bundle(tmp_path_factory.mktemp("real") / "rossi")
+        run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+        if run:
+            import shutil
+
+            built = _shared(tmp_path_factory.getbasetemp().parent / f"rossi-{run}")
+            _BUILT[key] = Path(shutil.copytree(built, tmp_path_factory.mktemp("real") / "rossi"))
+        else:
+            _BUILT[key] = rossi_bundle(tmp_path_factory.mktemp("real") / "rossi")
     return _BUILT[key]
+
+
+def _shared(place: Path) -> Path:
+    """``place/rossi``, built once by whichever worker comes first (the others wait for it)."""
+    import fcntl
+
+    place.mkdir(parents=True, exist_ok=True)
+    folder, done = place / "rossi", place / "built"
+    with open(place / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not done.exists():
+                rossi_bundle(folder)
+                done.write_text("ok")
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return folder
 
