@@ -1,123 +1,48 @@
 """The dashboard in a real browser: `streamlit run` headless + Debian's Chromium via Playwright.
 
 Skipped only when /usr/bin/chromium is missing and CI is not set; with CI set a missing
-browser fails. Screenshots of every page go to tests/screenshots/<page>.png.
+browser fails. With EXPLAIN_SCREENSHOTS set, screenshots of every page go to tests/screenshots/<page>.png.
+The fixtures (the demo's server, Chromium, a page) are in tests/browser/conftest.py, the helpers in
+tests/browser/served.py.
 """
 
-import os
-import shutil
-import subprocess
-import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.support.processes import free_port, stop, wait_healthy
-
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = ROOT / "tests" / "screenshots"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-VIEWPORT = {"width": 1400, "height": 1000}
-STARTUP_TIMEOUT = 90  # seconds until /_stcore/health answers ok
-RENDER_TIMEOUT = 90_000  # ms for a page to show its figures
+from tests.browser.served import (
+    HEATMAP_Z,
+    RENDER_TIMEOUT,
+    ROOT,
+    VIEWPORT,
+    open_page,
+    require_chromium,
+    screenshot,
+    serve,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.browser
-
-if not os.path.exists(CHROMIUM):
-    if os.environ.get("CI"):
-        pytest.fail(f"{CHROMIUM} is missing and CI is set: install Debian's chromium package.", pytrace=False)
-    pytest.skip(f"{CHROMIUM} is missing (install Debian's chromium package)", allow_module_level=True)
-
-from playwright.sync_api import sync_playwright  # noqa: E402 (after the skip: no browser, no need)
-
-# JS: the z values of the first heatmap trace on the page, as JSON (null while none is drawn).
-HEATMAP_Z = """() => {
-  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
-    const trace = (gd._fullData || []).find(t => t.type === 'heatmap');
-    if (trace && trace.z) return JSON.stringify(Array.from(trace.z, row => Array.from(row)));
-  }
-  return null;
-}"""
-
-
-@contextmanager
-def serve(log_dir: Path, *args: str):
-    """``streamlit run app.py [-- args]`` on a free loopback port; yields its URL once healthy."""
-    port = free_port()
-    log = (log_dir / "server.log").open("w")
-    env = {k: v for k, v in os.environ.items() if k != "EXPLAIN_BUNDLE"}
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
-               "--browser.gatherUsageStats", "false"]
-    proc = subprocess.Popen(command + (["--", *args] if args else []),
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc, STARTUP_TIMEOUT,
-                     lambda: f"streamlit did not start (exit code {proc.poll()}); see {log.name}")
-        yield url
-    finally:
-        stop(proc)
-        log.close()
+require_chromium(module=True)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with serve(tmp_path_factory.mktemp("streamlit")) as url:
-        yield url
+def markup_server(tmp_path_factory):
+    """A second server whose bundle (`-- --bundle DIR`) names two features with markup."""
+    from tests.support.hostile import EVIL_HTML, EVIL_LATEX, rename_features_to_markup, small_bundle
+
+    root = tmp_path_factory.mktemp("markup")
+    bundle = small_bundle(ROOT / "bundles" / "demo", root / "bundle")
+    rename_features_to_markup(bundle)
+    with serve(root, "--bundle", str(bundle)) as url:
+        yield url, EVIL_HTML, EVIL_LATEX
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
-    page = context.new_page()
-    page.set_default_timeout(RENDER_TIMEOUT)
-    yield page
-    context.close()
-
-
-def wait_idle(page, quiet_ms: int = 1200) -> None:
-    """Until the app has stopped running (no status widget) and the figures had time to draw."""
-    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
-    page.wait_for_timeout(quiet_ms)
-    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
-
-
-def open_page(page, url: str, ready: str = ".js-plotly-plot") -> None:
-    page.goto(url)
-    page.wait_for_selector(ready)
-    wait_idle(page)
-
-
-def screenshot(page, name: str) -> Path:
-    """A full-page PNG: Streamlit scrolls inside its own container, so grow the viewport to fit it."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    height = page.evaluate("Math.max(...[...document.querySelectorAll("
-                           "'[data-testid=stMain], [data-testid=stAppViewContainer], section')]"
-                           ".map(e => e.scrollHeight), 0)")
-    page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], int(height))})
-    page.wait_for_timeout(1500)  # plotly resizes
-    path = SHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    page.set_viewport_size(VIEWPORT)
-    return path
-
-
-def test_deep_link_opens_the_chosen_view(server, page):
-    # The first request of a fresh server is a deep link to another page: it must still get the frame.
+def test_deep_link_opens_the_chosen_view(markup_server, page):
+    # The first request of a fresh server is a deep link to another page: it must still get the frame. The demo's
+    # server is shared by the test files of a worker, so the fresh one is markup_server (first used here): the
+    # demo's first 30 customers, and the same pages.
+    server = markup_server[0]
     open_page(page, f"{server}/compare?customer=C00010&compare=C00020&steps=16&baseline=median")
     main = page.locator("[data-testid=stMain]")
     assert main.get_by_text("C00010").first.is_visible()
@@ -265,18 +190,6 @@ SCRIPT_ATTRIBUTES = """() => [...document.querySelectorAll('*')].flatMap(e => [.
 CHART_TEXT = "() => [...document.querySelectorAll('.js-plotly-plot text')].map(t => t.textContent)"
 
 
-@pytest.fixture(scope="module")
-def markup_server(tmp_path_factory):
-    """A second server whose bundle (`-- --bundle DIR`) names two features with markup."""
-    from tests.support.hostile import EVIL_HTML, EVIL_LATEX, rename_features_to_markup, small_bundle
-
-    root = tmp_path_factory.mktemp("markup")
-    bundle = small_bundle(ROOT / "bundles" / "demo", root / "bundle")
-    rename_features_to_markup(bundle)
-    with serve(root, "--bundle", str(bundle)) as url:
-        yield url, EVIL_HTML, EVIL_LATEX
-
-
 @pytest.mark.parametrize("path", ["/?customer=C00002", "/compare?customer=C00002&compare=C00003", "/data"])
 def test_feature_names_that_are_markup_show_as_text_in_the_browser(markup_server, page, path):
     url, evil_html, evil_latex = markup_server
@@ -307,18 +220,8 @@ PATH_PAGES = [("/?customer=C00002", ".js-plotly-plot"), ("/compare", ".js-plotly
               ("/whatif", ".js-plotly-plot"), ("/data", "[data-testid=stFileUploader]")]
 
 
-@pytest.fixture(scope="module")
-def deployed_server(tmp_path_factory):
-    """A server whose bundle (`-- --bundle DIR`) lies under a path naming a user."""
-    root = tmp_path_factory.mktemp("paths")
-    folder = root / "home" / "alice-secret" / "churn"
-    shutil.copytree(ROOT / "bundles" / "demo", folder, ignore=shutil.ignore_patterns("attributions"))
-    with serve(root, "--bundle", str(folder)) as url:
-        yield url, folder
-
-
-def test_no_page_shows_the_bundle_path(deployed_server, page):
-    url, folder = deployed_server
+def test_no_page_shows_the_bundle_path(server, deployed_demo, page):
+    url, folder = server, deployed_demo
     for path, ready in PATH_PAGES:
         open_page(page, f"{url}{path}", ready)
         text = page.evaluate("() => document.body.innerText")

@@ -1,5 +1,6 @@
-"""The What drives churn page in a real browser (the server and Chromium fixtures of
-tests/browser/test_browser.py): the demo has no store, so the page computes it in the background,
+"""The What drives churn page in a real browser (Chromium: tests/browser/conftest.py) on a server of its own whose
+stores folder is empty (the session's demo server may hold the store already: the presenter's walk of
+test_browser_whatif.py opens this page): the demo has no store, so the page computes it in the background,
 shows its progress, draws every chart when it is stored (the beeswarm as SVG dots, one per customer sent, in
 Chromium without a GPU), and a segment's link opens its customer."""
 
@@ -8,9 +9,10 @@ import re
 import pytest
 
 from explain.plots import drivers as plots
-from tests.browser.test_browser import browser, page, screenshot, server, wait_idle  # noqa: F401 (fixtures)
+from tests.browser.served import require_chromium, screenshot, serve, wait_idle
 
 pytestmark = pytest.mark.browser
+require_chromium(module=True)
 
 # the beeswarm's traces as plotly.js drew them: (type, points sent, SVG dots drawn)
 SWARM = """() => { const gd = document.querySelector('.st-key-plot-drivers_beeswarm .js-plotly-plot');
@@ -21,7 +23,15 @@ DRAWN = """() => Array.from(document.querySelectorAll('[class*="st-key-plot-driv
   .filter(g => (g._fullData || []).length).length"""
 
 
-def test_drivers_page_computes_the_store_draws_it_and_opens_a_segments_customer(server, page):  # noqa: F811
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, deployed_demo):
+    """``streamlit run app.py -- --bundle`` the demo's copy, its stores in a new empty folder."""
+    root = tmp_path_factory.mktemp("drivers")
+    with serve(root, "--bundle", str(deployed_demo), stores=root / "stores") as url:
+        yield url
+
+
+def test_drivers_page_computes_the_store_draws_it_and_opens_a_segments_customer(server, page):
     page.goto(f"{server}/drivers")
     page.get_by_role("heading", name="What drives churn").wait_for()
     page.wait_for_function(f"() => ({DRAWN})() >= 5", timeout=300_000)  # the progress reran the page itself

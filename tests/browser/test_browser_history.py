@@ -13,9 +13,10 @@ import pytest
 
 from explain.plots import figures
 from explain.plots.periods import heatmap_plan
-from tests.browser.test_browser import browser  # noqa: F401 (fixture)
+from tests.browser.served import require_chromium
 
 pytestmark = pytest.mark.browser
+require_chromium(module=True)
 
 WEEKS = [(date(1970, 1, 5) + timedelta(weeks=k)).isoformat() for k in range(52)]
 DAYS = [(date(2025, 1, 1) + timedelta(days=k)).isoformat() for k in range(365)]
@@ -34,7 +35,7 @@ BOXES = """() => {
 }"""
 
 
-def drawn(browser, fig, width):  # noqa: F811
+def drawn(browser, fig, width):
     fig.update_layout(width=width)
     page = browser.new_page(viewport={"width": width + 40, "height": 900})
     try:
@@ -56,7 +57,7 @@ def figure(periods, f, plan=False):
 
 @pytest.mark.parametrize("width", [360, 1280])
 @pytest.mark.parametrize("case", ["52 weeks", "365 days", "365 days binned"])
-def test_history_ticks_title_and_names_fit(browser, case, width):  # noqa: F811
+def test_history_ticks_title_and_names_fit(browser, case, width):
     periods, f, plan = {"52 weeks": (WEEKS, 2, False), "365 days": (DAYS, 4, False),
                         "365 days binned": (DAYS, 4, True)}[case]
     seen = drawn(browser, figure(periods, f, plan), width)

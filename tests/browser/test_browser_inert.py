@@ -8,11 +8,12 @@ decides, not a copy of it."""
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.browser.test_browser import browser, open_page, page, serve, wait_idle  # noqa: F401 (fixtures)
+from tests.browser.served import open_page, require_chromium, serve, wait_idle
 from tests.support.apptest import DEMO
 from tests.support.hostile import markdown_bundle
 
 pytestmark = pytest.mark.browser
+require_chromium(module=True)
 
 # JS: links and images of the page that point at the hostile hosts (a mailto: link counts), and whether
 # their names show as text. (Streamlit's own anchors of headings point at this page: not counted.)
@@ -32,7 +33,7 @@ def hostile_server(tmp_path_factory):
         yield url
 
 
-def inert(page) -> dict:  # noqa: F811 (the fixture's name, as a plain argument)
+def inert(page) -> dict:
     try:  # the page may still be computing (a cohort) when its heading shows: wait for the texts, not a time
         page.wait_for_function(f"() => ({FOUND})().shown", timeout=120_000)
     except PlaywrightTimeout:
@@ -52,12 +53,12 @@ def inert(page) -> dict:  # noqa: F811 (the fixture's name, as a plain argument)
     "/diagnostics",
     "/data",
 ])
-def test_a_page_shows_bundle_and_url_text_as_text(hostile_server, page, path):  # noqa: F811
+def test_a_page_shows_bundle_and_url_text_as_text(hostile_server, page, path):
     open_page(page, hostile_server + path, ready="[data-testid=stMain] :is(h1, h2, h3)")
     inert(page)
 
 
-def test_the_what_if_inputs_and_the_cohort_baseline_label_are_text(hostile_server, page):  # noqa: F811
+def test_the_what_if_inputs_and_the_cohort_baseline_label_are_text(hostile_server, page):
     open_page(page, f"{hostile_server}/whatif?steps=16&baseline=cohort:1")
     page.get_by_role("tab", name="Static values").click()
     wait_idle(page)

@@ -1,11 +1,12 @@
 """The dashboard on a laptop and a phone, and the browser's Back button (issue 17), in a real
-browser: the fixtures of tests/browser/test_browser.py (``streamlit run`` + Debian's Chromium)."""
+browser: the fixtures of tests/browser/conftest.py (``streamlit run`` + Debian's Chromium)."""
 
 import pytest
 
-from tests.browser.test_browser import CHROMIUM_ARGS, HEATMAP_Z, RENDER_TIMEOUT, browser, open_page, server, wait_idle  # noqa: F401
+from tests.browser.served import HEATMAP_Z, RENDER_TIMEOUT, open_page, require_chromium, wait_idle
 
 pytestmark = pytest.mark.browser
+require_chromium(module=True)
 
 LAPTOP = {"width": 1280, "height": 720}
 PHONE = {"width": 400, "height": 800}
@@ -49,7 +50,7 @@ def overlaps(boxes, slack: float = 0.5) -> list:
 
 
 @pytest.fixture
-def sized_page(browser):  # noqa: F811
+def sized_page(browser):
     contexts = []
 
     def make(viewport):
@@ -64,7 +65,7 @@ def sized_page(browser):  # noqa: F811
         context.close()
 
 
-def test_laptop_sees_the_verdict_and_the_whole_heatmap_on_the_first_screen(server, sized_page):  # noqa: F811
+def test_laptop_sees_the_verdict_and_the_whole_heatmap_on_the_first_screen(server, sized_page):
     page = sized_page(LAPTOP)
     open_page(page, f"{server}/")
     box = page.evaluate(HEATMAP_BOX)
@@ -76,7 +77,7 @@ def test_laptop_sees_the_verdict_and_the_whole_heatmap_on_the_first_screen(serve
     assert verdict.bounding_box()["y"] < box["top"]  # the verdict in words comes first
 
 
-def test_phone_heatmap_is_readable_and_no_text_overlaps(server, sized_page):  # noqa: F811
+def test_phone_heatmap_is_readable_and_no_text_overlaps(server, sized_page):
     page = sized_page(PHONE)
     open_page(page, f"{server}/")
     page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
@@ -89,13 +90,13 @@ def test_phone_heatmap_is_readable_and_no_text_overlaps(server, sized_page):  # 
     assert page.get_by_text("turn the phone or use a wider screen").is_visible()
 
 
-def test_laptop_shows_no_phone_note(server, sized_page):  # noqa: F811
+def test_laptop_shows_no_phone_note(server, sized_page):
     page = sized_page(LAPTOP)
     open_page(page, f"{server}/")
     assert not page.get_by_text("turn the phone or use a wider screen").is_visible()
 
 
-def test_back_after_a_customer_switch_shows_the_previous_customer(server, sized_page):  # noqa: F811
+def test_back_after_a_customer_switch_shows_the_previous_customer(server, sized_page):
     page = sized_page({"width": 1400, "height": 1000})
     open_page(page, f"{server}/?customer=C00005&steps=16")
     assert page.get_by_role("heading", name="Customer C00005").is_visible()
@@ -118,7 +119,7 @@ def test_back_after_a_customer_switch_shows_the_previous_customer(server, sized_
     page.get_by_role("heading", name="Customer C00002").wait_for()
 
 
-def test_an_unknown_page_path_says_so(server, sized_page):  # noqa: F811
+def test_an_unknown_page_path_says_so(server, sized_page):
     page = sized_page({"width": 1400, "height": 1000})
     open_page(page, f"{server}/nosuchpage?customer=C00004")
     warning = page.locator("[data-testid=stAlertContentWarning]").filter(has_text="There is no page /nosuchpage")
@@ -132,7 +133,7 @@ JARGON = ("gausslegendre", "joint path", "per-input", "logit", "delta")
 
 
 @pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
-def test_the_answer_in_words_comes_first_without_jargon(server, sized_page, viewport):  # noqa: F811
+def test_the_answer_in_words_comes_first_without_jargon(server, sized_page, viewport):
     """Issue 29: on the first screen, above the first chart, one sentence names a driver with the customer's value
     against the usual one; with the IG settings closed the main area says none of the engineers' words."""
     page = sized_page(viewport)
@@ -149,7 +150,7 @@ def test_the_answer_in_words_comes_first_without_jargon(server, sized_page, view
     assert not [word for word in JARGON if word in main]
 
 
-def test_a_link_with_engineers_settings_opens_them(server, sized_page):  # noqa: F811
+def test_a_link_with_engineers_settings_opens_them(server, sized_page):
     page = sized_page(LAPTOP)
     open_page(page, f"{server}/?customer=C00010&steps=16&method=trapezoid")
     assert page.get_by_text("16 steps (trapezoid)").first.is_visible()

@@ -5,10 +5,11 @@ screenshot (tests/screenshots/heatmap-365.png; docs/img/heatmap-365.png is a cop
 
 import pytest
 
-from tests.browser.test_browser import browser, serve, wait_idle  # noqa: F401 (fixtures)
+from tests.browser.served import SHOTS, require_chromium, serve, wait_idle
 from tests.support import year
 
 pytestmark = pytest.mark.browser
+require_chromium(module=True)
 
 LAPTOP = {"width": 1280, "height": 720}
 HEATMAP = """() => {
@@ -34,9 +35,7 @@ def drawn(page, count: int) -> dict:
     return page.evaluate(HEATMAP)
 
 
-def test_a_year_of_days_is_readable_and_the_reader_changes_the_bin_and_the_range(long_server, browser):  # noqa: F811
-    from tests.browser.test_browser import SHOTS
-
+def test_a_year_of_days_is_readable_and_the_reader_changes_the_bin_and_the_range(long_server, browser):
     context = browser.new_context(viewport=LAPTOP)
     page = context.new_page()
     try:

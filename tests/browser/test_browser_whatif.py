@@ -1,13 +1,14 @@
-"""The What-if page in a real browser (the server and Chromium fixtures of tests/browser/test_browser.py)."""
+"""The What-if page in a real browser (the server and Chromium fixtures of tests/browser/conftest.py)."""
 
 import json
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.browser.test_browser import browser, open_page, page, screenshot, server, wait_idle  # noqa: F401 (fixtures)
+from tests.browser.served import open_page, require_chromium, screenshot, wait_idle
 
 pytestmark = pytest.mark.browser
+require_chromium(module=True)
 
 # JS: {title: z} of every heatmap on the page, by the figure's title.
 HEATMAPS = """() => {
@@ -21,12 +22,12 @@ HEATMAPS = """() => {
 }"""
 
 
-def metric(page, label: str) -> str:  # noqa: F811 (the fixture's name, as a plain argument)
+def metric(page, label: str) -> str:
     box = page.locator("[data-testid=stMetric]").filter(has_text=label).first
     return box.locator("[data-testid=stMetricValue]").inner_text().strip()
 
 
-def test_an_edit_shows_both_predictions_and_the_difference_heatmap(server, page):  # noqa: F811
+def test_an_edit_shows_both_predictions_and_the_difference_heatmap(server, page):
     open_page(page, f"{server}/whatif?customer=C00002&steps=16")
     assert page.get_by_role("heading", name="What if… customer C00002").is_visible()
     before = metric(page, "Original: predicted")
@@ -58,7 +59,7 @@ def test_an_edit_shows_both_predictions_and_the_difference_heatmap(server, page)
     screenshot(page, "whatif_search")
 
 
-def test_a_cell_typed_into_the_table_becomes_an_edit(server, page):  # noqa: F811
+def test_a_cell_typed_into_the_table_becomes_an_edit(server, page):
     open_page(page, f"{server}/whatif?customer=C00002&steps=16")
     before = metric(page, "What-if: predicted")
     page.get_by_role("tab", name="Monthly values cell by cell").click()
@@ -98,7 +99,7 @@ def test_a_cell_typed_into_the_table_becomes_an_edit(server, page):  # noqa: F81
     assert page.get_by_text("Support calls, 2025-02: set to 1").first.is_visible()
 
 
-def test_the_customer_page_card_opens_what_would_keep_the_customer_on_what_if(server, page):  # noqa: F811
+def test_the_customer_page_card_opens_what_would_keep_the_customer_on_what_if(server, page):
     """Issue 29: a high-risk customer's page says in one sentence what would keep them; its link opens the same
     edits on What-if, where the model's score with them is below 0.5."""
     open_page(page, f"{server}/?customer=C00877")
@@ -115,13 +116,13 @@ def test_the_customer_page_card_opens_what_would_keep_the_customer_on_what_if(se
     assert abs(float(metric(page, "What-if: predicted")) - after) < 0.01  # the same edits, the same score
 
 
-def test_a_low_risk_customer_gets_no_card(server, page):  # noqa: F811
+def test_a_low_risk_customer_gets_no_card(server, page):
     open_page(page, f"{server}/?customer=C00001")  # the demo model scores C00001 at 0.025
     text = page.locator("[data-testid=stMain]").inner_text()
     assert "Low risk" in text and "What would keep this customer?" not in text
 
 
-def test_the_presenter_link_walks_overview_top_customer_and_what_keeps_them(server, page):  # noqa: F811
+def test_the_presenter_link_walks_overview_top_customer_and_what_keeps_them(server, page):
     open_page(page, f"{server}/")
     page.get_by_text("Present: a guided demo").click()
     page.get_by_text("Step 1 of 3").wait_for()

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.test_browser import browser, page, wait_idle  # noqa: F401 (fixtures)
+from tests.browser.served import end, require_chromium, wait_idle
 from tests.support.oidc_provider import OidcProvider
-from tests.support.processes import free_port, stop, wait_healthy
+from tests.support.processes import free_port, wait_healthy
 
 pytestmark = pytest.mark.browser
+require_chromium(module=True)
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_ID, CLIENT_SECRET = "explain-dashboard", "test-client-secret-0123456789"
@@ -50,18 +51,18 @@ def login_server(tmp_path_factory):
                          lambda: f"explain serve did not start: {(folder / 'server.log').read_text()[-3000:]}")
             yield base, provider, folder / "server.log"
         finally:
-            stop(proc)
+            end(proc)  # a SIGKILL to its process group: no test here reads the shutdown
 
 
-def login_screen(page) -> None:  # noqa: F811 (the fixture's name, as a plain argument)
+def login_screen(page) -> None:
     page.get_by_role("button", name="Log in").wait_for()
-    wait_idle(page, 600)
+    wait_idle(page)
     text = page.locator("body").inner_text()
     assert "Log in to continue" in text and not DATA.search(text)
     assert page.locator(".js-plotly-plot").count() == 0 and page.locator("[data-testid=stSidebarNav]").count() == 0
 
 
-def log_in(page, email: str, name: str) -> None:  # noqa: F811
+def log_in(page, email: str, name: str) -> None:
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url("**/authorize?**")  # the provider's own page
     page.fill("input[name=email]", email)
@@ -69,7 +70,7 @@ def log_in(page, email: str, name: str) -> None:  # noqa: F811
     page.get_by_role("button", name="Sign in").click()
 
 
-def test_an_allowed_user_logs_in_sees_the_pages_and_logs_out(login_server, page):  # noqa: F811
+def test_an_allowed_user_logs_in_sees_the_pages_and_logs_out(login_server, page):
     base, provider, log = login_server
     page.goto(f"{base}/compare?customer=C00010")  # a deep link before logging in: the login screen only
     login_screen(page)
@@ -95,7 +96,7 @@ def test_an_allowed_user_logs_in_sees_the_pages_and_logs_out(login_server, page)
     assert CLIENT_SECRET not in log.read_text()  # the secret is never printed
 
 
-def test_a_whole_allowed_domain_gets_in(login_server, page):  # noqa: F811
+def test_a_whole_allowed_domain_gets_in(login_server, page):
     base, _, _ = login_server
     page.goto(base)
     login_screen(page)
@@ -104,7 +105,7 @@ def test_a_whole_allowed_domain_gets_in(login_server, page):  # noqa: F811
     assert page.locator("[data-testid=stSidebar]").get_by_text("Signed in as Bob Team").is_visible()
 
 
-def test_a_stranger_is_refused_and_sees_no_customer_data(login_server, page):  # noqa: F811
+def test_a_stranger_is_refused_and_sees_no_customer_data(login_server, page):
     base, provider, _ = login_server
     page.goto(f"{base}/cohort")
     login_screen(page)

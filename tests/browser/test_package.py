@@ -1,6 +1,7 @@
 """The installable package: build the sdist and the wheel (from the sdist, as `python -m build`
 does), install the wheel into a fresh virtual environment, and use it from outside the
-repository: `explain check` on a bundle written by `save_bundle`, then `explain serve` until
+repository: `explain check` (the console script's entry point) on a bundle written by `save_bundle` in the same
+interpreter, then `explain serve` (the console script) until
 /_stcore/health answers ok and (with Debian's Chromium) the Customer page draws its heatmap.
 
 The venv sees the packages of the interpreter running the tests (TensorFlow is not reinstalled) and
@@ -23,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import free_port, stop
+from tests.browser.served import end
+from tests.support.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -44,6 +46,13 @@ path = explain.save_bundle(sys.argv[1], model, rng.normal(size=(5, 3)), rng.norm
                            ids=["u1", "u2", "u3", "u4", "u5"], temporal_features=["calls", "usage"])
 print(explain.__file__)
 print(path)
+# `explain check` on it, in the same interpreter: the console script `explain` of the installed wheel (its entry
+# point, as bin/explain calls it; bin/explain itself serves below): one start of TensorFlow, not two
+from importlib.metadata import entry_points
+(command,) = entry_points(group="console_scripts", name="explain")
+print(command.value)
+sys.stdout.flush()
+sys.exit(command.load()(["check", "--bundle", str(path)]))
 """
 
 
@@ -83,7 +92,9 @@ def installed(tmp_path_factory):
     _run(sys.executable, "-m", "build", "--no-isolation", "--outdir", base / "dist", source, cwd=base, env=env)
     wheels = list((base / "dist").glob("explain-*.whl"))
     assert len(wheels) == 1 and list((base / "dist").glob("explain-*.tar.gz"))
-    _run(sys.executable, "-m", "venv", "--system-site-packages", base / "venv", cwd=base, env=env)
+    # without its own pip (ensurepip: seconds of CPU): the venv sees this interpreter's pip, which installs into the
+    # environment of the interpreter running it, the venv
+    _run(sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", base / "venv", cwd=base, env=env)
     bin_dir = base / "venv" / "bin"
     _see_running_packages(bin_dir / "python", cwd=base, env=env)
     _run(bin_dir / "python", "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", wheels[0],
@@ -107,8 +118,9 @@ def test_installed_check_and_serve(installed, tmp_path):
     python, cwd, env = installed["python"], installed["cwd"], installed["env"]
     out = _run(python, "-c", WRITE_BUNDLE, tmp_path / "bundle", cwd=cwd, env=env).stdout.splitlines()
     assert Path(out[0]).is_relative_to(python.parent.parent)  # imported from the venv, not the repository
-    check = _run(installed["bin"] / "explain", "check", "--bundle", tmp_path / "bundle", cwd=cwd, env=env)
-    assert "is valid: 5 customers, 3 static features, 4 periods x 2 temporal features" in check.stdout
+    assert out[2] == "explain.cli:main"  # the check below ran through the installed console script's entry point
+    check = "\n".join(out[3:])
+    assert "is valid: 5 customers, 3 static features, 4 periods x 2 temporal features" in check
 
     port = free_port()
     log = (tmp_path / "serve.log").open("w")
@@ -134,7 +146,7 @@ def test_installed_check_and_serve(installed, tmp_path):
         if os.path.exists(CHROMIUM):
             _customer_page_draws(url)
     finally:
-        stop(proc)
+        end(proc)  # a SIGKILL to its process group: no test here reads the shutdown
         log.close()
 
 
