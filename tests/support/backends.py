@@ -4,12 +4,15 @@ tests/unit/core/test_backends.py:
     python -m tests.support.backends build DIR       # (any backend) the models as DIR/NAME.keras + inputs
     python -m tests.support.backends attribute DIR OUT.npz   # IG of every model and setting on this backend
 
+and the Customer page's numbers on this process's backend (customer_page).
+
 The models differ in their layers (GRU, Conv1D, Dense only, Embedding with mask_zero, Masking,
 two temporal inputs, softmax, float64) and in their inputs' order and names.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -23,6 +26,32 @@ SETTINGS = {  # name: integrated_gradients keywords
     "per_input": {"steps": 16, "path": "per-input", "method": "trapezoid"},
     "auto": {"steps": "auto", "tolerance": 0.01, "max_points": 256},
 }
+
+
+def jax_compilation_cache(folder: Path) -> dict:
+    """Environment variables that give every JAX process started with them JAX's persistent compilation cache in
+    ``folder``: a computation compiled once (the same model's same function at the same shapes, in any test's
+    process, in a Ray worker) is read back instead of compiled again, every entry however quick to compile. Where
+    ``filelock`` is installed, a size limit (never reached) turns on JAX's lock on the folder, for processes that
+    write to it at once (Ray's workers); without it, an entry read while written fails to load and is compiled."""
+    env = {"JAX_COMPILATION_CACHE_DIR": str(folder), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+           "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+    if importlib.util.find_spec("filelock") is not None:
+        env["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(16 << 30)
+    return env
+
+
+def customer_page() -> dict:
+    """The Customer page the dashboard opens with (no EXPLAIN_BUNDLE: the demo) through AppTest, on this process's
+    backend: its heatmap and its metrics' labels."""
+    import keras
+
+    from tests.support.apptest import app, charts, errors, heatmap
+
+    at = app()
+    assert not errors(at), errors(at)
+    z = heatmap(charts(at)["temporal_heatmap"])["z"]
+    return {"backend": keras.config.backend(), "z": z.tolist(), "metrics": [m.label for m in at.metric]}
 
 
 def _models():

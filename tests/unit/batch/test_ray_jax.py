@@ -2,7 +2,9 @@
 writes the store the TensorFlow local job writes (every array within 1e-5 of its largest value; the completeness
 gap ``delta``, a difference of predictions, within 1e-5 of the largest prediction), and the Ray
 workers are told the driver's backend (``runtime_env`` env var), so a cluster's nodes do not fall back to
-TensorFlow. Skipped where jax or ray is not installed.
+TensorFlow. The TensorFlow job runs in this process where it is on TensorFlow; the JAX driver and its Ray workers
+share JAX's persistent compilation cache (tests.support.backends.jax_compilation_cache). Skipped where jax or ray
+is not installed.
 """
 
 from __future__ import annotations
@@ -21,13 +23,31 @@ pytest.importorskip("ray")
 
 from explain.batch import ray_job  # noqa: E402
 from explain.batch.store import read_store  # noqa: E402
+from tests.support.backends import jax_compilation_cache  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 DEMO = ROOT / "bundles" / "demo"
 TOLERANCE = 1e-5  # of the largest value
 
 
+@pytest.fixture(scope="module", autouse=True)
+def jax_cache(tmp_path_factory):
+    """JAX's persistent compilation cache for the processes these tests start, Ray's workers included (one folder
+    per pytest worker, shared with the other JAX test files on it); this process's environment as it was after."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in jax_compilation_cache(tmp_path_factory.getbasetemp() / "jax-compilation-cache").items():
+            patch.setenv(name, value)
+        yield
+
+
 def _run(args, backend: str, timeout: float = 1200) -> None:
+    import keras
+
+    if backend == "tensorflow" and keras.config.backend() == "tensorflow":  # the command line's main() here
+        from explain.cli import main
+
+        assert main(args) == 0, f"{backend}: {' '.join(args)} failed"
+        return
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
     out = subprocess.run([sys.executable, "-m", "explain", *args], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=timeout)

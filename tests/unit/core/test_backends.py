@@ -1,14 +1,18 @@
 """The engine on Keras' JAX backend against its TensorFlow backend (explain/core/backend*.py).
 
 Keras picks its backend when it is imported, so every JAX run is a separate process started with
-KERAS_BACKEND=jax (and the TensorFlow runs it is compared with are separate processes too). Skipped
-where JAX is not installed (the ``jax`` extra: requirements-jax.txt).
+KERAS_BACKEND=jax; the TensorFlow side of a comparison runs in this (TensorFlow) process, or in a process of its
+own where this one is not on TensorFlow. The three sets of re-run tests (property, analysis, safe loading) share
+one JAX pytest process, and every JAX process of a test session shares JAX's persistent compilation cache
+(tests.support.backends.jax_compilation_cache). Skipped where JAX is not installed (the ``jax`` extra:
+requirements-jax.txt).
 """
 
 import json
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +20,7 @@ import pandas as pd
 import pytest
 
 from explain.batch.store import read_store
+from tests.support.backends import customer_page, jax_compilation_cache
 
 pytest.importorskip("jax")
 
@@ -65,11 +70,29 @@ SAFE_LOAD_TESTS = [
 ]
 
 
-def run(args, backend: str, timeout: float = 900) -> subprocess.CompletedProcess:
+@pytest.fixture(scope="module", autouse=True)
+def jax_cache(tmp_path_factory):
+    """JAX's persistent compilation cache for every process these tests start (one folder per pytest worker, shared
+    with the other JAX test files on it); this process's environment as it was afterwards."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in jax_compilation_cache(tmp_path_factory.getbasetemp() / "jax-compilation-cache").items():
+            patch.setenv(name, value)
+        yield
+
+
+def run(args, backend: str, timeout: float = 900, check: bool = True) -> subprocess.CompletedProcess:
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
     out = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-    assert out.returncode == 0, f"{backend}: {' '.join(args[:4])} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    assert not check or out.returncode == 0, \
+        f"{backend}: {' '.join(args[:4])} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
     return out
+
+
+def on_tensorflow() -> bool:
+    """Whether this process's Keras is on TensorFlow, so that a comparison's TensorFlow side can run here."""
+    import keras
+
+    return keras.config.backend() == "tensorflow"
 
 
 def assert_close(tf_values, jax_values, what):
@@ -78,31 +101,74 @@ def assert_close(tf_values, jax_values, what):
     assert worst <= TOLERANCE, f"{what}: JAX differs from TensorFlow by {worst:.2e} of the largest"
 
 
-def test_the_engines_property_tests_pass_on_jax():
-    out = run(["-m", "pytest", "-q", "-p", "no:cacheprovider", *PROPERTY_TESTS], "jax", timeout=1500)
-    assert " passed" in out.stdout and "skipped" not in out.stdout.splitlines()[-1], out.stdout[-500:]
+def _sets(arguments):
+    """The test files and node ids of a set, without its pytest options."""
+    return [a for i, a in enumerate(arguments)
+            if not a.startswith("-") and (i == 0 or arguments[i - 1] != "--deselect")]
 
 
-def test_faithfulness_what_if_and_batch_tests_pass_on_jax():
-    out = run(["-m", "pytest", "-q", "-p", "no:cacheprovider", *ANALYSIS_TESTS], "jax", timeout=1500)
-    assert " passed" in out.stdout, out.stdout[-500:]
+@pytest.fixture(scope="module")
+def jax_reruns(tmp_path_factory):
+    """The property, analysis and safe-loading sets in ONE pytest process on JAX (one start of JAX, Keras and
+    pytest instead of three): {(file, test name without its parameters): [outcome of each test]} from its JUnit
+    report, and the run's output."""
+    report = tmp_path_factory.mktemp("jax-reruns") / "report.xml"
+    out = run(["-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *PROPERTY_TESTS,
+               *ANALYSIS_TESTS, *SAFE_LOAD_TESTS], "jax", timeout=2400, check=False)
+    assert out.returncode in (0, 1) and report.is_file(), f"the JAX run did not run:\n{out.stdout[-3000:]}\n" \
+                                                          f"{out.stderr[-3000:]}"
+    outcomes = {}
+    for case in ElementTree.parse(report).iter("testcase"):
+        module, name = case.get("classname", ""), case.get("name", "")
+        outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
+        outcomes.setdefault((module, name.split("[")[0]), []).append(outcome)
+    return outcomes, out.stdout
 
 
-def test_safe_loading_refuses_the_same_files_on_jax():
-    run(["-m", "pytest", "-q", "-p", "no:cacheprovider", *SAFE_LOAD_TESTS], "jax")
+def assert_set_passed(jax_reruns, arguments, skips_allowed: bool):
+    """Every file and test of the set ran under JAX and passed (none failed, none skipped unless allowed)."""
+    outcomes, stdout = jax_reruns
+    for entry in _sets(arguments):
+        file, _, name = entry.partition("::")
+        module = file.removesuffix(".py").replace("/", ".")
+        seen = [o for (m, n), found in outcomes.items() if (m == module or m.startswith(module + "."))
+                and (not name or n == name) for o in found]
+        assert "passed" in seen, f"{entry}: no test passed on JAX ({seen}):\n{stdout[-3000:]}"
+        bad = [o for o in seen if o != "passed" and (o != "skipped" or not skips_allowed)]
+        assert not bad, f"{entry} on JAX: {bad}:\n{stdout[-3000:]}"
+
+
+def test_the_engines_property_tests_pass_on_jax(jax_reruns):
+    assert_set_passed(jax_reruns, PROPERTY_TESTS, skips_allowed=False)
+
+
+def test_faithfulness_what_if_and_batch_tests_pass_on_jax(jax_reruns):
+    assert_set_passed(jax_reruns, ANALYSIS_TESTS, skips_allowed=True)
+    outcomes, _ = jax_reruns
+    assert ("tests.unit.batch.test_batch", "test_chunk_boundaries_do_not_change_any_number") not in outcomes
+
+
+def test_safe_loading_refuses_the_same_files_on_jax(jax_reruns):
+    assert_set_passed(jax_reruns, SAFE_LOAD_TESTS, skips_allowed=True)
 
 
 def test_unlike_models_give_the_same_attributions_on_both_backends(tmp_path):
+    from tests.support import backends
     from tests.support.backends import SETTINGS
 
     models = tmp_path / "models"
-    run(["-m", "tests.support.backends", "build", str(models)], "tensorflow")
-    results = {}
+    here = on_tensorflow()  # the models built and TensorFlow's numbers in this process, else in one of their own
     for backend in ("tensorflow", "jax"):
+        if backend == "tensorflow" and here:
+            backends.build(models)
+            backends.attribute(models, tmp_path / "tensorflow.npz")
+            continue
+        if backend == "tensorflow":
+            run(["-m", "tests.support.backends", "build", str(models)], "tensorflow")
         out = run(["-m", "tests.support.backends", "attribute", str(models), str(tmp_path / f"{backend}.npz")],
                   backend)
         assert json.loads(out.stdout.strip().splitlines()[-1]) == {"backend": backend}
-        results[backend] = np.load(tmp_path / f"{backend}.npz")
+    results = {backend: np.load(tmp_path / f"{backend}.npz") for backend in ("tensorflow", "jax")}
     tf_results, jax_results = results["tensorflow"], results["jax"]
     assert sorted(tf_results.files) == sorted(jax_results.files)
     names = {key.split("/")[0] for key in tf_results.files}
@@ -123,18 +189,32 @@ def test_unlike_models_give_the_same_attributions_on_both_backends(tmp_path):
 DEMO = ROOT / "bundles" / "demo"
 
 
+CLI = """
+import sys
+sys.path.insert(0, {root!r})
+from explain.cli import main
+codes = [main(command) for command in {commands!r}]
+assert codes == [0, 0], codes
+"""
+
+
 @pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="the demo bundle is not built")
 def test_the_command_line_gives_the_same_attributions_on_both_backends(tmp_path):
     ids = tmp_path / "ids.txt"
     ids.write_text("C00001\nC00002\nC00003\nC00004\nC00005\n")
     tables = {}
     for backend in ("tensorflow", "jax"):
-        one = tmp_path / f"{backend}.csv"
-        run(["-m", "explain", "attribute", "--bundle", str(DEMO), "--customer", "C00001", "--customer", "C00002",
-             "--out", str(one)], backend)
-        many = tmp_path / f"{backend}.parquet"
-        run(["-m", "explain", "batch", "--bundle", str(DEMO), "--customers-file", str(ids), "--steps", "auto",
-             "--out", str(many)], backend)
+        one, many = tmp_path / f"{backend}.csv", tmp_path / f"{backend}.parquet"
+        commands = [["attribute", "--bundle", str(DEMO), "--customer", "C00001", "--customer", "C00002",
+                     "--out", str(one)],
+                    ["batch", "--bundle", str(DEMO), "--customers-file", str(ids), "--steps", "auto",
+                     "--out", str(many)]]
+        if backend == "tensorflow" and on_tensorflow():  # the command line's main() in this process
+            from explain.cli import main
+
+            assert [main(command) for command in commands] == [0, 0]
+        else:  # both commands in one process on this backend (python -m explain runs the same main())
+            run(["-c", CLI.format(root=str(ROOT), commands=commands)], backend)
         long, _ = read_store(many)  # the compact store's long view (values from the bundle)
         tables[backend] = (pd.read_csv(one), long)
     for index, what in ((0, "attribute"), (1, "batch")):
@@ -150,22 +230,22 @@ CUSTOMER_PAGE = """
 import json, os, sys
 sys.path.insert(0, {root!r})
 os.environ.pop("EXPLAIN_BUNDLE", None)
-import keras
-from tests.support.apptest import app, charts, errors, heatmap
-at = app()
-assert not errors(at), errors(at)
-z = heatmap(charts(at)["temporal_heatmap"])["z"]
-print(json.dumps({{"backend": keras.config.backend(), "z": z.tolist(),
-                   "metrics": [m.label for m in at.metric]}}))
+from tests.support.backends import customer_page
+print(json.dumps(customer_page()))
 """
 
 
 @pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="the demo bundle is not built")
-def test_the_customer_page_renders_on_jax_with_the_same_heatmap():
+def test_the_customer_page_renders_on_jax_with_the_same_heatmap(monkeypatch, tmp_path):
     pages = {}
+    monkeypatch.delenv("EXPLAIN_BUNDLE", raising=False)
     for backend in ("tensorflow", "jax"):
-        out = run(["-c", CUSTOMER_PAGE.format(root=str(ROOT))], backend)
-        pages[backend] = json.loads(out.stdout.strip().splitlines()[-1])
+        monkeypatch.setenv("EXPLAIN_STORES", str(tmp_path / backend))  # no store another test left: computed here
+        if backend == "tensorflow" and on_tensorflow():  # TensorFlow's page in this process
+            pages[backend] = customer_page()
+        else:
+            out = run(["-c", CUSTOMER_PAGE.format(root=str(ROOT))], backend)
+            pages[backend] = json.loads(out.stdout.strip().splitlines()[-1])
         assert pages[backend]["backend"] == backend
         assert any(label.startswith("Predicted") for label in pages[backend]["metrics"])
     assert_close(np.array(pages["tensorflow"]["z"], float), np.array(pages["jax"]["z"], float), "customer heatmap")
