@@ -96,9 +96,10 @@ SETTLED = """([quiet, most]) => new Promise(resolve => {
 })"""
 
 
-def wait_idle(page, quiet_ms: int = 500, most_ms: int = 30_000) -> None:
+def wait_idle(page, quiet_ms: int = 500, most_ms: int = 1200) -> None:
     """Until the app has stopped running (no status widget) and the page has stayed the same for ``quiet_ms``
-    (the figures are drawn): an event, where a fixed sleep of 1.2 s used to stand."""
+    (the figures are drawn), or ``most_ms`` have passed (a page that keeps changing: a progress shown while a store
+    is computed): at most the fixed sleep of 1.2 s that stood here, and the end of a page's changes when sooner."""
     page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
     page.evaluate(SETTLED, [quiet_ms, most_ms])
     page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
