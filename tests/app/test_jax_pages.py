@@ -1,7 +1,8 @@
 """Every dashboard page through AppTest on Keras' JAX backend, against the same pages on TensorFlow.
 
-Keras picks its backend when it is imported, so each backend's pages run in one separate process
-(KERAS_BACKEND=jax or tensorflow; one process drives every page, so JAX compiles once per function):
+Keras picks its backend when it is imported, so JAX's pages run in one separate process (KERAS_BACKEND=jax; one
+process drives every page, so JAX compiles once per function; tests.support.jax_pages) and TensorFlow's in this
+process (in one of their own where this one is not on TensorFlow):
 What drives churn (from a store computed in that process, so under JAX by the JAX engine), Compare,
 What-if (an edit and the search), Cohort, Diagnostics (with the integration-points chart) and Data & model.
 No page may raise or show an error, and the numbers the pages show agree within 1e-5 of the largest:
@@ -20,6 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.backends import jax_compilation_cache
+from tests.support.jax_pages import pages
+
 pytest.importorskip("jax")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,87 +32,30 @@ TOLERANCE = 1e-5  # of the largest value
 
 pytestmark = pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="the demo bundle is not built")
 
-PAGES = """
-import json, os, shutil, sys, tempfile
-from pathlib import Path
-sys.path.insert(0, {root!r})
-import keras
-from explain.batch.local import run_batch_job
-from explain.bundle.load import load_bundle
-from explain.core.settings import Settings
-from tests.support.apptest import DEMO, app, array, charts, errors, plain
-
-out = {{"backend": keras.config.backend()}}
-work = Path(tempfile.mkdtemp())
-os.environ["EXPLAIN_STORES"] = str(work / "stores")
-os.environ.pop("EXPLAIN_BUNDLE", None)
+@pytest.fixture(scope="module", autouse=True)
+def jax_cache(tmp_path_factory):
+    """JAX's persistent compilation cache for the process these tests start (one folder per pytest worker, shared
+    with the other JAX test files on it); this process's environment as it was afterwards."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in jax_compilation_cache(tmp_path_factory.getbasetemp() / "jax-compilation-cache").items():
+            patch.setenv(name, value)
+        yield
 
 
-def numbers(at, keys):
-    assert not at.exception, [e.value for e in at.exception]
-    assert not errors(at), errors(at)
-    shown, got = charts(at), {{}}
-    for key in keys:
-        for i, trace in enumerate(shown[key]["data"]):
-            for axis in ("x", "y", "z"):
-                try:
-                    got[f"{{key}}/{{i}}/{{axis}}"] = array(trace[axis]).tolist()
-                except (KeyError, ValueError, TypeError):
-                    pass
-    return got
+def run(backend: str, work: Path) -> dict:
+    """The pages' numbers on ``backend``: in this process where it is on that backend (TensorFlow), else in a
+    process started on it (tests.support.jax_pages)."""
+    import keras
 
-
-def predictions(at):
-    return {{m.label.split(":")[0]: float(m.value) for m in at.metric if ": predicted" in m.label}}
-
-
-# What drives churn: a store of every customer made by this process's engine (steps 16: the page's settings)
-folder = work / "demo"
-shutil.copytree(DEMO, folder, ignore=shutil.ignore_patterns("attributions"))
-run_batch_job(load_bundle(folder), folder / "attributions" / "june", Settings(steps=16), progress=False)
-os.environ["EXPLAIN_BUNDLE"] = str(folder)
-at = app({{"steps": "16"}}, page="pages/drivers.py")
-out["drivers"] = numbers(at, ["drivers_ranking"])
-out["drivers_sentence"] = plain(at.info[0].value)
-os.environ.pop("EXPLAIN_BUNDLE")
-
-at = app({{"customer": "C00005", "compare": "C00007", "steps": "32"}}, page="pages/compare.py")
-out["compare"] = numbers(at, ["compare_a", "compare_b", "compare_diff"])
-
-at = app({{"customer": "C00002", "steps": "32"}}, page="pages/whatif.py")
-next(b for b in at.button if b.label == "Apply this edit").click().run()
-assert not at.exception and not errors(at), errors(at)
-out["whatif_edit"] = predictions(at)
-out["whatif_scenario"] = at.query_params["whatif"]
-next(b for b in at.button if b.label == "Search").click().run()
-assert not at.exception and not errors(at), errors(at)
-out["whatif_found"] = any("bring the prediction from" in plain(s.value) for s in at.success)
-next(b for b in at.button if b.label == "Show these edits above").click().run()
-assert not at.exception and not errors(at), errors(at)
-out["whatif_search"] = predictions(at)
-
-at = app({{"steps": "16"}}, page="pages/cohort.py")
-out["cohort"] = numbers(at, ["cohort_abs", "cohort_signed"])
-
-at = app({{"customer": "C00003", "steps": "32"}}, page="pages/diagnostics.py")
-out["diagnostics"] = numbers(at, ["diag_points", "diag_path"])
-next(b for b in at.button if b.label.startswith("Run faithfulness checks")).click().run()
-out["faithfulness"] = numbers(at, ["faith_deletion", "faith_insertion", "faith_occlusion"])
-out["diagnostics_charts"] = sorted(charts(at))
-
-at = app(page="pages/data.py")
-assert not at.exception and not errors(at), errors(at)
-out["data"] = [m.label for m in at.metric] + [plain(m.value) for m in at.markdown][:5]
-print(json.dumps(out))
-"""
-
-
-def run(backend: str) -> dict:
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
-    out = subprocess.run([sys.executable, "-c", PAGES.format(root=str(ROOT))], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=2400)
-    assert out.returncode == 0, f"{backend}: the pages failed:\n{out.stdout[-3000:]}\n{out.stderr[-5000:]}"
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    if keras.config.backend() == backend:
+        result = pages(work)
+    else:
+        env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
+        env.pop("EXPLAIN_BUNDLE", None)
+        out = subprocess.run([sys.executable, "-m", "tests.support.jax_pages", str(work)], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=2400)
+        assert out.returncode == 0, f"{backend}: the pages failed:\n{out.stdout[-3000:]}\n{out.stderr[-5000:]}"
+        result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["backend"] == backend
     return result
 
@@ -126,8 +73,8 @@ def assert_close(tf_values, jax_values, what):
     assert worst <= TOLERANCE, f"{what}: JAX differs from TensorFlow by {worst:.2e} of the largest"
 
 
-def test_every_page_renders_on_jax_with_the_tensorflow_numbers():
-    tf, jax = run("tensorflow"), run("jax")
+def test_every_page_renders_on_jax_with_the_tensorflow_numbers(tmp_path):
+    tf, jax = run("tensorflow", tmp_path / "tensorflow"), run("jax", tmp_path / "jax")
     for page in ("drivers", "compare", "cohort", "diagnostics", "faithfulness"):
         assert tf[page] and sorted(tf[page]) == sorted(jax[page]), page
         for key in tf[page]:
