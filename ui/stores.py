@@ -21,7 +21,9 @@ The launcher's job (``start(..., separate=True)``, after the first visitor's pag
 runs that command in a process of its own at the lowest CPU priority (``nice -n 19 python -m explain batch``,
 :func:`batch_command`): the pages' model calls keep the cores, the job takes what they leave. Its progress is read
 from the store folder (a chunk's summary file is written when the chunk is done), and a session that asks for the
-same store meanwhile finds this job, not a second one.
+same store meanwhile finds this job, not a second one. ``EXPLAIN_STORE_NICENESS`` (a whole number 0-19, default 19)
+is how much lower than the server's its CPU priority is: 0 runs it at the server's own priority (the tests do, beside
+other test processes that would otherwise starve it; another value is logged and 19 used).
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ CHUNK = 200              # customers per chunk of the dashboard's jobs (the CLI'
 
 COMMAND = ("python -m explain batch --bundle {bundle} --out {bundle}/attributions/{name}{settings}")
 NICE = 19                # the separate job's niceness: the lowest CPU priority
+NICE_ENV = "EXPLAIN_STORE_NICENESS"  # another niceness (0-19) for it
+BAD_NICE = ("{env}={value!r} is not a whole number from 0 to 19 (how much lower than the server's the separate store "
+            "job's CPU priority is); using {default}.")
 POLL = 0.5               # seconds between two reads of a separate job's progress
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -192,14 +197,27 @@ def _run(job: Job, bundle, settings: Settings) -> None:
 def batch_command(bundle, folder: Path, settings: Settings) -> list[str]:
     """The command of a separate job: ``python -m explain batch`` on the bundle's folder into ``folder`` with every
     one of ``settings`` spelled out (the CLI reads them back to equal settings) and, for the startup bundle, the
-    owner's options (``ui.startup.owner_arguments``), under ``nice -n NICE`` where ``nice`` is installed."""
+    owner's options (``ui.startup.owner_arguments``), under ``nice -n`` :func:`niceness` where ``nice`` is installed."""
     options = [word for name, value in settings.to_strings().items() if value
                for word in (f"--{name.replace('_', '-')}", value)]
     owner = startup.owner_arguments() if _is_startup(bundle) else []
     command = [sys.executable, "-m", "explain", "batch", "--bundle", str(bundle.path), "--out", str(folder),
                "--batch-size", str(CHUNK), *options, *owner]
     nice = shutil.which("nice")
-    return [nice, "-n", str(NICE), *command] if nice else command
+    return [nice, "-n", str(niceness()), *command] if nice else command
+
+
+def niceness() -> int:
+    """The separate job's niceness: ``EXPLAIN_STORE_NICENESS`` (0-19), else :data:`NICE`."""
+    value = os.environ.get(NICE_ENV, str(NICE))
+    try:
+        nice = int(value)
+    except ValueError:
+        nice = -1
+    if not 0 <= nice <= 19:
+        LOG.error(BAD_NICE.format(env=NICE_ENV, value=value, default=NICE))
+        return NICE
+    return nice
 
 
 def _is_startup(bundle) -> bool:

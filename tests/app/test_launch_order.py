@@ -117,23 +117,33 @@ def test_the_warmed_default_view_of_a_padded_bundle_is_the_one_its_page_draws(tm
 
 @pytest.mark.parametrize("given", [Settings(steps="auto"), Settings(baseline="median", steps=32, space="logit",
                                                                     method="left", seed=7)])
-def test_the_separate_jobs_command_reads_back_to_the_same_settings(tmp_path, given):
+def test_the_separate_jobs_command_reads_back_to_the_same_settings(tmp_path, given, monkeypatch):
     from explain.cli import build_parser, settings_from_args
 
     path, _ = build(tmp_path / "bundle", n=(5, 5, 5))
     bundle = load_bundle(path)
     settings = given.for_bundle(bundle)
+    monkeypatch.delenv(stores.NICE_ENV, raising=False)
     command = stores.batch_command(bundle, tmp_path / "out", settings)
     if shutil.which("nice"):
         assert command[:3] == [shutil.which("nice"), "-n", "19"]  # the lowest priority
+        for value, nice in (("0", "0"), ("7", "7"), ("20", "19"), ("low", "19")):  # out of 0-19: the default
+            monkeypatch.setenv(stores.NICE_ENV, value)
+            assert stores.batch_command(bundle, tmp_path / "out", settings)[:3] == [shutil.which("nice"), "-n", nice]
     args = build_parser().parse_args(command[command.index("-m") + 2:])
     assert args.command == "batch" and args.bundle == str(path) and args.out == str(tmp_path / "out")
     assert settings_from_args(args).for_bundle(bundle).key() == settings.key()
 
 
+# The separate job at the tests' own priority: at nice 19 beside the other test processes it waited for the CPU
+# (116 s of a full run in three workers, about 20 s alone); what it computes does not depend on its priority.
+SAME_PRIORITY = "0"
+
+
 def test_the_separate_store_is_the_pages_shared_and_equal_to_the_in_process_one(tmp_path, monkeypatch):
     path, _ = build(tmp_path / "bundle", n=(10, 10, 10))
     monkeypatch.setenv(STORES_ENV, str(tmp_path / "stores"))
+    monkeypatch.setenv(stores.NICE_ENV, SAME_PRIORITY)
     bundle = load_bundle(path)
     settings = stores.background(Settings().for_bundle(bundle))
     job = stores.start(bundle, settings, separate=True)
@@ -157,6 +167,7 @@ def test_the_separate_store_is_the_pages_shared_and_equal_to_the_in_process_one(
 def test_a_separate_job_that_fails_says_why(tmp_path, monkeypatch):
     path, _ = build(tmp_path / "bundle", n=(3, 3, 3))
     monkeypatch.setenv(STORES_ENV, str(tmp_path / "stores"))
+    monkeypatch.setenv(stores.NICE_ENV, SAME_PRIORITY)
     bundle = load_bundle(path)
     settings = stores.background(Settings(baseline="cohort:nobody").for_bundle(bundle))
     job = stores.start(bundle, settings, separate=True)
