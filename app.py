@@ -8,10 +8,9 @@
 
 import streamlit as st
 
-from explain.core import backend
 from ui import auth, frame, show, startup
 
-backend.skip_keras_sklearn_wrappers()  # `streamlit run app.py`: Keras' import without its scikit-learn wrappers
+startup.keras_without_sklearn()  # `streamlit run app.py`: Keras' import without its scikit-learn wrappers
 
 st.set_page_config(page_title="Churn explainer · Integrated Gradients", page_icon=":material/insights:",
                    layout="wide")
