@@ -70,24 +70,25 @@ def pytest_addoption(parser):
                           "measured over 1 s (tests/slow_tests.txt); CI runs everything")
 
 
-# The files that take longest (a full run's --durations, 2026-12-06), handed out first: in a run of several workers
-# (bash scripts/test.sh: --dist loadfile, a file's tests on one worker) a long file started last would run alone
-# at the end while the other workers wait.
+# The files that take longest (a full run's --durations, 2026-12-06 18:02), handed out first: in a run of several
+# workers (bash scripts/test.sh: --dist loadfile, a file's tests on one worker) a long file started last would run
+# alone at the end while the other workers wait.
 LONGEST_FIRST = (
     "tests/unit/core/test_backends.py",
     "tests/unit/batch/test_ray_batch.py",
     "tests/browser/test_browser.py",
+    "tests/unit/core/test_cut.py",
+    "tests/app/test_sessions.py",
+    "tests/browser/test_browser_layout.py",
+    "tests/browser/test_browser_inert.py",
     "tests/app/test_jax_pages.py",
     "tests/unit/batch/test_ray_jax.py",
     "tests/browser/test_browser_whatif.py",
-    "tests/app/test_sessions.py",
+    "tests/app/test_app.py",
+    "tests/unit/analysis/test_story.py",
+    "tests/unit/core/test_outputs.py",
+    "tests/app/test_hostile.py",
     "tests/unit/test_docs.py",
-    "tests/browser/test_browser_layout.py",
-    "tests/unit/core/test_inputs.py",
-    "tests/unit/core/test_cut.py",
-    "tests/browser/test_package.py",
-    "tests/browser/test_browser_inert.py",
-    "tests/browser/test_browser_drivers.py",
 )
 
 
