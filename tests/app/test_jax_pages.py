@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.backends import jax_compilation_cache
+from tests.support.backends import jax_cache_environment
 from tests.support.jax_pages import pages
 
 pytest.importorskip("jax")
@@ -36,10 +36,7 @@ pytestmark = pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="th
 def jax_cache(tmp_path_factory):
     """JAX's persistent compilation cache for the process these tests start (one folder per pytest worker, shared
     with the other JAX test files on it); this process's environment as it was afterwards."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in jax_compilation_cache(tmp_path_factory.getbasetemp() / "jax-compilation-cache").items():
-            patch.setenv(name, value)
-        yield
+    yield from jax_cache_environment(tmp_path_factory)
 
 
 def run(backend: str, work: Path) -> dict:

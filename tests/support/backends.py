@@ -41,6 +41,18 @@ def jax_compilation_cache(folder: Path) -> dict:
     return env
 
 
+def jax_cache_environment(tmp_path_factory):
+    """The body of the test files' module fixture ``jax_cache``: :func:`jax_compilation_cache` of this pytest
+    worker (one folder per worker, shared by the JAX test files on it) in this process's environment while the
+    module's tests run (the processes they start inherit it), the environment as it was afterwards."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in jax_compilation_cache(tmp_path_factory.getbasetemp() / "jax-compilation-cache").items():
+            patch.setenv(name, value)
+        yield
+
+
 def customer_page() -> dict:
     """The Customer page the dashboard opens with (no EXPLAIN_BUNDLE: the demo) through AppTest, on this process's
     backend: its heatmap and its metrics' labels."""

@@ -23,7 +23,7 @@ pytest.importorskip("ray")
 
 from explain.batch import ray_job  # noqa: E402
 from explain.batch.store import read_store  # noqa: E402
-from tests.support.backends import jax_compilation_cache  # noqa: E402
+from tests.support.backends import jax_cache_environment  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 DEMO = ROOT / "bundles" / "demo"
@@ -34,10 +34,7 @@ TOLERANCE = 1e-5  # of the largest value
 def jax_cache(tmp_path_factory):
     """JAX's persistent compilation cache for the processes these tests start, Ray's workers included (one folder
     per pytest worker, shared with the other JAX test files on it); this process's environment as it was after."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in jax_compilation_cache(tmp_path_factory.getbasetemp() / "jax-compilation-cache").items():
-            patch.setenv(name, value)
-        yield
+    yield from jax_cache_environment(tmp_path_factory)
 
 
 def _run(args, backend: str, timeout: float = 1200) -> None:

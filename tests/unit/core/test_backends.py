@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from explain.batch.store import read_store
-from tests.support.backends import customer_page, jax_compilation_cache
+from tests.support.backends import customer_page, jax_cache_environment
 
 pytest.importorskip("jax")
 
@@ -74,10 +74,7 @@ SAFE_LOAD_TESTS = [
 def jax_cache(tmp_path_factory):
     """JAX's persistent compilation cache for every process these tests start (one folder per pytest worker, shared
     with the other JAX test files on it); this process's environment as it was afterwards."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in jax_compilation_cache(tmp_path_factory.getbasetemp() / "jax-compilation-cache").items():
-            patch.setenv(name, value)
-        yield
+    yield from jax_cache_environment(tmp_path_factory)
 
 
 def run(args, backend: str, timeout: float = 900, check: bool = True) -> subprocess.CompletedProcess:
