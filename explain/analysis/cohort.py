@@ -68,7 +68,7 @@ def kept_scores(bundle, should_stop=None) -> tuple[np.ndarray, bool]:
 
     path, content = getattr(bundle, "path", None), getattr(bundle, "content_hash", "")
     shape = (bundle.n_customers, len(bundle.output_names))
-    found = array_cache.read_scores(path, content, shape) if path is not None and content else None
+    found = array_cache.read_scores(path, content, shape)  # None without a path, a content hash or a cache
     if found is not None:
         return found, True
     found = score_everyone(bundle, should_stop=should_stop)
