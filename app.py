@@ -10,7 +10,7 @@ import streamlit as st
 
 from ui import auth, frame, show, startup
 
-startup.keras_without_sklearn()  # `streamlit run app.py`: Keras' import without its scikit-learn wrappers
+startup.keras_without_unused_imports()  # `streamlit run app.py`: Keras without its unused optional imports
 
 st.set_page_config(page_title="Churn explainer · Integrated Gradients", page_icon=":material/insights:",
                    layout="wide")

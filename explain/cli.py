@@ -570,7 +570,7 @@ def cmd_serve(args) -> int:
 def main(argv=None) -> int:
     from explain.core import backend
 
-    backend.skip_keras_sklearn_wrappers()  # Keras' import without its scikit-learn wrappers (0.8 s a command)
+    backend.skip_unused_optional_imports()  # Keras and TensorFlow without their unused optional imports (a command)
     args = build_parser().parse_args(argv)
     try:
         return {"demo": cmd_demo, "check": cmd_check, "attribute": cmd_attribute, "batch": cmd_batch,

@@ -58,12 +58,13 @@ def _limits(given: tuple[str, ...], flag: str):
     return parse_limits(list(given), OWNER_LIMITS if flag == "--limit" else UPLOAD_LIMITS, flag)
 
 
-def keras_without_sklearn() -> None:
-    """Keras' import, when it comes, without its scikit-learn wrappers (``explain.core.backend``): 0.8 s less of the
-    first page's wait. Imports neither Keras nor TensorFlow."""
+def keras_without_unused_imports() -> None:
+    """Keras' and TensorFlow's import, when it comes, without their unused optional imports (scikit-learn, IPython,
+    JAX: ``explain.core.backend.UNUSED_OPTIONAL_IMPORTS``): seconds less of the first page's wait. Imports neither
+    Keras nor TensorFlow."""
     from explain.core import backend
 
-    backend.skip_keras_sklearn_wrappers()
+    backend.skip_unused_optional_imports()
 
 
 def limits(argv: list[str] | None = None):

@@ -54,7 +54,7 @@ RAY_PIN = "ray[data]==2.60.0"
 ROOT = Path(__file__).resolve().parents[2]
 # run by every Ray worker process as it starts (runtime_env's worker_process_setup_hook), before it imports this
 # module and Keras: Keras' import without its scikit-learn wrappers, about 0.8 s less a planning task or actor
-WORKER_SETUP = "explain.core.backend.skip_keras_sklearn_wrappers"
+WORKER_SETUP = "explain.core.backend.skip_unused_optional_imports"
 
 # ---- messages (tests match these) ------------------------------------------------------------
 NO_RAY = ("--engine ray needs Ray, which is an optional extra and is not installed here ({why}). "

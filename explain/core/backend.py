@@ -66,34 +66,45 @@ def module(backend: str | None = None):
     return importlib.import_module(SUPPORTED[backend])
 
 
-# ------------------------------------------------------------------ Keras' scikit-learn wrappers, left unloaded
-class _NoSklearnForKerasWrappers:
-    """A finder that refuses ``import sklearn`` when, and only when, Keras' own ``keras.src.wrappers`` asks for it.
+# ------------------------------------------------------------------ optional imports of Keras and TensorFlow, left out
+# {the module refused: the importers it is refused to}. Each is an optional import of Keras or TensorFlow, in a
+# ``try: import X except ImportError`` of theirs, for a part that nothing here uses; together 2-3 s of a dashboard
+# start where all three are installed (``python -X importtime``, 2-core AMD EPYC):
+UNUSED_OPTIONAL_IMPORTS = {
+    "sklearn": ("keras.src.wrappers",),  # Keras' scikit-learn wrappers (keras.wrappers.SKLearnClassifier ...); 0.8 s
+    "IPython": ("keras.src.saving.file_editor",),  # KerasFileEditor's notebook display
+    # TensorFlow Lite's converter from JAX (tf.lite.TFLiteConverter.experimental_from_jax); a patch of JAX for Keras'
+    # Orbax checkpoints. On Keras' JAX backend, Keras imports JAX first, and it is found already imported.
+    "jax": ("tensorflow.lite.", "keras.src.callbacks.orbax_checkpoint"),
+}
 
-    Keras imports scikit-learn (and with it SciPy) at its own import, for its scikit-learn wrappers
-    (``keras.wrappers.SKLearnClassifier`` ...), which it treats as optional: without scikit-learn they are left
-    undefined. The dashboard and the command line never use them, and the import was 0.8-0.9 s of a 6.5 s
-    dashboard start (``python -X importtime``). Every other ``import sklearn`` (the segments of What drives churn)
-    finds it as usual."""
+
+class _UnusedOptionalImports:
+    """A finder that refuses ``import X`` when, and only when, one of X's importers in
+    :data:`UNUSED_OPTIONAL_IMPORTS` asks for it (read from the importing frames), so that the importer leaves that
+    optional part undefined as it does where X is not installed. Every other ``import X`` (scikit-learn for the
+    segments of What drives churn, JAX as Keras' backend) finds it as usual."""
 
     def find_spec(self, name, path=None, target=None):
-        if name != "sklearn":
+        importers = UNUSED_OPTIONAL_IMPORTS.get(name)
+        if importers is None:
             return None
         frame = sys._getframe(1)
         while frame is not None:
-            if str(frame.f_globals.get("__name__", "")).startswith("keras.src.wrappers"):
-                raise ImportError("scikit-learn is not loaded for Keras' wrappers here (explain.core.backend)")
+            if str(frame.f_globals.get("__name__", "")).startswith(importers):
+                raise ImportError(f"{name} is not loaded for {frame.f_globals['__name__']} here (explain.core.backend)")
             frame = frame.f_back
         return None
 
 
-def skip_keras_sklearn_wrappers() -> bool:
-    """Let Keras' import leave out its scikit-learn wrappers in this process (see :class:`_NoSklearnForKerasWrappers`).
-    For the dashboard's and the command line's processes only, never on ``import explain`` (a notebook may use the
-    wrappers). Does nothing once Keras or scikit-learn is imported; True if the finder is (now) in place."""
-    if any(isinstance(f, _NoSklearnForKerasWrappers) for f in sys.meta_path):
+def skip_unused_optional_imports() -> bool:
+    """Let Keras' and TensorFlow's import leave out the optional parts of :data:`UNUSED_OPTIONAL_IMPORTS` in this
+    process (see :class:`_UnusedOptionalImports`). For the dashboard's and the command line's processes only, never
+    on ``import explain`` (a notebook may use Keras' wrappers). Does nothing once Keras or TensorFlow is imported
+    (a module already imported is found in ``sys.modules``, never refused); True if the finder is (now) in place."""
+    if any(isinstance(f, _UnusedOptionalImports) for f in sys.meta_path):
         return True
-    if "keras" in sys.modules or "sklearn" in sys.modules:
+    if "keras" in sys.modules or "tensorflow" in sys.modules:
         return False
-    sys.meta_path.insert(0, _NoSklearnForKerasWrappers())
+    sys.meta_path.insert(0, _UnusedOptionalImports())
     return True

@@ -302,7 +302,7 @@ def test_a_different_run_is_refused_and_nothing_is_changed(ray_cluster, bundle_d
 
 def test_every_worker_of_the_command_lines_ray_starts_with_keras_without_its_sklearn_wrappers():
     """``_connect`` gives a local Ray and a cluster the setup hook that every worker runs as it starts, and the hook
-    names ``backend.skip_keras_sklearn_wrappers`` (what it leaves out: tests/unit/core/test_keras_import.py)."""
+    names ``backend.skip_unused_optional_imports`` (what it leaves out: tests/unit/core/test_keras_import.py)."""
     import importlib
 
     from explain.core import backend
@@ -319,7 +319,7 @@ def test_every_worker_of_the_command_lines_ray_starts_with_keras_without_its_skl
     assert ray_batch._connect(Ray(), None) and ray_batch._connect(Ray(), "auto")
     assert [env["worker_process_setup_hook"] for env in seen] == [ray_batch.WORKER_SETUP] * 2
     module, name = ray_batch.WORKER_SETUP.rsplit(".", 1)
-    assert getattr(importlib.import_module(module), name) is backend.skip_keras_sklearn_wrappers
+    assert getattr(importlib.import_module(module), name) is backend.skip_unused_optional_imports
 
 
 def test_without_ray_the_message_says_how_to_install_it(monkeypatch, bundle_dir, tmp_path, capsys):
