@@ -54,6 +54,24 @@ def bundle_dir(tmp_path_factory):
     return folder
 
 
+@pytest.fixture
+def ray_cluster(tmp_path_factory):
+    """The ``ray`` module of this pytest worker's local Ray, started by the first test that asks for it and shared
+    by the tests after it until the next test's file does not use it (tests/support/ray_cluster.py). Skips where
+    Ray is not installed."""
+    from tests.support import ray_cluster as cluster
+
+    return cluster.start(tmp_path_factory)
+
+
+def pytest_runtest_teardown(item, nextitem):
+    import sys
+
+    cluster = sys.modules.get("tests.support.ray_cluster")
+    if cluster is not None:
+        cluster.stop_unless_needed_by(item, nextitem)
+
+
 # ---------------------------------------------------------------------------------------------- the quick run
 QUICK_LEAVES_OUT = (  # whole kinds of tests the quick run (--quick) leaves out; CI runs everything
     "tests/browser/",                       # Chromium
