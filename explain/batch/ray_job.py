@@ -62,9 +62,9 @@ NO_RAY = ("--engine ray needs Ray, which is an optional extra and is not install
           "every node of the cluster, or run without --engine ray (the local engine).")
 ONLY_WITH_RAY = "{option} only applies to --engine ray; drop it, or add --engine ray."
 BAD_WORKERS = "--workers (Ray actors, one chunk at a time each) must be a positive integer, got {value!r}."
-NO_CONNECT = ("Cannot connect to the Ray cluster at --address {address} ({why}). Start one with `ray start "
+NO_CONNECT = ("Cannot connect to the Ray cluster at {address} ({why}). Start one with `ray start "
               "--head` (see README, Batch on a Ray cluster), check the address (auto, or ray://HOST:10001), "
-              "or leave --address out to start a local Ray with this machine's cores.")
+              "or leave --address and RAY_ADDRESS out to start a local Ray with this machine's cores.")
 OTHER_BUNDLE = ("The model file {path} on node {node} has sha256 {got}..., not {wanted}... as on the node "
                 "that planned the job: every node must see the same bundle files at the same path.")
 CHUNK_INCOMPLETE = ("Chunk {chunk} arrived with {got} of its {expected} customers (were the bundle's tables "
@@ -189,10 +189,13 @@ class ChunkWriter:
 
 
 def _connect(ray, address: str | None) -> bool:
-    """ray.init: the cluster at ``address``, or a local Ray with this machine's cores (True if
-    this call started it)."""
+    """ray.init: the cluster at ``address`` (else at Ray's ``RAY_ADDRESS`` environment variable), or a local Ray
+    with this machine's cores (True if this call started it or connected to it)."""
     if ray.is_initialized():
         return False
+    # Ray's own variable (`ray job submit` sets it for the command it runs): that cluster, as if named by --address
+    where = f"--address {address}" if address else f"RAY_ADDRESS={os.environ.get('RAY_ADDRESS')}"
+    address = address or os.environ.get("RAY_ADDRESS") or None
     # the workers compute on the driver's Keras backend (KERAS_BACKEND, else keras.json): a cluster's nodes
     # would otherwise each pick their own (TensorFlow by default)
     env = {"env_vars": {"TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
@@ -207,7 +210,7 @@ def _connect(ray, address: str | None) -> bool:
     try:
         ray.init(address=address, runtime_env=env, logging_level="ERROR", log_to_driver=False)
     except Exception as error:  # ConnectionError, ValueError, RuntimeError, grpc errors...
-        raise ExplainError(NO_CONNECT.format(address=address, why=one_line(error))) from None
+        raise ExplainError(NO_CONNECT.format(address=where, why=one_line(error))) from None
     return True
 
 
