@@ -443,9 +443,12 @@ def whatif_outcome(bundle, customer: str, settings: Settings, text: str) -> "wha
 def _whatif_search(_bundle, content_hash: str, customer: str, key: tuple, threshold: float, locked: tuple,
                    max_edits: int, time_limit: float):
     with WORK.computing("what-if search"):
-        ctx = whatif_context(_bundle, customer, Settings.from_key(key))
+        settings = Settings.from_key(key)
+        ctx = whatif_context(_bundle, customer, settings)
+        change = settings.baseline is not None and settings.baseline.change
+        first = None if change else attributions(_bundle, [customer], settings)  # the Customer page's, cached
         return counterfactual.search(ctx, threshold=threshold, locked=locked, max_edits=max_edits,
-                                     time_limit=time_limit, should_stop=runtime.should_stop)
+                                     time_limit=time_limit, should_stop=runtime.should_stop, first=first)
 
 
 def whatif_search(bundle, customer: str, settings: Settings, *, threshold: float, locked=(), max_edits: int = 3,

@@ -553,8 +553,8 @@ def explain_inputs(bundle, inputs: dict, settings: Settings, ids=None, should_st
     """IG of in-memory inputs (n, S), (n, T, F) under ``settings``; data-wide baselines come from
     the bundle (the same as :func:`explain.analysis.explainer.explain_customers` would use)."""
     settings = settings.for_bundle(bundle)
-    return attribute(bundle, inputs, baseline_for(bundle, inputs, settings.baseline, settings.seed, ids=ids), settings,
-                     ids=ids, should_stop=should_stop)
+    baseline = baseline_for(bundle, inputs, settings.baseline, settings.seed, settings.categorical, ids=ids)
+    return attribute(bundle, inputs, baseline, settings, ids=ids, should_stop=should_stop)
 
 
 @dataclass(frozen=True)
