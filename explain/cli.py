@@ -335,8 +335,10 @@ def cmd_check(args) -> int:
     return 0 if report.ok else 1
 
 
-SCORED = ("Scored every customer ({n:,}) and looked for features that carry one signal ({groups}) in {seconds:.1f} s, "
-          "both kept beside the array cache: the dashboard reads them instead of computing them again.")
+SCORED = ("{scored} every customer ({n:,}) and looked for features that carry one signal ({groups}) in "
+          "{seconds:.1f} s, both kept beside the array cache: the dashboard reads them instead of computing them "
+          "again.")
+SCORES_READ = "Read the scores of an earlier check of the same files for"  # in SCORED, where they were kept already
 NOT_FINITE = "the model's output is not a finite number for {count:,} customer(s), e.g. {ids}: their scores and " \
              "attributions cannot be trusted. Check those customers' values (NaN, huge numbers) or the model."
 
@@ -356,14 +358,15 @@ def kept_for_the_dashboard(bundle, report, model_file: str) -> None:
     if not array_cache.holds(bundle.path, bundle.content_hash):
         return
     start = time.perf_counter()
-    scores, _ = cohort.kept_scores(bundle)
+    scores, read = cohort.kept_scores(bundle)
     bad = np.flatnonzero(~np.all(np.isfinite(scores), axis=1))
     if len(bad):
         report.add(model_file, NOT_FINITE.format(count=len(bad), ids=", ".join(map(str, bundle.ids[bad[:3]]))))
         return
     found = groups.of(bundle)
     names = f"{len(found)} group(s): " + "; ".join(g.name for g in found) if found else "none found"
-    report.notes.append(SCORED.format(n=bundle.n_customers, groups=names, seconds=time.perf_counter() - start))
+    report.notes.append(SCORED.format(scored=SCORES_READ if read else "Scored", n=bundle.n_customers, groups=names,
+                                      seconds=time.perf_counter() - start))
     report.notes += padding_cut(bundle, scores[:, 0])
 
 

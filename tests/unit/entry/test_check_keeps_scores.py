@@ -68,7 +68,11 @@ def test_check_scores_every_customer_once_and_the_dashboard_reads_them(cached, t
     again, read = cohort.kept_scores(load_bundle(folder))
     assert read and np.array_equal(again, kept)
     assert groups.of(load_bundle(folder)) == found
+    capsys.readouterr()
     assert main(["check", "--bundle", str(folder)]) == 0  # a second check reads them too (no_scoring not called)
+    out = capsys.readouterr().out  # and says so
+    assert "Read the scores of an earlier check of the same files for every customer (40)" in out
+    assert "Scored every customer" not in out
 
 
 def test_a_customer_whose_score_is_not_finite_is_named(cached, tmp_path, capsys):
