@@ -3,8 +3,9 @@ killed mid-run and a driver killed mid-run, from CSV and from shuffled Parquet t
 Data; refusals as the local job's; the regrouping of the tables into chunks equals the loader's
 arrays (that part needs no Ray).
 
-Runs on a local Ray instance with 2 CPUs (``ray`` is an optional extra: these tests are skipped
-where it is not installed; scripts/test.sh installs it, so CI runs them).
+Runs on the pytest worker's local Ray with 2 CPUs (the conftest fixture ``ray_cluster``, shared with the other
+Ray test files on the worker: tests/support/ray_cluster.py); ``ray`` is an optional extra: these tests are skipped
+where it is not installed; scripts/test.sh installs it, so CI runs them.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ needs_ray = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def ids(bundle_dir):
-    return [str(i) for i in load_bundle(bundle_dir).ids[::25]]  # 120 customers over the data set
+    return [str(i) for i in load_bundle(bundle_dir).ids[::50]]  # 60 customers over the data set, 15 chunks
 
 
 @pytest.fixture(scope="module")
@@ -60,18 +61,25 @@ def local(tmp_path_factory, bundle_dir, ids):
     return (out, *read_store(out))
 
 
+PARQUET_CUSTOMERS = 600  # every 5th of the demo's 3,000: the regrouping and the data-wide baseline need no more
+
+
 @pytest.fixture(scope="module")
 def parquet_dir(tmp_path_factory, bundle_dir):
-    """The demo as a Parquet bundle whose rows are in another order than the loader's: static rows
-    shuffled (so the customers' order changes too), temporal rows shuffled across customers and
-    periods, so regrouping per customer and ordering by period are both needed."""
+    """A cut of the demo (every 5th customer, PARQUET_CUSTOMERS, with all their periods) as a Parquet bundle whose
+    rows are in another order than the loader's: static rows shuffled (so the customers' order changes too),
+    temporal rows shuffled across customers and periods, so regrouping per customer and ordering by period are
+    both needed."""
     folder = tmp_path_factory.mktemp("parquet") / "shuffled"
     folder.mkdir()
     for name in ("model.keras", "bundle.json"):
         shutil.copy2(bundle_dir / name, folder / name)
     rng = np.random.default_rng(7)
     static = pd.read_csv(bundle_dir / "static.csv", dtype={"customer_id": str})
+    static = static.iloc[::len(static) // PARQUET_CUSTOMERS]
     temporal = pd.read_csv(bundle_dir / "temporal.csv", dtype={"customer_id": str, "period": str})
+    temporal = temporal[temporal["customer_id"].isin(static["customer_id"])]
+    assert len(static) == PARQUET_CUSTOMERS and len(temporal) % PARQUET_CUSTOMERS == 0
     static.iloc[rng.permutation(len(static))].to_parquet(folder / "static.parquet", index=False)
     temporal.iloc[rng.permutation(len(temporal))].to_parquet(folder / "temporal.parquet", index=False)
     return folder
@@ -134,18 +142,6 @@ def test_a_customer_missing_from_the_tables_is_named(bundle_dir, tmp_path):
     with pytest.raises(ExplainError, match=r"static.csv does not match what was checked .*customer 'C00001' has 0 "
                                            r"row\(s\), expected 1"):
         ray_tables.customers_of_bucket(rows, layout=layout)
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray = pytest.importorskip("ray")
-    # each worker's start as the command line's Ray starts it (ray_batch._connect): Keras without its scikit-learn
-    # wrappers, 0.8 s of CPU less in each planning task and actor
-    env = {"env_vars": {"PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"},
-           "worker_process_setup_hook": ray_batch.WORKER_SETUP}
-    ray.init(num_cpus=2, include_dashboard=False, runtime_env=env, logging_level="ERROR", log_to_driver=False)
-    yield ray
-    ray.shutdown()
 
 
 def _same_store(out: Path, local) -> None:
@@ -218,32 +214,39 @@ def test_same_rows_as_local_with_an_actor_killed_mid_run(ray_cluster, bundle_dir
 
 @needs_ray
 def test_resume_after_the_driver_is_killed_gives_the_same_store(ray_cluster, bundle_dir, ids, local, tmp_path):
-    """``kill -9`` of the whole job (the CLI, its own local Ray, its actors), then the same
-    command again: the finished chunks are kept, the rest computed. The output is a ``file://``
-    URI, so this also runs the pyarrow-filesystem path (the one S3 takes)."""
+    """``kill -9`` of the job's driver mid-run, then the same command again: the finished chunks are kept, the
+    rest computed. The driver is the command line in its own process, on this test's Ray (``RAY_ADDRESS``, as
+    ``ray job submit`` runs it on a cluster), with one actor: the kill takes the driver, and Ray then ends the
+    actor it owned; the cluster stays, and the second command runs on it (in this process). The output is a
+    ``file://`` URI, so this also runs the pyarrow-filesystem path (the one S3 takes)."""
+    from tests.support import ray_cluster as cluster
+
     out = tmp_path / "killed.parquet"
     customers = tmp_path / "customers.txt"
     customers.write_text("\n".join(ids) + "\n")
     n_chunks = -(-len(ids) // CHUNK)
     args = ["batch", "--bundle", str(bundle_dir), "--out", out.as_uri(), "--customers-file", str(customers),
-            *SETTINGS, "--batch-size", str(CHUNK), "--engine", "ray", "--workers", "2"]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)}
+            *SETTINGS, "--batch-size", str(CHUNK), "--engine", "ray", "--workers", "1"]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT), "RAY_ADDRESS": cluster.address()}
     proc = subprocess.Popen([sys.executable, "-m", "explain", *args], cwd=ROOT, env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    family = []
+    family, writers = [], []
     try:
         deadline = time.monotonic() + 300
         while _part_files(out) < 2 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
+        writers = _chunk_writers()  # the killed job's actor, on this test's Ray
         family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
     finally:
-        for process in family:  # the job and the Ray it started, all at once, mid-run
+        for process in family:  # the driver (and anything it started), mid-run
             try:
                 process.send_signal(signal.SIGKILL)
             except psutil.Error:
                 pass
         proc.wait(60)
         psutil.wait_procs(family, timeout=60)
+    assert writers, "the killed job's actor was not found"
+    psutil.wait_procs(writers, timeout=120)  # Ray ends the actors of a dead driver: nothing of it writes on
     done = _part_files(out)
     assert 0 < done < n_chunks, f"the kill should land mid-run ({done} of {n_chunks} chunks written)"
 
@@ -261,9 +264,10 @@ def test_every_customer_of_a_shuffled_parquet_bundle_same_as_local(ray_cluster, 
     baseline computed once by the planning task: the local engine's store, bit for bit."""
     request = Settings(steps=8, baseline="median")
     local_out, ray_out = tmp_path / "local", tmp_path / "ray"
-    run_batch_job(load_bundle(parquet_dir), local_out, request, chunk_size=500, progress=False)
-    result = ray_batch.run_ray_batch_job(parquet_dir, ray_out, request, chunk_size=500, workers=2, progress=False)
-    assert result.complete and result.n_customers == 3000 and result.computed_chunks == 6
+    size = PARQUET_CUSTOMERS // 6
+    run_batch_job(load_bundle(parquet_dir), local_out, request, chunk_size=size, progress=False)
+    result = ray_batch.run_ray_batch_job(parquet_dir, ray_out, request, chunk_size=size, workers=1, progress=False)
+    assert result.complete and result.n_customers == PARQUET_CUSTOMERS and result.computed_chunks == 6
     _same_store(ray_out, (local_out, *read_store(local_out)))
 
     # more chunks than blocks (a large run: the driver keeps one entry per block, so blocks are
@@ -273,7 +277,7 @@ def test_every_customer_of_a_shuffled_parquet_bundle_same_as_local(ray_cluster, 
         patch.setattr(ray_tables, "MIN_BLOCKS", 1)
         patch.setattr(ray_tables, "BLOCKS_PER_WORKER", 2)
         assert ray_tables.blocks_for(6, 1) == 2
-        capped = ray_batch.run_ray_batch_job(parquet_dir, tmp_path / "capped", request, chunk_size=500, workers=1,
+        capped = ray_batch.run_ray_batch_job(parquet_dir, tmp_path / "capped", request, chunk_size=size, workers=1,
                                              progress=False)
     assert capped.complete and capped.computed_chunks == 6
     _same_store(tmp_path / "capped", (local_out, *read_store(local_out)))
@@ -320,6 +324,27 @@ def test_every_worker_of_the_command_lines_ray_starts_with_keras_without_its_skl
     assert [env["worker_process_setup_hook"] for env in seen] == [ray_batch.WORKER_SETUP] * 2
     module, name = ray_batch.WORKER_SETUP.rsplit(".", 1)
     assert getattr(importlib.import_module(module), name) is backend.skip_unused_optional_imports
+
+
+def test_without_address_the_command_line_uses_the_cluster_of_ray_address(monkeypatch):
+    """Ray's own ``RAY_ADDRESS`` (``ray job submit`` sets it for the command it runs) names the cluster where
+    ``--address`` is left out: ``ray.init`` is given that address and no ``num_cpus`` (which Ray refuses when it
+    connects to a cluster); ``--address`` wins over it; without either, a local Ray with this machine's cores."""
+    seen = []
+
+    class Ray:
+        def is_initialized(self):
+            return False
+
+        def init(self, **kwargs):
+            seen.append({k: kwargs.get(k) for k in ("address", "num_cpus")})
+
+    monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
+    assert ray_batch._connect(Ray(), None) and ray_batch._connect(Ray(), "auto")
+    monkeypatch.delenv("RAY_ADDRESS")
+    assert ray_batch._connect(Ray(), None)
+    assert seen == [{"address": "ray://head:10001", "num_cpus": None}, {"address": "auto", "num_cpus": None},
+                    {"address": None, "num_cpus": os.cpu_count()}]
 
 
 def test_without_ray_the_message_says_how_to_install_it(monkeypatch, bundle_dir, tmp_path, capsys):

@@ -2,9 +2,9 @@
 writes the store the TensorFlow local job writes (every array within 1e-5 of its largest value; the completeness
 gap ``delta``, a difference of predictions, within 1e-5 of the largest prediction), and the Ray
 workers are told the driver's backend (``runtime_env`` env var), so a cluster's nodes do not fall back to
-TensorFlow. The TensorFlow job runs in this process where it is on TensorFlow; the JAX driver and its Ray workers
-share JAX's persistent compilation cache (tests.support.backends.jax_compilation_cache). Skipped where jax or ray
-is not installed.
+TensorFlow. The TensorFlow job runs in this process where it is on TensorFlow; the JAX driver runs on the pytest
+worker's Ray (the conftest fixture ``ray_cluster``, through ``RAY_ADDRESS``), whose workers share JAX's persistent
+compilation cache with it (tests.support.backends.jax_compilation_cache). Skipped where jax or ray is not installed.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def jax_cache(tmp_path_factory):
     yield from jax_cache_environment(tmp_path_factory)
 
 
-def _run(args, backend: str, timeout: float = 1200) -> None:
+def _run(args, backend: str, timeout: float = 1200, env: dict | None = None) -> None:
     import keras
 
     if backend == "tensorflow" and keras.config.backend() == "tensorflow":  # the command line's main() here
@@ -45,7 +45,7 @@ def _run(args, backend: str, timeout: float = 1200) -> None:
 
         assert main(args) == 0, f"{backend}: {' '.join(args)} failed"
         return
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
     out = subprocess.run([sys.executable, "-m", "explain", *args], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=timeout)
     assert out.returncode == 0, f"{backend}: {' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
@@ -60,12 +60,16 @@ def _close(tf_values, jax_values, what, scale=None):
 
 
 @pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="the demo bundle is not built")
-def test_jax_ray_store_equals_the_tensorflow_local_store(tmp_path):
+def test_jax_ray_store_equals_the_tensorflow_local_store(ray_cluster, tmp_path):
+    from tests.support import ray_cluster as cluster
+
     ids = tmp_path / "ids.txt"
     ids.write_text("".join(f"C{n:05d}\n" for n in range(1, 41, 3)))  # 14 customers, 4 chunks of 4
     common = ["--bundle", str(DEMO), "--customers-file", str(ids), "--steps", "8", "--batch-size", "4"]
     _run(["batch", *common, "--out", str(tmp_path / "tf_local")], "tensorflow")
-    _run(["batch", *common, "--out", str(tmp_path / "jax_ray"), "--engine", "ray", "--workers", "2"], "jax")
+    # one actor: the backend reaches every worker the same way (the job's runtime_env)
+    _run(["batch", *common, "--out", str(tmp_path / "jax_ray"), "--engine", "ray", "--workers", "1"], "jax",
+         env={"RAY_ADDRESS": cluster.address()})
     tf_long, tf_summary = read_store(tmp_path / "tf_local")
     jax_long, jax_summary = read_store(tmp_path / "jax_ray")
     assert len(tf_long) == len(jax_long) > 0 and len(tf_summary) == len(jax_summary) == 14

@@ -81,8 +81,8 @@ def test_within_the_owners_limits_the_layout_is_made(parquet_dir):
     assert layout["files"]["temporal"]["file"] == "temporal.parquet" and layout["n_periods"] > 1
 
 
-def test_the_command_lines_limits_reach_the_planning_task_on_ray(bundle_dir, tmp_path, capsys):
-    pytest.importorskip("ray")
+def test_the_command_lines_limits_reach_the_planning_task_on_ray(ray_cluster, bundle_dir, tmp_path, capsys):
+    """On the pytest worker's Ray (the conftest fixture), which the command line in this process uses."""
     from explain.cli import main
 
     out = tmp_path / "store"
