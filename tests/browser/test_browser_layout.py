@@ -65,9 +65,30 @@ def sized_page(browser):
         context.close()
 
 
-def test_laptop_sees_the_verdict_and_the_whole_heatmap_on_the_first_screen(server, sized_page):
-    page = sized_page(LAPTOP)
-    open_page(page, f"{server}/")
+@pytest.fixture(scope="module")
+def first_screen(server, browser):
+    """The Customer page's default view (``/``) at a viewport, opened once per viewport for this file's tests that
+    only read it (a box, a text): ``first_screen(LAPTOP)``. The page stays as opened: none of them clicks, types,
+    scrolls or resizes."""
+    contexts, pages = [], {}
+
+    def get(viewport):
+        key = (viewport["width"], viewport["height"])
+        if key not in pages:
+            context = browser.new_context(viewport=viewport)
+            contexts.append(context)
+            pages[key] = page = context.new_page()
+            page.set_default_timeout(RENDER_TIMEOUT)
+            open_page(page, f"{server}/")
+        return pages[key]
+
+    yield get
+    for context in contexts:
+        context.close()
+
+
+def test_laptop_sees_the_verdict_and_the_whole_heatmap_on_the_first_screen(first_screen):
+    page = first_screen(LAPTOP)
     box = page.evaluate(HEATMAP_BOX)
     assert box and box["width"] > 300, box
     assert 0 <= box["top"] and box["bottom"] <= LAPTOP["height"], (f"the heatmap's cells are at {box} "
@@ -77,9 +98,29 @@ def test_laptop_sees_the_verdict_and_the_whole_heatmap_on_the_first_screen(serve
     assert verdict.bounding_box()["y"] < box["top"]  # the verdict in words comes first
 
 
-def test_phone_heatmap_is_readable_and_no_text_overlaps(server, sized_page):
-    page = sized_page(PHONE)
-    open_page(page, f"{server}/")
+WHY_SENTENCE = "likely to churn ("
+JARGON = ("gausslegendre", "joint path", "per-input", "logit", "delta")
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_the_answer_in_words_comes_first_without_jargon(first_screen, viewport):
+    """Issue 29: on the first screen, above the first chart, one sentence names a driver with the customer's value
+    against the usual one; with the IG settings closed the main area says none of the engineers' words."""
+    page = first_screen(viewport)  # as opened: before test_phone_heatmap_... scrolls the phone's page
+    sentence = page.get_by_text(WHY_SENTENCE).first
+    sentence.wait_for()
+    box = sentence.bounding_box()
+    assert box["y"] + box["height"] <= viewport["height"], box  # inside the first screen
+    first_chart = page.locator(".js-plotly-plot").first.bounding_box()
+    assert box["y"] < first_chart["y"]
+    text = sentence.inner_text()
+    assert "mainly because" in text and "(the average customer: " in text and "% of customers churn" in text
+    main = page.locator("[data-testid=stMain]").inner_text().lower()
+    assert not [word for word in JARGON if word in main]
+
+
+def test_phone_heatmap_is_readable_and_no_text_overlaps(first_screen):
+    page = first_screen(PHONE)  # the last of this file's tests to read the phone's page: it scrolls
     page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
     wait_idle(page)
     box = page.evaluate(HEATMAP_BOX)
@@ -90,9 +131,8 @@ def test_phone_heatmap_is_readable_and_no_text_overlaps(server, sized_page):
     assert page.get_by_text("turn the phone or use a wider screen").is_visible()
 
 
-def test_laptop_shows_no_phone_note(server, sized_page):
-    page = sized_page(LAPTOP)
-    open_page(page, f"{server}/")
+def test_laptop_shows_no_phone_note(first_screen):
+    page = first_screen(LAPTOP)
     assert not page.get_by_text("turn the phone or use a wider screen").is_visible()
 
 
@@ -126,28 +166,6 @@ def test_an_unknown_page_path_says_so(server, sized_page):
     assert warning.first.is_visible()
     assert "/compare" in warning.first.inner_text()  # it lists the pages there are
     assert page.get_by_role("heading", name="Customer C00004").is_visible()
-
-
-WHY_SENTENCE = "likely to churn ("
-JARGON = ("gausslegendre", "joint path", "per-input", "logit", "delta")
-
-
-@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
-def test_the_answer_in_words_comes_first_without_jargon(server, sized_page, viewport):
-    """Issue 29: on the first screen, above the first chart, one sentence names a driver with the customer's value
-    against the usual one; with the IG settings closed the main area says none of the engineers' words."""
-    page = sized_page(viewport)
-    open_page(page, f"{server}/")
-    sentence = page.get_by_text(WHY_SENTENCE).first
-    sentence.wait_for()
-    box = sentence.bounding_box()
-    assert box["y"] + box["height"] <= viewport["height"], box  # inside the first screen
-    first_chart = page.locator(".js-plotly-plot").first.bounding_box()
-    assert box["y"] < first_chart["y"]
-    text = sentence.inner_text()
-    assert "mainly because" in text and "(the average customer: " in text and "% of customers churn" in text
-    main = page.locator("[data-testid=stMain]").inner_text().lower()
-    assert not [word for word in JARGON if word in main]
 
 
 def test_a_link_with_engineers_settings_opens_them(server, sized_page):
