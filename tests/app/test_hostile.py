@@ -167,7 +167,8 @@ def test_uploads_are_opened_in_a_separate_process(built, tmp_path, monkeypatch):
         return real(path, **kwargs)
 
     monkeypatch.setattr(sl, "trial_load", spy)
-    monkeypatch.setattr(uploads, "_TRIAL_PASSED", uploads.OrderedDict())  # forget earlier trial loads
+    with uploads._TRIAL_LOCK:  # forget earlier trial loads; the verdict found here stays for the later tests
+        uploads._TRIAL_PASSED.clear()
     files = bundle_files(built["small"])
     files[MODEL_NAME] = files.pop("model.keras")
     at = upload(app(page="pages/data.py"), files)
