@@ -8,6 +8,8 @@ takes the embedding vectors (or only the real months) as its input; or an exact 
 linear models.
 """
 
+import functools
+
 import keras
 import numpy as np
 import pytest
@@ -45,11 +47,13 @@ def tolerance(a):
 # --------------------------------------------------------------------------- categorical
 
 
+@functools.cache
 def embedding_model(lookup=False):
     """Ids (or text through a StringLookup) into an Embedding, a float static input and a history.
 
     Returns the model, its twin taking the embedding vectors (None, 1, 3) instead of the ids,
-    and the index function id -> embedding row.
+    and the index function id -> embedding row. Built once per module (the same seed gives the same weights;
+    no test changes them): the tests share the model's engine and its traced functions.
     """
     keras.utils.set_random_seed(11)
     if lookup:
@@ -114,7 +118,7 @@ def test_embedding_input_matches_layer_ig_reference(lookup):
 
 
 def test_categorical_baselines_mode_chosen_and_mean_embedding():
-    model, twin, embed = embedding_model()
+    model, twin, embed = embedding_model(False)
     data = categorical_data(40, seed=3)
     layout = input_layout(model)
     counts = np.bincount(data["plan"][:, 0], minlength=5)
@@ -160,8 +164,10 @@ def test_integer_input_without_embedding_is_refused():
 # --------------------------------------------------------------------------- three inputs
 
 
+@functools.cache
 def three_input_model(linear=False):
-    """A static input and two histories of different lengths (months and quarters)."""
+    """A static input and two histories of different lengths (months and quarters). Built once per module
+    (shared, read only)."""
     keras.utils.set_random_seed(5)
     s_in = keras.Input((3,), name="profile")
     m_in = keras.Input((6, 2), name="monthly")
@@ -237,7 +243,14 @@ LENGTHS = [8, 5, 2, 1]
 
 
 def masked_model(where="start"):
-    """Masking(0) -> LSTM with biases; a static input; and the same layers on real months only."""
+    """Masking(0) -> LSTM with biases; a static input; and the same layers on real months only. Built once per
+    module (the same seed, the same weights whatever ``where``; no test changes them): the padding tests share the
+    model's engine and its traced functions, each with its own data and baselines."""
+    return _masked_model()
+
+
+@functools.cache
+def _masked_model():
     keras.utils.set_random_seed(21)
     s_in, t_in = keras.Input((2,), name="s"), keras.Input((8, F), name="t")
     lstm = keras.layers.LSTM(4, bias_initializer="random_normal", unit_forget_bias=False)

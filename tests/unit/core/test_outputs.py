@@ -3,6 +3,8 @@
 References are computed here, independently: the model's own outputs at the period, a single-head model built
 with the same weights, and the sum of the attributions against f(x) - f(b)."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -27,7 +29,13 @@ def _zero():
 
 def per_period_model(kind="lstm", k=1, seed=1):
     """A per-period churn model: the static input repeated over the periods, a causal sequence layer, a sigmoid
-    (or softmax) per period: output (None, T, K)."""
+    (or softmax) per period: output (None, T, K). Built once per module for each (kind, k, seed) (the same seed
+    gives the same weights; no test changes them): the tests share the model and its views' compiled functions."""
+    return _per_period_model(kind, k, seed)
+
+
+@functools.cache
+def _per_period_model(kind, k, seed):
     keras.utils.set_random_seed(seed)
     s = keras.Input((S,), name="static")
     x = keras.Input((T, F), name="temporal")
@@ -133,6 +141,12 @@ def test_softmax_per_period_logits_and_unknown_end_falls_back_to_log_odds():
 
 
 def two_head_model(seed=3):
+    """Two heads (churn, spend) on one LSTM: built once per module (shared, read only)."""
+    return _two_head_model(seed)
+
+
+@functools.cache
+def _two_head_model(seed):
     keras.utils.set_random_seed(seed)
     s = keras.Input((S,), name="static")
     x = keras.Input((T, F), name="temporal")
