@@ -23,9 +23,18 @@ from streamlit.testing.v1 import local_script_runner
 
 from tests.support import hostile as H
 from tests.support.apptest import DEMO, app, bundle_files, charts, customer_heading, errors, heatmap, plain, upload
+from tests.support.component_scan import scanned_once
 from ui import cache, uploads
 
 pytestmark = pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="the demo bundle is not built")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_component_scan():
+    """Streamlit's scan of the installed packages for components once for the module's AppTests, as a server
+    scans once at its start (tests/support/component_scan.py)."""
+    with scanned_once():
+        yield
 
 
 @pytest.fixture(autouse=True)
