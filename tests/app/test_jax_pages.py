@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.backends import jax_cache_environment
+from tests.support.backends import jax_cache_environment, jax_process_flags
 from tests.support.jax_pages import pages
 
 pytest.importorskip("jax")
@@ -47,7 +47,7 @@ def run(backend: str, work: Path) -> dict:
     if keras.config.backend() == backend:
         result = pages(work)
     else:
-        env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
+        env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2", **jax_process_flags())
         env.pop("EXPLAIN_BUNDLE", None)
         out = subprocess.run([sys.executable, "-m", "tests.support.jax_pages", str(work)], cwd=ROOT, env=env,
                              capture_output=True, text=True, timeout=2400)

@@ -2,10 +2,11 @@
 
 Keras picks its backend when it is imported, so every JAX run is a separate process started with
 KERAS_BACKEND=jax; the TensorFlow side of a comparison runs in this (TensorFlow) process, or in a process of its
-own where this one is not on TensorFlow. The three sets of re-run tests (property, analysis, safe loading) share
-one JAX pytest process, and every JAX process of a test session shares JAX's persistent compilation cache
-(tests.support.backends.jax_compilation_cache). Skipped where JAX is not installed (the ``jax`` extra:
-requirements-jax.txt).
+own where this one is not on TensorFlow. The three sets of re-run tests (property, analysis, safe loading) and the
+JAX side of the comparisons of unlike models, of the command line and of the Customer page (tests.support.jax_side)
+share one JAX pytest process (the fixture jax_reruns), and every JAX process of a test session shares JAX's
+persistent compilation cache (tests.support.backends.jax_compilation_cache). Skipped where JAX is not installed
+(the ``jax`` extra: requirements-jax.txt).
 """
 
 import json
@@ -20,7 +21,7 @@ import pandas as pd
 import pytest
 
 from explain.batch.store import read_store
-from tests.support.backends import customer_page, jax_cache_environment
+from tests.support.backends import customer_page, jax_cache_environment, jax_process_flags
 
 pytest.importorskip("jax")
 
@@ -77,8 +78,9 @@ def jax_cache(tmp_path_factory):
     yield from jax_cache_environment(tmp_path_factory)
 
 
-def run(args, backend: str, timeout: float = 900, check: bool = True) -> subprocess.CompletedProcess:
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
+def run(args, backend: str, timeout: float = 900, check: bool = True, **environment) -> subprocess.CompletedProcess:
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2", **environment,
+               **(jax_process_flags() if backend == "jax" else {}))
     out = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     assert not check or out.returncode == 0, \
         f"{backend}: {' '.join(args[:4])} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
@@ -104,14 +106,32 @@ def _sets(arguments):
             if not a.startswith("-") and (i == 0 or arguments[i - 1] != "--deselect")]
 
 
+RERUN_TESTS = ("test_the_engines_property_tests_pass_on_jax", "test_faithfulness_what_if_and_batch_tests_pass_on_jax",
+               "test_safe_loading_refuses_the_same_files_on_jax")
+JAX_SIDE = "tests/support/jax_side.py"  # the JAX side of the comparisons below, run after the sets
+
+
 @pytest.fixture(scope="module")
-def jax_reruns(tmp_path_factory):
-    """The property, analysis and safe-loading sets in ONE pytest process on JAX (one start of JAX, Keras and
-    pytest instead of three): {(file, test name without its parameters): [outcome of each test]} from its JUnit
-    report, and the run's output."""
-    report = tmp_path_factory.mktemp("jax-reruns") / "report.xml"
-    out = run(["-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *PROPERTY_TESTS,
-               *ANALYSIS_TESTS, *SAFE_LOAD_TESTS], "jax", timeout=2400, check=False)
+def jax_reruns(request, tmp_path_factory):
+    """The property, analysis and safe-loading sets (where one of their tests runs) and the JAX side of the
+    comparisons of unlike models, of the command line and of the Customer page (tests.support.jax_side) in ONE
+    pytest process on JAX (one start of JAX, Keras and pytest instead of four): {(file, test name without its
+    parameters): [outcome of each test]} from its JUnit report, the run's output, and the folder of what the JAX
+    side wrote (the unlike models, built first: here where this process is on TensorFlow, else in a process of
+    their own)."""
+    from tests.support import backends
+
+    side = tmp_path_factory.mktemp("jax-side")
+    if on_tensorflow():
+        backends.build(side / "models")
+    else:
+        run(["-m", "tests.support.backends", "build", str(side / "models")], "tensorflow")
+    (side / "ids.txt").write_text("C00001\nC00002\nC00003\nC00004\nC00005\n")
+    sets = [*PROPERTY_TESTS, *ANALYSIS_TESTS, *SAFE_LOAD_TESTS] \
+        if any(item.name in RERUN_TESTS for item in request.session.items) else []
+    report = side / "report.xml"
+    out = run(["-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *sets, JAX_SIDE], "jax",
+              timeout=2400, check=False, EXPLAIN_JAX_SIDE=str(side))
     assert out.returncode in (0, 1) and report.is_file(), f"the JAX run did not run:\n{out.stdout[-3000:]}\n" \
                                                           f"{out.stderr[-3000:]}"
     outcomes = {}
@@ -119,12 +139,20 @@ def jax_reruns(tmp_path_factory):
         module, name = case.get("classname", ""), case.get("name", "")
         outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
         outcomes.setdefault((module, name.split("[")[0]), []).append(outcome)
-    return outcomes, out.stdout
+    return outcomes, out.stdout, side
+
+
+def jax_side(jax_reruns, test: str) -> Path:
+    """The folder of what the JAX side wrote, once its ``test`` (tests.support.jax_side) passed."""
+    outcomes, stdout, side = jax_reruns
+    assert outcomes.get(("tests.support.jax_side", test)) == ["passed"], \
+        f"{test} on JAX: {outcomes.get(('tests.support.jax_side', test))}:\n{stdout[-5000:]}"
+    return side
 
 
 def assert_set_passed(jax_reruns, arguments, skips_allowed: bool):
     """Every file and test of the set ran under JAX and passed (none failed, none skipped unless allowed)."""
-    outcomes, stdout = jax_reruns
+    outcomes, stdout, _ = jax_reruns
     for entry in _sets(arguments):
         file, _, name = entry.partition("::")
         module = file.removesuffix(".py").replace("/", ".")
@@ -141,7 +169,7 @@ def test_the_engines_property_tests_pass_on_jax(jax_reruns):
 
 def test_faithfulness_what_if_and_batch_tests_pass_on_jax(jax_reruns):
     assert_set_passed(jax_reruns, ANALYSIS_TESTS, skips_allowed=True)
-    outcomes, _ = jax_reruns
+    outcomes, _, _ = jax_reruns
     assert ("tests.unit.batch.test_batch", "test_chunk_boundaries_do_not_change_any_number") not in outcomes
 
 
@@ -149,24 +177,18 @@ def test_safe_loading_refuses_the_same_files_on_jax(jax_reruns):
     assert_set_passed(jax_reruns, SAFE_LOAD_TESTS, skips_allowed=True)
 
 
-def test_unlike_models_give_the_same_attributions_on_both_backends(tmp_path):
+def test_unlike_models_give_the_same_attributions_on_both_backends(jax_reruns, tmp_path):
     from tests.support import backends
     from tests.support.backends import SETTINGS
 
-    models = tmp_path / "models"
-    here = on_tensorflow()  # the models built and TensorFlow's numbers in this process, else in one of their own
-    for backend in ("tensorflow", "jax"):
-        if backend == "tensorflow" and here:
-            backends.build(models)
-            backends.attribute(models, tmp_path / "tensorflow.npz")
-            continue
-        if backend == "tensorflow":
-            run(["-m", "tests.support.backends", "build", str(models)], "tensorflow")
-        out = run(["-m", "tests.support.backends", "attribute", str(models), str(tmp_path / f"{backend}.npz")],
-                  backend)
-        assert json.loads(out.stdout.strip().splitlines()[-1]) == {"backend": backend}
-    results = {backend: np.load(tmp_path / f"{backend}.npz") for backend in ("tensorflow", "jax")}
-    tf_results, jax_results = results["tensorflow"], results["jax"]
+    side = jax_side(jax_reruns, "test_unlike_models_attribute_on_jax")  # the models built, JAX's numbers
+    if on_tensorflow():  # TensorFlow's numbers in this process, else in one of their own
+        backends.attribute(side / "models", tmp_path / "tensorflow.npz")
+    else:
+        out = run(["-m", "tests.support.backends", "attribute", str(side / "models"), str(tmp_path / "tensorflow.npz")],
+                  "tensorflow")
+        assert json.loads(out.stdout.strip().splitlines()[-1]) == {"backend": "tensorflow"}
+    tf_results, jax_results = np.load(tmp_path / "tensorflow.npz"), np.load(side / "unlike.npz")
     assert sorted(tf_results.files) == sorted(jax_results.files)
     names = {key.split("/")[0] for key in tf_results.files}
     assert names == {"gru", "conv1d_temporal_first", "dense_only", "embedding", "masking", "two_temporal",
@@ -196,25 +218,20 @@ assert codes == [0, 0], codes
 
 
 @pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="the demo bundle is not built")
-def test_the_command_line_gives_the_same_attributions_on_both_backends(tmp_path):
-    ids = tmp_path / "ids.txt"
-    ids.write_text("C00001\nC00002\nC00003\nC00004\nC00005\n")
-    tables = {}
-    for backend in ("tensorflow", "jax"):
-        one, many = tmp_path / f"{backend}.csv", tmp_path / f"{backend}.parquet"
-        commands = [["attribute", "--bundle", str(DEMO), "--customer", "C00001", "--customer", "C00002",
-                     "--out", str(one)],
-                    ["batch", "--bundle", str(DEMO), "--customers-file", str(ids), "--steps", "auto",
-                     "--out", str(many)]]
-        if backend == "tensorflow" and on_tensorflow():  # the command line's main() in this process
-            from explain.cli import main
+def test_the_command_line_gives_the_same_attributions_on_both_backends(jax_reruns, tmp_path):
+    from tests.support.jax_side import commands
 
-            assert [main(command) for command in commands] == [0, 0]
-        else:  # both commands in one process on this backend (python -m explain runs the same main())
-            run(["-c", CLI.format(root=str(ROOT), commands=commands)], backend)
-        long, _ = read_store(many)  # the compact store's long view (values from the bundle)
-        tables[backend] = (pd.read_csv(one), long)
-    for index, what in ((0, "attribute"), (1, "batch")):
+    side = jax_side(jax_reruns, "test_the_command_line_on_jax")  # JAX's: cli.csv, cli.parquet (main() on JAX)
+    (tmp_path / "ids.txt").write_bytes((side / "ids.txt").read_bytes())
+    if on_tensorflow():  # the command line's main() in this process
+        from explain.cli import main
+
+        assert [main(command) for command in commands(tmp_path, "tensorflow")] == [0, 0]
+    else:  # both commands in one process on TensorFlow (python -m explain runs the same main())
+        run(["-c", CLI.format(root=str(ROOT), commands=commands(tmp_path, "tensorflow"))], "tensorflow")
+    tables = {backend: (pd.read_csv(folder / f"{stem}.csv"), read_store(folder / f"{stem}.parquet")[0])
+              for backend, folder, stem in (("tensorflow", tmp_path, "tensorflow"), ("jax", side, "cli"))}
+    for index, what in ((0, "attribute"), (1, "batch")):  # the batch: the compact store's long view
         tf_table, jax_table = tables["tensorflow"][index], tables["jax"][index]
         columns = [c for c in tf_table.columns if c != "attribution"]
         assert len(tf_table) == len(jax_table) > 0
@@ -233,16 +250,17 @@ print(json.dumps(customer_page()))
 
 
 @pytest.mark.skipif(not (DEMO / "model.keras").is_file(), reason="the demo bundle is not built")
-def test_the_customer_page_renders_on_jax_with_the_same_heatmap(monkeypatch, tmp_path):
-    pages = {}
+def test_the_customer_page_renders_on_jax_with_the_same_heatmap(jax_reruns, monkeypatch, tmp_path):
+    side = jax_side(jax_reruns, "test_the_customer_page_on_jax")  # JAX's page, from a store computed there
+    pages = {"jax": json.loads((side / "customer_page.json").read_text())}
     monkeypatch.delenv("EXPLAIN_BUNDLE", raising=False)
+    monkeypatch.setenv("EXPLAIN_STORES", str(tmp_path / "tensorflow"))  # no store another test left: computed here
+    if on_tensorflow():  # TensorFlow's page in this process
+        pages["tensorflow"] = customer_page()
+    else:
+        out = run(["-c", CUSTOMER_PAGE.format(root=str(ROOT))], "tensorflow")
+        pages["tensorflow"] = json.loads(out.stdout.strip().splitlines()[-1])
     for backend in ("tensorflow", "jax"):
-        monkeypatch.setenv("EXPLAIN_STORES", str(tmp_path / backend))  # no store another test left: computed here
-        if backend == "tensorflow" and on_tensorflow():  # TensorFlow's page in this process
-            pages[backend] = customer_page()
-        else:
-            out = run(["-c", CUSTOMER_PAGE.format(root=str(ROOT))], backend)
-            pages[backend] = json.loads(out.stdout.strip().splitlines()[-1])
         assert pages[backend]["backend"] == backend
         assert any(label.startswith("Predicted") for label in pages[backend]["metrics"])
     assert_close(np.array(pages["tensorflow"]["z"], float), np.array(pages["jax"]["z"], float), "customer heatmap")
