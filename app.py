@@ -10,7 +10,7 @@ import streamlit as st
 
 from ui import auth, frame, show, startup
 
-startup.keras_without_unused_imports()  # `streamlit run app.py`: Keras without its unused optional imports
+startup.before_tensorflow()  # `streamlit run app.py`: TensorFlow without its unused imports, its XLA cache kept
 
 st.set_page_config(page_title="Churn explainer · Integrated Gradients", page_icon=":material/insights:",
                    layout="wide")

@@ -3,8 +3,9 @@ bundle a session uses. The computations are in ``explain/``; this module only ca
 
 * ``st.cache_resource``: bundles (model + tables), keyed by the folder's path and a fingerprint of its files
   (name, size, mtime), shared by every session. Every model call holds the model's engine lock
-  (``explain.core.ig.engine_for(model).lock``). A bundle opened here warms its model's XLA path (with
-  ``EXPLAIN_XLA=1`` only: ``explain.core.engine.warm_up_xla``).
+  (``explain.core.ig.engine_for(model).lock``). A bundle opened here warms its model's XLA path with
+  ``EXPLAIN_XLA=1`` (``explain.core.engine.warm_up_xla``); a model of long histories gets it after the first page
+  (``warm_background``, ``explain.core.engine.xla_wanted``).
 * ``st.cache_data`` (bounded ``max_entries`` and ``ttl``): attribution arrays and other derived arrays, keyed
   by the bundle's content hash and the settings; the bundle itself is passed as an unhashed ``_bundle``
   argument (``explainer``, ``diagnostics``, ``cohort``, ``whatif``, ``faithfulness``).
@@ -25,6 +26,7 @@ counts the computations in progress (process-wide) for tests and diagnostics.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import deque
@@ -43,7 +45,8 @@ from explain.batch import drivers as batch_drivers
 from explain.batch.store import Store
 from explain.batch.stores import BundleStores, stores_of
 from explain.bundle import load as bundle_io
-from explain.core.engine import warm_up_xla
+from explain.core import xla
+from explain.core.engine import warm_up_xla, xla_wanted
 from explain.core.errors import ExplainError
 from explain.core.settings import Settings, resolve_target
 from explain.modelfile.savedmodel import FOLDER as SAVEDMODEL_DIR
@@ -122,7 +125,8 @@ def _open_bundle(path: str, fingerprint: tuple):
         # the full paths stay here, in the server log; the page shows them relative (ui.show.plain)
         LOG.error("the bundle %s could not be opened: %s", path, error)
         return None, str(error)
-    warm_up_xla(bundle.model)  # with EXPLAIN_XLA=1 only: small requests on the compiled path
+    if os.environ.get(xla.ENV) == "1":  # the owner's choice: small requests compiled from the start, of any length
+        warm_up_xla(bundle.model)
     return bundle, None
 
 
@@ -244,6 +248,8 @@ def warm_background(bundle, *, separate: bool = False) -> None:
     baseline, any steps) into its cache, or, for a small bundle without one, that store started in the background
     with adaptive steps (``ui.stores.start``; ``separate``: as a process of its own at the lowest priority); then the
     data's ranges and medians the what-if card reads (``whatif.bundle_medians``)."""
+    if xla_wanted(bundle.model):  # a long history: the one-customer calls compiled with XLA first (5-7x faster on
+        warm_up_xla(bundle.model, background=False)  # 365 days; read back from TensorFlow's cache after `check`)
     settings = Settings().for_bundle(bundle)
     found = stores_of(bundle)
     store = found.best(settings)  # the page's store: the most exact of the default baseline's

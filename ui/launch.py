@@ -131,7 +131,7 @@ def main(argv: list[str]) -> int:
     sys.argv = [str(APP), *app_args]  # what the app reads (ui.startup), as under `streamlit run`
     from explain.core import backend
 
-    backend.skip_unused_optional_imports()  # Keras and TensorFlow without their unused optional imports: 2-3 s
+    backend.prepare_process()  # TensorFlow without its unused optional imports (2-3 s), its XLA cache on disk
     from streamlit.web import cli  # Streamlit's modules first: the warm-up's imports then share none in flight
 
     from ui import runtime

@@ -58,13 +58,13 @@ def _limits(given: tuple[str, ...], flag: str):
     return parse_limits(list(given), OWNER_LIMITS if flag == "--limit" else UPLOAD_LIMITS, flag)
 
 
-def keras_without_unused_imports() -> None:
+def before_tensorflow() -> None:
     """Keras' and TensorFlow's import, when it comes, without their unused optional imports (scikit-learn, IPython,
-    JAX: ``explain.core.backend.UNUSED_OPTIONAL_IMPORTS``): seconds less of the first page's wait. Imports neither
-    Keras nor TensorFlow."""
+    JAX: seconds less of the first page's wait) and with XLA's executables kept on disk
+    (``explain.core.backend.prepare_process``). Imports neither Keras nor TensorFlow."""
     from explain.core import backend
 
-    backend.skip_unused_optional_imports()
+    backend.prepare_process()
 
 
 def limits(argv: list[str] | None = None):

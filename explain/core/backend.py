@@ -108,3 +108,13 @@ def skip_unused_optional_imports() -> bool:
         return False
     sys.meta_path.insert(0, _UnusedOptionalImports())
     return True
+
+
+def prepare_process() -> None:
+    """The command line's and the dashboard's processes, before TensorFlow is imported: Keras and TensorFlow without
+    their unused optional imports (:func:`skip_unused_optional_imports`), and XLA's compiled executables kept on
+    disk between processes (``explain.core.xla.keep_compiled``). Never on ``import explain``."""
+    from explain.core import xla
+
+    skip_unused_optional_imports()
+    xla.keep_compiled()

@@ -267,6 +267,9 @@ class Engine:
         lead = self.cut.leading(path.ends.x, path.ends.b, path.index) if self.cut.possible else None
         if lead is not None and lead.max() < CUT_STEP:
             lead = None  # nothing to cut: the calls (and every number) as without the cut
+        if lead is not None and xla.is_bucket(fn) and not self.cut.compiling() \
+                and lead.min() < xla.WHOLE_HISTORY_BELOW * self.longest_history():
+            lead = None  # a small request's XLA bucket is ready: the whole history compiled beats a cut graph call
         compiled = lead is not None and self.cut.compiling()
         step = xla.COMPILED_CUT_STEP if compiled else CUT_STEP
         # compiled (TensorFlow's XLA: ``xla.Fixed`` traces each shape once, under the lock): COMPILED_IN_FLIGHT calls
@@ -282,6 +285,11 @@ class Engine:
                 self.cut.enabled(self, Probe(fn, self._path_args(path.ends, path.source(first)), path.alphas[first],
                                              path.weights[first], path.target, path.space))
         return _Chunks(fn, per_call, alpha_block, lead, compiled, step, width, order)
+
+    def longest_history(self) -> int:
+        """The longest history the model reads (periods of its sequence inputs; 0 without one of fixed length)."""
+        return max((shape[0] for shape in self.point_shapes.values() if len(shape) >= 2 and shape[0] is not None),
+                   default=0)
 
     def _call_for(self, path: "_Path", chunks: "_Chunks", rows):
         """(the function, the periods cut, its tensors (x, b, ids)) of the call of ``rows``: the full call, or
@@ -541,20 +549,37 @@ def engine_for(model, roles=None) -> Engine:
         return engines[key]
 
 
-def warm_up_xla(model) -> None:
-    """The dashboard's start (with ``EXPLAIN_XLA=1`` only, ``explain.core.xla.ENV``): XLA enabled for ``model``'s
-    engine and the one-customer bucket of the default settings' alphas compiled in a daemon thread
-    (``explain.core.xla.warm_up``); a model the engine refuses, or any failure, is logged and skipped."""
-    if os.environ.get(xla.ENV) != "1":
-        return
+def warm_up_xla(model, *, background: bool = True) -> bool:
+    """The dashboard's XLA path (``explain.core.xla``): enabled for ``model``'s engine and the one-customer bucket
+    of the default settings' alphas compiled (in a daemon thread, or here with ``background=False``); a model the
+    engine refuses, or any failure, is logged and skipped (the graph path serves every request without it). True
+    if the bucket is compiled (``background=False``) or being compiled."""
     try:
         from explain.core.quadrature import alphas_and_weights
         from explain.core.settings import Settings
 
         engine = engine_for(model)
-        xla.enable(engine)
+        if engine.backend != "tensorflow":
+            return False  # jax.jit compiles every call already
+        state = xla.enable(engine)
         default = Settings()
         alphas = len(alphas_and_weights(default.method, int(default.steps))[0])
-        xla.warm_up(engine, steps=[alphas], spaces=[default.space], rows=[1])
+        xla.warm_up(engine, steps=[alphas], spaces=[default.space], rows=[1], background=background)
+        return background or state.ready.get((default.space, 1, alphas)) is not None
     except Exception:  # noqa: BLE001 - the graph path serves every request without it
         logging.getLogger("explain.app").warning("XLA warm-up skipped", exc_info=True)
+        return False
+
+
+def xla_wanted(model) -> bool:
+    """Whether the dashboard puts ``model``'s small requests on the XLA path: ``EXPLAIN_XLA=1`` always, ``0`` never,
+    else for histories of ``xla.LONG_HISTORY`` periods or more (365 days: a customer's attribution 5-7x faster; 12
+    months: as fast as the graph, so not worth a compile)."""
+    chosen = os.environ.get(xla.ENV, "").strip()
+    if chosen in ("0", "1"):
+        return chosen == "1"
+    try:
+        engine = engine_for(model)
+    except Exception:  # noqa: BLE001 - a model the engine refuses: its page says why
+        return False
+    return engine.backend == "tensorflow" and engine.longest_history() >= xla.LONG_HISTORY

@@ -48,7 +48,13 @@ def _tf():
 
     return tf
 
-ENV = "EXPLAIN_XLA"  # "1": the dashboard's small requests compiled (ui.speed); "0": a batch job's calls not compiled
+ENV = "EXPLAIN_XLA"  # "1": the dashboard's small requests compiled (ui.speed); "0": neither they nor a batch job's
+LONG_HISTORY = 48  # periods from which the dashboard compiles small requests without EXPLAIN_XLA (engine.xla_wanted)
+# a small request padded at the start takes its compiled bucket (the whole history) while its padding is less than
+# this share of the periods, else the padding cut's graph call: on 365 days one compiled call costs about what a graph
+# call of 50-75 periods does (2-core AMD EPYC, 2026-12-06)
+WHOLE_HISTORY_BELOW = 0.8
+CACHE_FLAG = "--tf_xla_persistent_cache_directory"  # TensorFlow's own: compiled executables kept on disk, by their HLO
 BUCKETS = (1, 4, 16)  # customers per compiled call
 MAX_POINTS = 1024  # customers x alphas above which a call stays on the graph path
 NOT_ENABLED = "XLA is not enabled for this model: call explain.core.xla.enable(model) first."
@@ -156,6 +162,11 @@ class XlaPath:
         if fn is None:
             return graph_fn
         return _Padded(self, fn, bucket)
+
+
+def is_bucket(fn) -> bool:
+    """Whether ``fn`` (what :func:`for_chunks` returned) is a compiled bucket of small requests."""
+    return isinstance(fn, _Padded) and isinstance(fn.owner, XlaPath)
 
 
 class _Padded:
@@ -299,3 +310,37 @@ def compiled_calls(model):
 def compiling(model) -> bool:
     """Whether a ``compiled_calls`` block of ``model`` is open."""
     return model is not None and _COMPILED.get(model, 0) > 0
+
+
+def keep_compiled(folder=None) -> str | None:
+    """Let TensorFlow keep the XLA executables it compiles in ``folder`` (default: ``$XDG_CACHE_HOME/explain/xla``,
+    else ``~/.cache/explain/xla``) and read them back in later processes: the dashboard's bucket of a 365-day model
+    then loads instead of compiling again (``explain check`` compiles it once). Sets ``TF_XLA_FLAGS``, so it must
+    run before TensorFlow is imported: for the command line's and the dashboard's processes only; does nothing when
+    TensorFlow is imported already, the flag is set, the folder cannot be made, or the installed TensorFlow is older
+    than 2.15 (an unknown flag would stop it). Returns the folder, or None."""
+    import os
+    import sys
+    from importlib import metadata
+    from pathlib import Path
+
+    flags = os.environ.get("TF_XLA_FLAGS", "")
+    if "tensorflow" in sys.modules or CACHE_FLAG in flags:
+        return None
+    versions = []
+    for name in ("tensorflow", "tensorflow-cpu"):
+        try:
+            versions.append(tuple(int(p) for p in metadata.version(name).split(".")[:2]))
+        except (metadata.PackageNotFoundError, ValueError):
+            pass
+    if not versions or max(versions) < (2, 15):
+        return None
+    if folder is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        folder = Path(base) / "explain" / "xla"
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError:
+        return None
+    os.environ["TF_XLA_FLAGS"] = f"{flags} {CACHE_FLAG}={folder}".strip()
+    return str(folder)

@@ -9,7 +9,7 @@ import pytest
 import explain
 from explain.bundle import load as bundle_io
 from explain.core import xla
-from explain.core.engine import engine_for, warm_up_xla
+from explain.core.engine import engine_for, warm_up_xla, xla_wanted
 from explain.demo.churn import DEFAULT_DEMO_DIR
 from tests.support.models import T, data, linear_model, lstm_model, zero_baseline
 
@@ -110,8 +110,9 @@ def test_warm_up_needs_enable():
 
 
 def test_warm_up_xla_compiles_the_default_settings_one_customer_bucket_only_when_asked(monkeypatch):
-    """The dashboard's start (``engine.warm_up_xla``): nothing without EXPLAIN_XLA=1; with it, XLA enabled for the
-    model's engine and the one-customer bucket of the default settings' alphas compiled (in a thread)."""
+    """The dashboard (``engine.xla_wanted``, ``engine.warm_up_xla``): a short history only with EXPLAIN_XLA=1; then
+    XLA enabled for the model's engine and the one-customer bucket of the default settings' alphas compiled (in a
+    thread). Long histories: tests/unit/core/test_xla_long.py."""
     import threading
 
     from explain.core import quadrature
@@ -121,13 +122,13 @@ def test_warm_up_xla_compiles_the_default_settings_one_customer_bucket_only_when
     engine = engine_for(model)
     xla.disable(engine)
     monkeypatch.delenv(xla.ENV, raising=False)
-    warm_up_xla(model)
-    assert xla.state_of(engine) is None  # off unless asked
+    assert not xla_wanted(model) and xla.state_of(engine) is None  # off unless asked (or a long history)
     started = []
     real = threading.Thread.start
     monkeypatch.setattr(threading.Thread, "start", lambda self: (started.append(self), real(self))[1])
     monkeypatch.setenv(xla.ENV, "1")
     try:
+        assert xla_wanted(model)
         warm_up_xla(model)
         state = xla.state_of(engine)
         assert state is not None and started
