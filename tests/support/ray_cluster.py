@@ -19,6 +19,10 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = "ray_cluster"
 NUM_CPUS = 2
 
+# Ray ends a worker process idle for 1 s beyond num_cpus of them; each new one costs about 1.5 s of CPU (Ray, Ray
+# Data, pyarrow): a job of this process (Ray Data's readers, its helper actors) reuses those of the job before
+KEEP_IDLE_WORKERS = {"num_workers_soft_limit": 8, "idle_worker_killing_time_threshold_ms": 600_000}
+
 _state: dict = {}
 
 
@@ -41,7 +45,7 @@ def start(tmp_path_factory):
             patch.setenv(name, value)
         patch.delenv("RAY_ADDRESS", raising=False)
         context = ray.init(num_cpus=NUM_CPUS, include_dashboard=False, runtime_env=env, logging_level="ERROR",
-                           log_to_driver=False)
+                           log_to_driver=False, _system_config=KEEP_IDLE_WORKERS)
     _state.update(ray=ray, address=context.address_info["gcs_address"])
     return ray
 
