@@ -203,18 +203,21 @@ def _kept_stores(dirs: tuple, marks: tuple) -> tuple:
     return BundleStores(None, list(dirs)).every
 
 
-def attributions(bundle, ids, settings: Settings, *, what: str = "customer"):
-    """IG of ``ids`` under ``settings`` (cached by content hash and settings); records the timing. One customer
-    is read from a finished batch store of exactly these settings when there is one (:func:`one_stored`)."""
+def attributions(bundle, ids, settings: Settings, *, what: str | None = "customer"):
+    """IG of ``ids`` under ``settings`` (cached by content hash and settings); records the timing as ``what`` (None:
+    not recorded, a page's own result read again). One customer is read from a finished batch store of exactly these
+    settings when there is one (:func:`one_stored`)."""
     start = time.perf_counter()
     ids = tuple(str(i) for i in ids)
     found = one_stored(bundle, ids[0], settings) if len(ids) == 1 else None
     if found is not None:
         seconds = time.perf_counter() - start
-        record_timing(f"{what} (read from a batch store)", 1, settings, seconds, seconds)
+        if what is not None:
+            record_timing(f"{what} (read from a batch store)", 1, settings, seconds, seconds)
         return found
     attribution, seconds = _attributions(bundle, bundle.content_hash, ids, settings.key())
-    record_timing(what, len(ids), settings, seconds, time.perf_counter() - start)
+    if what is not None:
+        record_timing(what, len(ids), settings, seconds, time.perf_counter() - start)
     return attribution
 
 
@@ -452,7 +455,7 @@ def _whatif_search(_bundle, content_hash: str, customer: str, key: tuple, thresh
         settings = Settings.from_key(key)
         ctx = whatif_context(_bundle, customer, settings)
         change = settings.baseline is not None and settings.baseline.change
-        first = None if change else attributions(_bundle, [customer], settings)  # the Customer page's, cached
+        first = None if change else attributions(_bundle, [customer], settings, what=None)  # the page's, cached
         return counterfactual.search(ctx, threshold=threshold, locked=locked, max_edits=max_edits,
                                      time_limit=time_limit, should_stop=runtime.should_stop, first=first)
 
