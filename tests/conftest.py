@@ -29,6 +29,16 @@ def private_copy(source: Path, parent: Path) -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def components_scanned_once():
+    """Streamlit's scan of the installed packages for components, once per test process as once per server
+    (tests.support.component_scan): 0.2 s of CPU and 0.5 s of wall time less for every AppTest after the first."""
+    from tests.support.component_scan import scanned_once
+
+    with scanned_once():
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def startup_demo(tmp_path_factory):
     """The bundle the dashboard opens without EXPLAIN_BUNDLE (AppTest runs the app in this process):
     a private copy of bundles/demo without its attributions/ folder, so that a store a manual
