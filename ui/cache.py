@@ -246,13 +246,19 @@ def warm_first(bundle) -> None:
         _attributions(bundle, bundle.content_hash, (customer,), settings.key())  # what the page computes (no store)
 
 
+def warm_xla(bundle) -> None:
+    """A model of long histories (``explain.core.engine.xla_wanted``): its one-customer calls compiled with XLA, here
+    (read back from TensorFlow's cache after ``explain check``; a compiled bucket is not compiled again)."""
+    if xla_wanted(bundle.model):
+        warm_up_xla(bundle.model, background=False)
+
+
 def warm_background(bundle, *, separate: bool = False) -> None:
     """The What drives churn page's summary of the bundle's most exact store of every customer (the default
     baseline, any steps) into its cache, or, for a small bundle without one, that store started in the background
     with adaptive steps (``ui.stores.start``; ``separate``: as a process of its own at the lowest priority); then the
     data's ranges and medians the what-if card reads (``whatif.bundle_medians``)."""
-    if xla_wanted(bundle.model):  # a long history: the one-customer calls compiled with XLA first (5-7x faster on
-        warm_up_xla(bundle.model, background=False)  # 365 days; read back from TensorFlow's cache after `check`)
+    warm_xla(bundle)  # done already where the launcher did it after the first heatmap: nothing again
     settings = Settings().for_bundle(bundle)
     found = stores_of(bundle)
     store = found.best(settings)  # the page's store: the most exact of the default baseline's

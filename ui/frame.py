@@ -114,3 +114,17 @@ def answered(timeout: float) -> bool:
     """Wait until a session's script run has finished in this process (the first visitor has its page), at most
     ``timeout`` seconds; whether one has."""
     return _ANSWERED.wait(timeout)
+
+
+def heatmap_sent(timeout: float) -> bool:
+    """Wait until a session has sent its Customer page's heatmap (``ui.speed.HEATMAP_SENT``) or a script run has
+    finished (a first visitor on another page), at most ``timeout`` seconds; whether one has."""
+    from ui import speed
+
+    deadline = time.monotonic() + timeout
+    while not (speed.HEATMAP_SENT.is_set() or _ANSWERED.is_set()):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        speed.HEATMAP_SENT.wait(min(left, 0.05))
+    return True

@@ -10,8 +10,11 @@ the process starts, does in this order (:data:`ORDER`):
    bundle and computes every customer's score and the default view's attribution into the caches every session
    shares (``ui.cache.warm_first``): the first visitor's run finds them done, or waits for the same cache entry,
    instead of doing them again;
-2. waits until a session's first script run has finished (``ui.frame.answered``; at most :data:`FIRST_WAIT`
-   seconds when nobody comes), so that nothing else takes the two cores while the first page is made;
+2. waits until a session has sent its first heatmap (``ui.frame.heatmap_sent``), then, for a model of long
+   histories, compiles its one-customer calls with XLA (``ui.cache.warm_xla``: read back from TensorFlow's cache
+   after ``explain check``) while the first page finishes, not beside the visitor's next clicks; then waits until
+   that script run has finished (``ui.frame.answered``; each wait at most :data:`FIRST_WAIT` seconds when nobody
+   comes), so that nothing else takes the two cores while the first page is made;
 3. then the rest: with ``--challenger MODEL`` the challenger model (``ui.models``, by the startup bundle's loader
    and limits), and the What drives churn page's summary, or, for a small bundle without a store, that store
    computed by ``nice -n 19 python -m explain batch`` in a process of its own (``ui.cache.warm_background``,
@@ -43,7 +46,8 @@ LOG = logging.getLogger("explain.app")
 
 FIRST_WAIT = 30.0  # seconds the background work waits for the first visitor's page before it starts anyway
 # the parts of the warm-up, in order (the names of their explain-timing lines)
-ORDER = ("imports", "bundle-open", "scores", "first-attribution", "first-answer-wait", "challenger", "background")
+ORDER = ("imports", "bundle-open", "scores", "first-attribution", "first-heatmap-wait", "xla", "first-answer-wait",
+         "challenger", "background")
 
 
 def warm_up() -> None:
@@ -81,6 +85,10 @@ def _warm(frame, cache, startup) -> None:
         cache.predictions(bundle)
     with frame.part("first-attribution"):
         cache.warm_first(bundle)
+    with frame.part("first-heatmap-wait"):
+        frame.heatmap_sent(FIRST_WAIT)
+    with frame.part("xla"):  # long histories: while the first page finishes (its what-if card), not beside a switch
+        cache.warm_xla(bundle)
     with frame.part("first-answer-wait"):
         frame.answered(FIRST_WAIT)
     with frame.part("challenger"):

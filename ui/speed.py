@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import functools
 import os
+import threading
 import time
 
 import numpy as np
@@ -121,8 +122,13 @@ class Spec(go.Figure):
         return self._ready
 
 
+HEATMAP_SENT = threading.Event()  # set once a session has sent a heatmap: the launcher's cue (ui/launch.py)
+
+
 def heatmap_first() -> None:
     """Call right after plotting the heatmap when more charts follow: a short pause
-    (``HEATMAP_FIRST_S``) so that the browser draws the heatmap before the rest arrives."""
+    (``HEATMAP_FIRST_S``) so that the browser draws the heatmap before the rest arrives; the process's first heatmap
+    is then out (:data:`HEATMAP_SENT`)."""
     if enabled():
         time.sleep(HEATMAP_FIRST_S)
+    HEATMAP_SENT.set()

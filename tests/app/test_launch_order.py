@@ -29,13 +29,20 @@ class Recorder:
     """Stands for ui.frame, ui.cache and ui.startup in ``launch._warm``: records each call in order."""
 
     def __init__(self):
-        self.calls, self.first_page_done = [], threading.Event()
+        self.calls, self.first_page_done, self.heatmap_out = [], threading.Event(), threading.Event()
 
     @contextmanager
     def part(self, name):
         self.calls.append(f"start {name}")
         yield
         self.calls.append(f"end {name}")
+
+    def heatmap_sent(self, timeout):
+        self.calls.append(f"heatmap sent? (up to {timeout:g} s)")
+        return self.heatmap_out.wait(timeout)
+
+    def warm_xla(self, bundle):
+        self.calls.append(f"xla of {bundle}")
 
     def answered(self, timeout):
         self.calls.append(f"answered? (up to {timeout:g} s)")
@@ -63,14 +70,23 @@ def test_the_first_page_comes_first_and_the_background_waits_for_its_answer(monk
     monkeypatch.setattr(launch, "_open_challenger", lambda: rec.calls.append("challenger"))
     worker = threading.Thread(target=launch._warm, args=(rec, rec, rec), daemon=True)
     worker.start()
-    deadline = time.monotonic() + 10
-    while "start first-answer-wait" not in rec.calls and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.2)
-    before = list(rec.calls)  # the first visitor's run has not finished yet: nothing of the background
+
+    def reached(call):
+        deadline = time.monotonic() + 10
+        while call not in rec.calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)
+        return list(rec.calls)
+
+    before = reached("start first-heatmap-wait")  # the first visitor's heatmap is not out: nothing else
     assert before == ["start bundle-open", "open BUNDLE", "end bundle-open", "start scores", "scores of the bundle",
                       "end scores", "start first-attribution", "first view of the bundle", "end first-attribution",
-                      "start first-answer-wait", f"answered? (up to {launch.FIRST_WAIT:g} s)"]
+                      "start first-heatmap-wait", f"heatmap sent? (up to {launch.FIRST_WAIT:g} s)"]
+    rec.heatmap_out.set()  # the heatmap is out: a long history's XLA calls, then a wait for the whole first page
+    more = reached("start first-answer-wait")
+    assert more[len(before):] == ["end first-heatmap-wait", "start xla", "xla of the bundle", "end xla",
+                                  "start first-answer-wait", f"answered? (up to {launch.FIRST_WAIT:g} s)"]
+    before = more
     rec.first_page_done.set()
     worker.join(10)
     assert rec.calls[len(before):] == ["end first-answer-wait", "start challenger", "challenger", "end challenger",
@@ -78,6 +94,24 @@ def test_the_first_page_comes_first_and_the_background_waits_for_its_answer(monk
                                        "end background"]
     names = [c.removeprefix("start ") for c in rec.calls if c.startswith("start ")]
     assert names == list(launch.ORDER[1:])  # the order the module says (the imports come before _warm)
+
+
+def test_the_customer_pages_heatmap_is_the_cue_for_a_long_historys_compile(monkeypatch):
+    """``frame.heatmap_sent``: False until a session has sent its heatmap (``ui.speed.heatmap_first``, the Customer
+    page) or a script run has finished; the Customer page's first run sends it."""
+    from ui import speed
+
+    monkeypatch.setattr(speed, "HEATMAP_SENT", threading.Event())
+    monkeypatch.setattr(frame, "_ANSWERED", threading.Event())
+    assert not frame.heatmap_sent(0.05)
+    timer = threading.Timer(0.1, frame._ANSWERED.set)  # a first visitor on another page: its run finished
+    timer.start()
+    assert frame.heatmap_sent(10)
+    timer.join()
+    monkeypatch.setattr(frame, "_ANSWERED", threading.Event())
+    at = app()
+    assert not at.exception and speed.HEATMAP_SENT.is_set()
+    assert any(t["type"] == "heatmap" for spec in charts(at).values() for t in spec["data"])
 
 
 def test_a_finished_script_run_is_the_first_answer(capsys, monkeypatch):
