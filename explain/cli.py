@@ -380,16 +380,14 @@ def compiled_for_the_dashboard(bundle) -> list[str]:
     """A model of long histories (``explain.core.engine.xla_wanted``): the dashboard's one-customer bucket compiled
     once, where TensorFlow keeps XLA executables on disk (``explain.core.xla.keep_compiled``, set by :func:`main`);
     a note says so. Nothing where that cache is off (the dashboard would compile it again anyway)."""
-    import os
     import time
 
     from explain.core import xla
     from explain.core.engine import engine_for, warm_up_xla, xla_wanted
 
-    flags = os.environ.get("TF_XLA_FLAGS", "")
-    if xla.CACHE_FLAG not in flags or not xla_wanted(bundle.model):
+    folder = xla.kept_folder()
+    if folder is None or not xla_wanted(bundle.model):
         return []
-    folder = flags.split(xla.CACHE_FLAG + "=", 1)[1].split()[0]
     start = time.perf_counter()
     if not warm_up_xla(bundle.model, background=False):
         return []

@@ -26,7 +26,6 @@ counts the computations in progress (process-wide) for tests and diagnostics.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import deque
@@ -125,7 +124,7 @@ def _open_bundle(path: str, fingerprint: tuple):
         # the full paths stay here, in the server log; the page shows them relative (ui.show.plain)
         LOG.error("the bundle %s could not be opened: %s", path, error)
         return None, str(error)
-    if os.environ.get(xla.ENV) == "1":  # the owner's choice: small requests compiled from the start, of any length
+    if xla.chosen():  # EXPLAIN_XLA=1, the owner's choice: small requests compiled from the start, of any length
         warm_up_xla(bundle.model)
     return bundle, None
 

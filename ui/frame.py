@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from ui import runtime, show
+from ui import runtime, show, speed
 
 _KEY = "_frame"
 TIMING_ENV = "EXPLAIN_TIMING"  # =1: one line per script run on stderr (bench/latency.py reads them)
@@ -90,6 +90,7 @@ def timed(what: str):
             print(f"explain-timing run={what} seconds={time.perf_counter() - start:.4f} at={time.time():.3f}",
                   file=sys.stderr, flush=True)
         _ANSWERED.set()
+        speed.FIRST_SHOWN.set()
 
 
 def note(name: str, seconds: float) -> None:
@@ -117,14 +118,6 @@ def answered(timeout: float) -> bool:
 
 
 def heatmap_sent(timeout: float) -> bool:
-    """Wait until a session has sent its Customer page's heatmap (``ui.speed.HEATMAP_SENT``) or a script run has
-    finished (a first visitor on another page), at most ``timeout`` seconds; whether one has."""
-    from ui import speed
-
-    deadline = time.monotonic() + timeout
-    while not (speed.HEATMAP_SENT.is_set() or _ANSWERED.is_set()):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        speed.HEATMAP_SENT.wait(min(left, 0.05))
-    return True
+    """Wait until a session has sent its Customer page's heatmap or a script run has finished (a first visitor on
+    another page: ``ui.speed.FIRST_SHOWN``), at most ``timeout`` seconds; whether one has."""
+    return speed.FIRST_SHOWN.wait(timeout)

@@ -122,13 +122,15 @@ class Spec(go.Figure):
         return self._ready
 
 
-HEATMAP_SENT = threading.Event()  # set once a session has sent a heatmap: the launcher's cue (ui/launch.py)
+# set once a session has sent a heatmap, or finished a script run (a first visitor on another page, ui.frame.timed):
+# the launcher's cue that the first page has something to show (ui/launch.py)
+FIRST_SHOWN = threading.Event()
 
 
 def heatmap_first() -> None:
     """Call right after plotting the heatmap when more charts follow: a short pause
     (``HEATMAP_FIRST_S``) so that the browser draws the heatmap before the rest arrives; the process's first heatmap
-    is then out (:data:`HEATMAP_SENT`)."""
+    is then out (:data:`FIRST_SHOWN`)."""
     if enabled():
         time.sleep(HEATMAP_FIRST_S)
-    HEATMAP_SENT.set()
+    FIRST_SHOWN.set()

@@ -83,7 +83,7 @@ def compute_chunk(bundle, ids: list[str], request: Settings, engine_batch_size: 
     """
     if engine_batch_size is None:
         engine_batch_size = points_per_call(bundle)
-    compiled = compiled_calls(bundle.model) if os.environ.get(xla.ENV) != "0" else contextlib.nullcontext()
+    compiled = compiled_calls(bundle.model) if xla.chosen() is not False else contextlib.nullcontext()
     with compiled:  # many calls of few shapes: compiled (XLA) where the cut is on (EXPLAIN_XLA=0: not)
         attribution = explain_customers(bundle, ids, request, batch_size=engine_batch_size, baseline=baseline)
     if hasattr(bundle, "release"):  # a memory-mapped history: its pages read for this chunk given back

@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from explain.core.baselines import feature_statistic
-from explain.core.files import make_readable, write_atomic
+from explain.core.files import make_readable, user_cache, write_atomic
 
 CACHE_DIR = ".explain-cache"
 # bump FORMAT when the checks produce other arrays or notes from the same files (5: bundle.json "groups" is
@@ -102,7 +102,7 @@ def content_hash(folder: Path, names: list[str]) -> str:
 
 def places(folder: Path) -> list[Path]:
     """Where a bundle's cache may be: in its folder, then in the user's cache directory."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "explain"
+    base = user_cache()
     key = hashlib.sha256(str(folder.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:24]
     return [folder / CACHE_DIR, base / key]
 

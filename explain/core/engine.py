@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-import os
 import threading
 import weakref
 from dataclasses import dataclass
@@ -575,9 +574,9 @@ def xla_wanted(model) -> bool:
     """Whether the dashboard puts ``model``'s small requests on the XLA path: ``EXPLAIN_XLA=1`` always, ``0`` never,
     else for histories of ``xla.LONG_HISTORY`` periods or more (365 days: a customer's attribution 5-7x faster; 12
     months: as fast as the graph, so not worth a compile)."""
-    chosen = os.environ.get(xla.ENV, "").strip()
-    if chosen in ("0", "1"):
-        return chosen == "1"
+    choice = xla.chosen()
+    if choice is not None:
+        return choice
     try:
         engine = engine_for(model)
     except Exception:  # noqa: BLE001 - a model the engine refuses: its page says why

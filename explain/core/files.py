@@ -43,6 +43,12 @@ def make_readable(folder) -> Path:
     return Path(folder)
 
 
+def user_cache() -> Path:
+    """This tool's folder in the user's cache directory: ``$XDG_CACHE_HOME/explain``, else ``~/.cache/explain`` (the
+    array caches of bundles whose folder cannot be written, TensorFlow's XLA executables)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "explain"
+
+
 def umask() -> int:
     """The process umask, read without changing it (os.umask would, for every thread)."""
     try:

@@ -35,6 +35,7 @@ cut length in steps of ``COMPILED_CUT_STEP``, the first call checked against the
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import weakref
 
@@ -48,7 +49,7 @@ def _tf():
 
     return tf
 
-ENV = "EXPLAIN_XLA"  # "1": the dashboard's small requests compiled (ui.speed); "0": neither they nor a batch job's
+ENV = "EXPLAIN_XLA"  # "1": the dashboard's small requests compiled; "0": neither they nor a batch job's (chosen())
 LONG_HISTORY = 48  # periods from which the dashboard compiles small requests without EXPLAIN_XLA (engine.xla_wanted)
 # a small request padded at the start takes its compiled bucket (the whole history) while its padding is less than
 # this share of the periods, else the padding cut's graph call: on 365 days one compiled call costs about what a graph
@@ -312,20 +313,37 @@ def compiling(model) -> bool:
     return model is not None and _COMPILED.get(model, 0) > 0
 
 
+def chosen() -> bool | None:
+    """The owner's ``EXPLAIN_XLA``: True for "1", False for "0", None when unset or anything else (each caller's
+    default: the dashboard by the history's length, a batch job compiled)."""
+    return {"1": True, "0": False}.get(os.environ.get(ENV, "").strip())
+
+
+def kept_folder() -> str | None:
+    """Where TensorFlow keeps XLA executables in this process's ``TF_XLA_FLAGS`` (:func:`keep_compiled`, or the
+    user's own flag), or None."""
+    for flag in os.environ.get("TF_XLA_FLAGS", "").split():
+        if flag.startswith(CACHE_FLAG + "="):
+            return flag.split("=", 1)[1] or None
+    return None
+
+
 def keep_compiled(folder=None) -> str | None:
-    """Let TensorFlow keep the XLA executables it compiles in ``folder`` (default: ``$XDG_CACHE_HOME/explain/xla``,
-    else ``~/.cache/explain/xla``) and read them back in later processes: the dashboard's bucket of a 365-day model
-    then loads instead of compiling again (``explain check`` compiles it once). Sets ``TF_XLA_FLAGS``, so it must
-    run before TensorFlow is imported: for the command line's and the dashboard's processes only; does nothing when
-    TensorFlow is imported already, the flag is set, the folder cannot be made, or the installed TensorFlow is older
-    than 2.15 (an unknown flag would stop it). Returns the folder, or None."""
-    import os
+    """Let TensorFlow keep the XLA executables it compiles in ``folder`` (default: ``xla`` in
+    ``explain.core.files.user_cache``) and read them back in later processes: the dashboard's bucket of a 365-day
+    model then loads instead of compiling again (``explain check`` compiles it once). Sets ``TF_XLA_FLAGS``, so it
+    must run before TensorFlow is imported: for the command line's and the dashboard's processes only; does nothing
+    when TensorFlow is imported already, the flag is set, the folder cannot be made or has a space in its path
+    (``TF_XLA_FLAGS`` is split at spaces), or the installed TensorFlow is older than 2.15 (an unknown flag would stop
+    it). Returns the folder, or None."""
     import sys
     from importlib import metadata
     from pathlib import Path
 
+    from explain.core.files import user_cache
+
     flags = os.environ.get("TF_XLA_FLAGS", "")
-    if "tensorflow" in sys.modules or CACHE_FLAG in flags:
+    if "tensorflow" in sys.modules or kept_folder() is not None:
         return None
     versions = []
     for name in ("tensorflow", "tensorflow-cpu"):
@@ -335,11 +353,11 @@ def keep_compiled(folder=None) -> str | None:
             pass
     if not versions or max(versions) < (2, 15):
         return None
-    if folder is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        folder = Path(base) / "explain" / "xla"
+    folder = Path(folder) if folder is not None else user_cache() / "xla"
+    if any(c.isspace() for c in str(folder)):
+        return None
     try:
-        Path(folder).mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError:
         return None
     os.environ["TF_XLA_FLAGS"] = f"{flags} {CACHE_FLAG}={folder}".strip()

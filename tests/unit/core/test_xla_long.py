@@ -86,6 +86,8 @@ sys.path.insert(0, {root!r})
 os.environ["XDG_CACHE_HOME"] = {cache!r}
 os.environ.pop("TF_XLA_FLAGS", None)
 from explain.core import xla
+spaced = xla.keep_compiled(os.path.join({cache!r}, "with space"))  # TF_XLA_FLAGS is split at spaces: not set
+unset = "TF_XLA_FLAGS" not in os.environ
 folder = xla.keep_compiled()
 again = xla.keep_compiled()  # the flag is set already: nothing more
 import tensorflow as tf
@@ -94,7 +96,8 @@ def f(x):
     return tf.reduce_sum(tf.tanh(x @ tf.ones((8, 8))))
 value = float(f(tf.ones((2, 8))))
 late = xla.keep_compiled()  # TensorFlow imported: too late
-print(json.dumps({{"folder": folder, "again": again, "late": late, "flags": os.environ["TF_XLA_FLAGS"],
+print(json.dumps({{"spaced": spaced, "unset": unset, "kept": xla.kept_folder(),
+                   "folder": folder, "again": again, "late": late, "flags": os.environ["TF_XLA_FLAGS"],
                    "value": value, "files": sorted(os.listdir(folder))}}))
 """
 
@@ -107,7 +110,9 @@ def test_xla_executables_are_kept_on_disk_and_read_by_the_next_process(tmp_path)
         assert out.returncode == 0, out.stderr[-3000:]
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     first, second = runs
+    assert first["spaced"] is None and first["unset"]
     assert first["folder"] == str(tmp_path / "explain" / "xla") and first["again"] is None and first["late"] is None
+    assert first["kept"] == first["folder"]
     assert first["flags"] == f"{xla.CACHE_FLAG}={first['folder']}"
     assert first["value"] == pytest.approx(16 * np.tanh(8.0)) and second["value"] == first["value"]
     assert first["files"] and second["files"] == first["files"]  # the second process found it: nothing new written
