@@ -320,7 +320,8 @@ def repetition(browser, server: Server, rep: int, results: dict, only: str = "al
     def add(name, row):
         results.setdefault(name, []).append(row)
         if VERBOSE:
-            print(f"  {server.name} {name}: {row['total']:.3f} s (server {row['server']:.3f})", flush=True)
+            print(f"  {server.name} {name}: {row['total']:.3f} s (server {row['server']:.3f}, heatmap "
+                  f"{row['heatmap']:.3f}{', ' + row['customer'] if 'customer' in row else ''})", flush=True)
 
     fresh = Session(browser, server)
     try:
@@ -333,7 +334,7 @@ def repetition(browser, server: Server, rep: int, results: dict, only: str = "al
             k += 1
             if page.get_by_role("heading", name=f"Customer {customer}").count():  # shown already (the default)
                 continue
-            add("customer (sidebar)", pick(fresh, "Customer (type", customer))
+            add("customer (sidebar)", {**pick(fresh, "Customer (type", customer), "customer": customer})
             wanted -= 1
         if only == "customer":
             return

@@ -175,3 +175,37 @@ def test_the_customer_box_lists_a_few_customers_and_takes_any_id_typed():
     assert at.session_state["customer"] == "C00170" and "No customer id contains 'nobody'" in at.warning[0].value
     at.selectbox(key="baseline_kind").set_value("median").run()  # the note is said once
     assert not at.exception and at.session_state["customer"] == "C00170" and not at.warning
+
+
+def chart_places(node, path=()) -> list[tuple]:
+    """The place (index path in the page's main area) of every Plotly chart under ``node``, in order."""
+    places = []
+    for index, child in getattr(node, "children", {}).items():
+        if type(child).__name__ == "PlotlyChart" or getattr(child, "type", None) == "plotly_chart":
+            places.append((*path, index))
+        places += chart_places(child, (*path, index))
+    return places
+
+
+def test_every_chart_keeps_its_place_whatever_the_customer_has(demo):
+    """A customer with the close-baseline warning, one with the what-if card and one with neither: the charts are
+    at the same places in the page (the browser then updates them instead of drawing them anew: pages/customer.py)."""
+    from ui import keep
+
+    scores = cache.predictions(demo)
+    ids = [str(i) for i in demo.ids]
+    settings = Settings().resolved(demo.output_names)
+    fb = float(explain_customers(demo, [ids[0]], settings).baseline_prediction[0])  # the same for every customer
+    close = ids[int(np.argmin(np.abs(scores - fb)))]
+    high, low = ids[int(np.argmax(scores))], ids[int(np.argmin(scores))]
+    assert abs(scores[ids.index(close)] - fb) <= 0.02 and scores[ids.index(high)] >= keep.THRESHOLD
+    at = app()
+    places, warned = {}, {}
+    for customer in (high, close, low, close, high):
+        choose_customer(at, customer).run()
+        assert not at.exception and customer in customer_heading(at)
+        places.setdefault(customer, chart_places(at.main))
+        warned[customer] = any(w.value.startswith("The comparison's prediction") for w in at.warning)
+        assert chart_places(at.main) == places[customer]
+    assert warned == {close: True, high: False, low: False}  # the pages differ above the charts ...
+    assert len(places[high]) >= 2 and places[high] == places[close] == places[low]  # ... the charts' places do not
