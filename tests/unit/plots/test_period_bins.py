@@ -116,3 +116,17 @@ def test_a_long_ranking_is_cut_to_its_top_with_the_rest_summed():
     assert cut.columns[0].sum() == size.sum()  # nothing lost
     whole = P.fold_ranking(size, size, top=None)
     assert len(whole.rows) == 40 and None not in whole.rows
+
+
+def test_bins_are_read_once_per_set_of_labels_and_each_caller_gets_its_own_copy():
+    days = [str(d.date()) for d in pd.date_range("2024-01-01", periods=365)]
+    first = P.bins(days)
+    first[0][:] = 0
+    first[1].append("changed")
+    first[2].clear()
+    choices = P.bin_choices(days)
+    choices.append("changed")
+    again = P.bins(list(days))  # another list of the same labels: the same answer, untouched by the caller above
+    assert again[3] == "week" and len(again[1]) == 53 and again[0][-1] == 52 and len(again[2]) == 53
+    assert P.bin_choices(days) == ["auto", "none", "week", "month", "quarter"]
+    assert P.bins(days[:3])[1] == days[:3]  # other labels, another answer
