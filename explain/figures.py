@@ -350,30 +350,41 @@ def customer_story(a, bundle, customer=0, *, ids=None, settings=None, reference=
     return words.story(a, bundle, row, cid, settings=settings, reference=reference, scores=scores, groups=groups)
 
 
+PARTS = ("all", "heatmaps", "rest")
+
+
 def customer_figures(a, bundle, customer=0, *, ids=None, reference=None, views=None, top=None,
-                     spec: bool = False) -> list[Shown]:
+                     spec: bool = False, part: str = "all") -> list[Shown]:
     """The Customer page's figures of one customer, in order: each history's heatmap (padded periods grey, "no
     data"), the static bars, and (one history) the customer's history against the baseline in the heatmap's bins.
     ``reference``: the baseline's values by input key (hover text and the dashed history; default the
     attribution's baseline); ``views``: {input key: ``explain.plots.periods.View``}; ``top``: static bars shown
     before the rest fold; ``spec``: plain figure dicts where a builder has them (the dashboard's fast path: a plain
-    bundle's three figures). The first history's plan is made once: its heatmap and its lines draw the same."""
+    bundle's three figures); ``part``: "heatmaps" (only those) or "rest" (the others), the page's heatmaps made
+    and sent before the rest. The first history's plan is made once: its heatmap and its lines draw the same."""
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {PARTS}, not {part!r}")
     row, cid = customer_row(a, bundle, customer, ids)
     views, first = views or {}, cohorts.first_history(bundle)
     if reference is None and a.settings.baseline is not None:
         reference = shown_baseline(bundle, cid, a.settings, attribution=a, row=row)
     who = _Customer(a, bundle, row, cid, reference or {})
     plan = history_plan(a, bundle, row, views.get(first)) if a.temporal is not None else None
+    shown, with_heatmaps, with_rest = [], part != "rest", part != "heatmaps"
     if getattr(bundle, "plain", True):
         title = history_titles(bundle)[0]
-        heatmaps = [(title, _panel(who, plan, title, spec))]
-        bars = _bars(who, title=STATIC_TITLE, top=top, spec=spec)
+        if with_heatmaps:
+            shown.append(Shown(title.split(":")[0], "heatmap", _panel(who, plan, title, spec)))
+        if with_rest:
+            shown.append(Shown("Static features", "static", _bars(who, title=STATIC_TITLE, top=top, spec=spec)))
     else:
-        heatmaps = _input_panels(a, bundle, row, cid, views)
-        bars = _input_bars(a, bundle, row, cid, title=STATIC_TITLE, top=top)
-    shown = [Shown(title.split(":")[0], "heatmap", fig) for title, fig in heatmaps]
-    shown.append(Shown("Static features", "static", bars))
-    if plan is not None:  # one history: the customer's against the baseline, in the heatmap's bins and rows
+        if with_heatmaps:
+            shown += [Shown(title.split(":")[0], "heatmap", fig)
+                      for title, fig in _input_panels(a, bundle, row, cid, views)]
+        if with_rest:
+            shown.append(Shown("Static features", "static",
+                               _input_bars(a, bundle, row, cid, title=STATIC_TITLE, top=top)))
+    if plan is not None and with_rest:  # one history: the customer's against the baseline, in the heatmap's bins
         gaps = "; gaps: no data" if cohorts.padding_of(a)[row].any() else ""
         said = periods_words(bundle)
         shown.append(Shown("History", "history", _history_lines(

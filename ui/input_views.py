@@ -91,12 +91,12 @@ def customer_figures(attribution, bundle, cid, reference: dict, settings, after_
     chosen = {key: views.view_ui(bundle.input_periods.get(key, bundle.periods), f"customer_{key}") for key in keys}
     top = views.top_of(len(bundle.static_labels), "customer_static")  # its toggle is drawn above the bars
 
-    def build():
-        return tuple(shown.figure for shown in figures.customer_figures(
-            attribution, bundle, 0, ids=[cid], reference=reference, views=chosen, top=top, spec=True))
+    def build(part: str):  # the heatmaps are made and sent first, the rest after the page's words
+        return lambda: tuple(shown.figure for shown in figures.customer_figures(
+            attribution, bundle, 0, ids=[cid], reference=reference, views=chosen, top=top, spec=True, part=part))
 
     page = f"customer|{sorted(chosen.items())}|{top}"
-    built, shown = cache.figures(bundle, page, cid, settings, build)
+    built, shown = cache.figures(bundle, f"{page}|heatmaps", cid, settings, build("heatmaps"))
     one = attribution.temporal is not None  # one history: drawn beside the static bars
     headings = [title.split(":")[0] for title in figures.history_titles(bundle)] + ["Static features"]
     headings += ["History"] if one else []
@@ -106,16 +106,17 @@ def customer_figures(attribution, bundle, cid, reference: dict, settings, after_
     if after_heatmaps is not None:
         after_heatmaps()
     views.top_ui(len(bundle.static_labels), "customer_static")
+    rest_built, rest = cache.figures(bundle, f"{page}|rest", cid, settings, build("rest"))
     if not one:
-        show.plot(shown[len(keys)], key="static_bars")
+        show.plot(rest[0], key="static_bars")
     else:
         left, right = st.columns(2)
         with left:
-            show.plot(shown[len(keys)], key="static_bars")
+            show.plot(rest[0], key="static_bars")
         with right:
-            show.plot(shown[len(keys) + 1], key="history")
+            show.plot(rest[1], key="history")
         history_table(bundle, cid, keys[0])
-    return list(zip(headings, built))
+    return list(zip(headings, built + rest_built))
 
 
 def downloads(attribution, bundle, cid, settings, figs, story) -> None:
