@@ -34,8 +34,11 @@ SPEED_ENV = "EXPLAIN_SPEED"
 # The browser draws the elements that arrive together in one go: sent right behind the heatmap, the
 # static bars and the history (6 small charts) held the heatmap back until all three were drawn.
 # A pause this long after the heatmap lets the browser draw it first (customer switch, p50 of 14
-# in one interleaved run: 0.53 -> 0.31-0.40 s with 0.04-0.12 s; 0.08 s gave the lowest maximum).
-HEATMAP_FIRST_S = 0.08
+# in one interleaved run: 0.53 -> 0.31-0.40 s with 0.04-0.12 s). With the charts kept in their places
+# (pages/customer.py), 0.2 s against 0.08 s, 16 switches each, two alternated runs in Chromium: heatmap
+# p50 / worst 0.310-0.336 / 0.374-0.378 s against 0.337-0.344 / 0.446-0.470 s (20,000 x 365 days),
+# 0.203 / 0.301-0.485 s against 0.236-0.249 / 0.408-0.566 s (demo); the page's last chart 0.05-0.06 s later.
+HEATMAP_FIRST_S = 0.2
 UNUSED_SUBPLOTS = ("polar", "ternary", "scene", "geo", "mapbox", "map", "smith")
 UNTYPED = ("geojson", "layer", "layers", "range")  # keys whose arrays to_dict() leaves as they are
 
