@@ -12,8 +12,8 @@ from explain import figures
 from explain.analysis import report
 from explain.analysis import words as analyst_words
 from explain.analysis.diagnostics import shown_baseline
-from explain.core import baselines, periods, verdict
-from ui import cache, frame, input_views, keep, periods_out, pickers, show, trust
+from explain.core import baselines, periods
+from ui import answer, cache, frame, input_views, keep, periods_out, show, trust
 
 SPACE_UNITS = {"output": "", "logit": " (log-odds)", "log-odds": " (log-odds)"}
 LEGEND = ("Each bar and cell is a share of the difference between this customer's score and the "
@@ -80,47 +80,13 @@ def customer_page():
             st.markdown(f":orange[**{show.md(story.outcome)}**]" if story.missed else show.md(story.outcome))
         trust.stability_line(bundle, cid, settings, target)  # sensitivity-max, computed when opened
     with st.container():  # one element whatever it holds, so that the charts keep their places (see the module)
-        headline(bundle, cid, settings, attribution, story, scores, target, unit, described, delta, status, advice)
+        answer.above_charts(bundle, cid, settings, attribution, story, scores, target=target, unit=unit,
+                            described=described, status=status, advice=advice)
     shown = input_views.customer_figures(attribution, bundle, cid, reference, settings, after_heatmaps=lambda: (
         below_heatmaps(bundle, cid, settings, story, float(scores[bundle.index_of(cid)]), target, described,
                        advice)))
     st.subheader("Download")
     input_views.downloads(attribution, bundle, cid, settings, shown, story)
-
-
-def headline(bundle, cid, settings, attribution, story, scores, target, unit, described, delta, status, advice):
-    """Above the charts: the answer in words, the notes, the verdict, the badge and the three numbers."""
-    fx, fb = float(attribution.prediction[0]), float(attribution.baseline_prediction[0])
-    if pickers.technical_view():  # the engineers' caption, while the IG settings are open
-        st.caption(show.md(f"Explaining {target}{unit} · baseline: {settings.baseline} · {attribution.steps[0]} "
-                           f"steps ({settings.method}) · {settings.path} path"))
-    st.markdown(show.md(story.headline))  # the answer first, in the analyst's words
-    if story.history:
-        st.caption(show.md(story.history))
-    for note in attribution.notes:  # an input the model does not use: its attributions are exactly 0
-        st.info(show.md(note), icon=":material/info:")
-    score, said, change = float(scores[bundle.index_of(cid)]), story.verdict, settings.baseline.change
-    v1, m1, m2, m3 = st.columns([2.2, 1, 1, 1.2])
-    with v1:
-        show.verdict_headline(said)
-        show.quality_badge(status, advice, verdict.quality(delta, fx, fb), {
-            "Gap left over (delta)": f"{delta:+.3e} (prediction - baseline prediction - sum of all attributions)",
-            "Steps": f"{attribution.steps[0]} ({settings.method}, {settings.path} path)",
-            "Points spent": f"{int(attribution.gradient_points[0])} gradient evaluations" + (
-                "" if attribution.forward_points is None else
-                f" and {int(attribution.forward_points[0])} model calls without a gradient")})
-    m1.metric(f"Predicted {show.md(target)}{unit}", f"{fx:.3f}",
-              help=show.md(f"Score {score:.3f}: in the band '{said.band}' ({said.range_text})."))
-    m2.metric(f"Prediction {story.reference}{unit}" if change else f"Baseline prediction{unit}", f"{fb:.3f}",
-              help=described + " " + show.md(
-        f"Its prediction ({fb:.2f}) need not equal how often customers {target} "
-        f"({analyst_words.base_rate(bundle, target, scores)}): the model scores combinations of values, and an "
-        "average profile has none of the risky ones. 'A sample of customers' as the comparison has the average "
-        "prediction as its prediction."))
-    m3.metric("Difference explained", f"{fx - fb:+.3f}",
-              help="prediction minus baseline prediction: what the attributions below share out")
-    if close := report.close_baseline_note(fx, fb, change=change):
-        st.warning(show.md(close), icon=":material/compare_arrows:")
 
 
 with show.guard():
