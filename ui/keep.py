@@ -53,4 +53,14 @@ def sentence(result, bundle, values: dict, target: str) -> str:
     edits = [edit.describe(bundle, values) for edit in result.scenario.edits]
     listed = edits[0] if len(edits) == 1 else "; ".join(edits[:-1]) + "; and " + edits[-1]
     return (f"In the model, {listed} would bring the {target} score from {result.original_prediction:.2f} "
-            f"to {result.prediction:.2f}.")
+            f"to {below(result.prediction, result.threshold)}.")
+
+
+def below(score: float, threshold: float) -> str:
+    """``score`` with 2 decimals, more where 2 would show a score under ``threshold`` as not under it (0.4999, not
+    0.50)."""
+    for decimals in range(2, 7):
+        text = f"{score:.{decimals}f}"
+        if score >= threshold or float(text) < threshold:
+            return text
+    return f"just under {threshold:g}"

@@ -124,22 +124,27 @@ class Edit:
             a, b = self.periods
             months = bundle.periods[a] if a == b else f"{bundle.periods[a]} to {bundle.periods[b]}"
             where = f"{bundle.temporal_labels[self.feature]}, {months}"
+        had = None
+        if values is not None:
+            if self.role == "static":
+                had = (float(values["static"][self.feature]),) * 2
+            else:
+                cells = np.asarray(values["temporal"])[self.periods[0]:self.periods[1] + 1, self.feature]
+                had = (float(cells.min()), float(cells.max()))
+        others = () if had is None else had
         if self.kind == "set":
-            what = f"set to {_number(self.value)}"
+            what = f"set to {_readable(self.value, *others)}"
         elif self.kind == "scale":
-            what = f"multiplied by {_number(self.value)}"
+            what = f"multiplied by {_readable(self.value)}"
         elif self.kind == "baseline":
             what = "set to the baseline"
         else:
             what = "set to the median of " + ("all customers" if self.cohort is None
                                               else f"the customers with {bundle.label_name} = {self.cohort}")
-        if values is not None:
-            if self.role == "static":
-                was = _number(values["static"][self.feature])
-            else:
-                cells = np.asarray(values["temporal"])[self.periods[0]:self.periods[1] + 1, self.feature]
-                low, high = float(cells.min()), float(cells.max())
-                was = _number(low) if low == high else f"{_number(low)} to {_number(high)}"
+        if had is not None:
+            low, high = had
+            edit = () if self.kind != "set" else (self.value,)
+            was = _readable(low, *edit) if low == high else f"{_readable(low, *edit)} to {_readable(high, *edit)}"
             what += f" (the customer has {was})"
         return f"{where}: {what}"
 
@@ -178,6 +183,19 @@ def _number(value) -> str:
     """A short exact-enough text for a value (7 significant digits: float32's precision)."""
     text = f"{float(value):.7g}"
     return text[:-2] if text.endswith(".0") else text
+
+
+def _readable(value, *others) -> str:
+    """``value`` for a reader: 3 significant digits and every digit before the point ("12346", "-1.66", "0.000123"),
+    more where fewer would show it equal to one of ``others`` (what it is compared with) without being equal; whole
+    numbers as they are ("set to 2", not "2.00")."""
+    value = float(value)
+    whole = len(str(int(abs(value)))) if math.isfinite(value) and abs(value) >= 1 else 0
+    for digits in range(max(3, whole), max(8, whole + 1)):
+        text = _number(float(f"{value:.{digits}g}"))
+        if all(float(other) == value or text != _number(float(f"{float(other):.{digits}g}")) for other in others):
+            return text
+    return _number(value)
 
 
 # ----------------------------------------------------------------------------- what the data allows

@@ -299,3 +299,20 @@ def test_typed_values_replace_earlier_ones_of_the_same_input(linear):
     assert inputs["temporal"][0, 2, 1] == pytest.approx(ctx.baseline["temporal"][2, 1])
     assert typed.with_value("static", 0, 0.125).text() == "t1@2-4=b,t1@3=0.25,s0=0.125"
     assert typed.with_value("static", 0, x, original=x).text() == "t1@2-4=b,t1@3=0.25"  # back to the customer's
+
+
+def test_an_edit_in_words_rounds_to_what_a_reader_can_tell_apart_and_its_url_form_stays_exact(linear):
+    bundle = linear[0]
+    values = {"static": np.array([1.684482, 0.0, 0.0, 12345.678, 1.0] + [0.0] * (S - 5)),
+              "temporal": np.full((T, F), 1.6845)}
+    edit = Edit("static", 0, "set", -1.658971)
+    assert edit.describe(bundle, values).endswith(": set to -1.66 (the customer has 1.68)")
+    assert edit.text() == "s0=-1.658971"  # the link keeps every digit
+    assert edit.describe(bundle, None).endswith(": set to -1.66")
+    assert Edit("static", 3, "set", 12000.0).describe(bundle, values).endswith("set to 12000 (the customer has 12346)")
+    assert Edit("static", 4, "set", 0.0).describe(bundle, values).endswith("set to 0 (the customer has 1)")
+    # values that 3 digits would show as equal get the digits that tell them apart
+    near = Edit("temporal", 0, "set", 1.6849, periods=(0, 0)).describe(bundle, values)
+    assert near.endswith("set to 1.6849 (the customer has 1.6845)")
+    scaled = Edit("static", 0, "scale", 1.5).describe(bundle, values)
+    assert scaled.endswith("multiplied by 1.5 (the customer has 1.68)")

@@ -267,3 +267,11 @@ def test_the_cards_words_say_when_the_search_ran_out_of_its_time():
     result.stopped = "no single edit lowers the prediction further"
     assert keep.sentence(result, None, {}, "churn") == \
         "No change of a few values brings the churn score below 0.5 (the closest: 0.83)."
+
+
+def test_the_cards_score_under_the_threshold_never_reads_as_the_threshold():
+    from ui.keep import below
+
+    assert below(0.4999, 0.5) == "0.4999" and below(0.43, 0.5) == "0.43" and below(0.6, 0.5) == "0.60"
+    assert below(0.499999999, 0.5) == "just under 0.5"
+    assert below(0.5, 0.5) == "0.50"  # not under: as it is
