@@ -19,20 +19,21 @@ def results(bundle, cid, settings, outcome) -> list:
     before, after = outcome.predictions
     name = show.md(bundle.output_names[outcome.attribution.settings.target])
     name += "" if outcome.attribution.space_used == "output" else " (log-odds)"
-    m1, m2, m3 = st.columns(3)
-    m1.metric(f"Original: predicted {name}", f"{before:.3f}")
-    m2.metric(f"What-if: predicted {name}", f"{after:.3f}", f"{after - before:+.3f}" if outcome.scenario else None,
-              delta_color="inverse")
-    m3.metric("Edits", len(outcome.scenario.edits), help="each one-click edit or changed cell counts once")
-    for i, column in enumerate((m1, m2)):
-        with column:
-            fx, fb = outcome.attribution.prediction[i], outcome.attribution.baseline_prediction[i]
-            show.delta_badge(*report.delta_status(float(outcome.attribution.delta[i]), float(fx), float(fb)))
-    for note in outcome.notes:
-        st.info(show.md(note), icon=":material/info:")
-    said = periods.words(bundle)
-    st.caption(show.md(f"Each cell: how much that {said.unit}'s value moves the score away from the baseline's "
-                       f"({settings.baseline}: {baselines.describe(settings.baseline, unit=said.unit)})"))
+    with st.container():  # the notes come and go with the edits: the charts below keep their places (customer.py)
+        m1, m2, m3 = st.columns(3)
+        m1.metric(f"Original: predicted {name}", f"{before:.3f}")
+        m2.metric(f"What-if: predicted {name}", f"{after:.3f}", f"{after - before:+.3f}" if outcome.scenario else None,
+                  delta_color="inverse")
+        m3.metric("Edits", len(outcome.scenario.edits), help="each one-click edit or changed cell counts once")
+        for i, column in enumerate((m1, m2)):
+            with column:
+                fx, fb = outcome.attribution.prediction[i], outcome.attribution.baseline_prediction[i]
+                show.delta_badge(*report.delta_status(float(outcome.attribution.delta[i]), float(fx), float(fb)))
+        for note in outcome.notes:
+            st.info(show.md(note), icon=":material/info:")
+        said = periods.words(bundle)
+        st.caption(show.md(f"Each cell: how much that {said.unit}'s value moves the score away from the baseline's "
+                           f"({settings.baseline}: {baselines.describe(settings.baseline, unit=said.unit)})"))
     values = (bundle.inputs_for([cid])["temporal"][0], outcome.inputs["temporal"][0])
     units = show.units(bundle, bundle.temporal_features)
     a = outcome.attribution

@@ -11,7 +11,7 @@ from explain.analysis.explainer import explain_customers
 from explain.bundle import load as bundle_io
 from explain.core.settings import Baseline, Settings
 from explain.plots import figures
-from tests.support.apptest import DEMO, app, array, charts, choose_customer, customer_heading, heatmap
+from tests.support.apptest import DEMO, app, array, chart_places, charts, choose_customer, customer_heading, heatmap
 from ui import cache, speed
 
 
@@ -175,16 +175,6 @@ def test_the_customer_box_lists_a_few_customers_and_takes_any_id_typed():
     assert at.session_state["customer"] == "C00170" and "No customer id contains 'nobody'" in at.warning[0].value
     at.selectbox(key="baseline_kind").set_value("median").run()  # the note is said once
     assert not at.exception and at.session_state["customer"] == "C00170" and not at.warning
-
-
-def chart_places(node, path=()) -> list[tuple]:
-    """The place (index path in the page's main area) of every Plotly chart under ``node``, in order."""
-    places = []
-    for index, child in getattr(node, "children", {}).items():
-        if type(child).__name__ == "PlotlyChart" or getattr(child, "type", None) == "plotly_chart":
-            places.append((*path, index))
-        places += chart_places(child, (*path, index))
-    return places
 
 
 def test_every_chart_keeps_its_place_whatever_the_customer_has(demo):

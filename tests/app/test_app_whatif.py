@@ -5,7 +5,7 @@ import pytest
 
 from explain.analysis import whatif
 from explain.bundle.load import load_bundle
-from tests.support.apptest import DEMO, app, charts, errors, heatmap, plain
+from tests.support.apptest import DEMO, app, chart_places, charts, errors, heatmap, plain
 
 PAGE = "pages/whatif.py"
 
@@ -126,3 +126,13 @@ def test_the_quick_edit_asks_for_k_only_when_it_scales():
     assert not errors(at)
     original, edited = predictions(at)
     assert edited != original  # months of a feature doubled: the model's score moved
+
+
+def test_the_charts_keep_their_places_when_a_note_comes_with_an_edit():
+    """An edit whose values the data's range clips brings a note above the charts: the charts stay where they were
+    (the browser then updates them instead of drawing them anew)."""
+    plain_edit = app(params={"customer": "C00002", "steps": "32", "whatif": "s0=36"}, page=PAGE)
+    clipped = app(params={"customer": "C00002", "steps": "32", "whatif": "t1@9-11*50"}, page=PAGE)
+    assert not errors(plain_edit) and not errors(clipped)
+    assert not plain_edit.info and any("moved into" in plain(i.value) for i in clipped.info)
+    assert len(chart_places(clipped.main)) >= 4 and chart_places(clipped.main) == chart_places(plain_edit.main)

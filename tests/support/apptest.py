@@ -82,3 +82,13 @@ def bundle_files(folder: Path) -> dict:
 def customer_heading(at) -> str:
     """The Customer page's heading ("Customer C00042"), a small markdown heading above the sentence that says why."""
     return next(m.value for m in at.markdown if m.value.startswith("#### Customer "))
+
+
+def chart_places(node, path=()) -> list[tuple]:
+    """The place (index path in the page's main area) of every Plotly chart under ``node``, in order."""
+    places = []
+    for index, child in getattr(node, "children", {}).items():
+        if type(child).__name__ == "PlotlyChart" or getattr(child, "type", None) == "plotly_chart":
+            places.append((*path, index))
+        places += chart_places(child, (*path, index))
+    return places
