@@ -507,7 +507,8 @@ def faithfulness_checks(bundle, settings: Settings, customers: int):
 # ----------------------------------------------------------------------------- figures
 
 
-@st.cache_resource(max_entries=256, ttl=TTL, show_spinner=False)
+# 512: the Customer page keeps two entries a customer (its heatmaps, then the rest), each about half of what one was
+@st.cache_resource(max_entries=512, ttl=TTL, show_spinner=False)
 def _figures(content_hash: str, page: str, customer: str, key: tuple, _build):
     built = tuple(_build())
     return built, tuple(speed.Spec(speed.spec(f)) for f in built)
