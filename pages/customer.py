@@ -41,21 +41,17 @@ def below_heatmaps(bundle, cid, settings, story, score, target, described, advic
     """The reasons one by one, what would keep the customer, the colour legend and the baseline in words, in one
     container that is always there (see the module)."""
     with st.container():
-        _below_heatmaps(bundle, cid, settings, story, score, target, described, advice)
-
-
-def _below_heatmaps(bundle, cid, settings, story, score, target, described, advice) -> None:
-    if story.reasons:
-        st.markdown(f"**The largest effects** (compared with {show.md(story.reference)}):\n\n"
-                    + "\n".join(f"- {show.md(r)}" for r in story.reasons))
-    if score >= keep.THRESHOLD and settings.space == "output":
-        if story.keep is None:  # the search runs on numbers of one table and one history, padded or not
-            keep.card(bundle, cid, settings, score, target)
-        else:
-            st.caption(f"**What would keep this customer?** {show.md(story.keep)}")
-    st.markdown(LEGEND)
-    st.markdown(f"**Compared with** ({show.md(settings.baseline)} baseline): {described}")
-    how_to_read(settings.baseline, advice, periods.words(bundle))
+        if story.reasons:
+            st.markdown(f"**The largest effects** (compared with {show.md(story.reference)}):\n\n"
+                        + "\n".join(f"- {show.md(r)}" for r in story.reasons))
+        if score >= keep.THRESHOLD and settings.space == "output":
+            if story.keep is None:  # the search runs on numbers of one table and one history, padded or not
+                keep.card(bundle, cid, settings, score, target)
+            else:
+                st.caption(f"**What would keep this customer?** {show.md(story.keep)}")
+        st.markdown(LEGEND)
+        st.markdown(f"**Compared with** ({show.md(settings.baseline)} baseline): {described}")
+        how_to_read(settings.baseline, advice, periods.words(bundle))
 
 
 def customer_page():
@@ -79,12 +75,12 @@ def customer_page():
         if story.outcome:  # the known outcome, and whether the model missed it
             st.markdown(f":orange[**{show.md(story.outcome)}**]" if story.missed else show.md(story.outcome))
         trust.stability_line(bundle, cid, settings, target)  # sensitivity-max, computed when opened
+    score = float(scores[bundle.index_of(cid)])
     with st.container():  # one element whatever it holds, so that the charts keep their places (see the module)
-        answer.above_charts(bundle, cid, settings, attribution, story, scores, target=target, unit=unit,
+        answer.above_charts(bundle, settings, attribution, story, scores, score=score, target=target, unit=unit,
                             described=described, status=status, advice=advice)
     shown = input_views.customer_figures(attribution, bundle, cid, reference, settings, after_heatmaps=lambda: (
-        below_heatmaps(bundle, cid, settings, story, float(scores[bundle.index_of(cid)]), target, described,
-                       advice)))
+        below_heatmaps(bundle, cid, settings, story, score, target, described, advice)))
     st.subheader("Download")
     input_views.downloads(attribution, bundle, cid, settings, shown, story)
 

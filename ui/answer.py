@@ -9,10 +9,11 @@ from explain.core import verdict
 from ui import pickers, show
 
 
-def above_charts(bundle, cid, settings, attribution, story, scores, *, target: str, unit: str, described: str,
-                 status: str, advice: str) -> None:
-    """The answer in words, the notes, the verdict, the badge and the three numbers of customer ``cid``
-    (``attribution``: theirs; ``story``: ``explain.figures.customer_story``; ``scores``: every customer's)."""
+def above_charts(bundle, settings, attribution, story, scores, *, score: float, target: str, unit: str,
+                 described: str, status: str, advice: str) -> None:
+    """The answer in words, the notes, the verdict, the badge and the three numbers of one customer
+    (``attribution``: theirs; ``story``: ``explain.figures.customer_story``; ``scores``: every customer's, ``score``
+    theirs)."""
     fx, fb = float(attribution.prediction[0]), float(attribution.baseline_prediction[0])
     delta = float(attribution.delta[0])
     if pickers.technical_view():  # the engineers' caption, while the IG settings are open
@@ -23,7 +24,7 @@ def above_charts(bundle, cid, settings, attribution, story, scores, *, target: s
         st.caption(show.md(story.history))
     for note in attribution.notes:  # an input the model does not use: its attributions are exactly 0
         st.info(show.md(note), icon=":material/info:")
-    score, said, change = float(scores[bundle.index_of(cid)]), story.verdict, settings.baseline.change
+    said, change = story.verdict, settings.baseline.change
     v1, m1, m2, m3 = st.columns([2.2, 1, 1, 1.2])
     with v1:
         show.verdict_headline(said)

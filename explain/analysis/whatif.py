@@ -124,16 +124,15 @@ class Edit:
             a, b = self.periods
             months = bundle.periods[a] if a == b else f"{bundle.periods[a]} to {bundle.periods[b]}"
             where = f"{bundle.temporal_labels[self.feature]}, {months}"
-        had = None
+        had = None  # the lowest and the highest of the customer's values the edit changes
         if values is not None:
             if self.role == "static":
                 had = (float(values["static"][self.feature]),) * 2
             else:
                 cells = np.asarray(values["temporal"])[self.periods[0]:self.periods[1] + 1, self.feature]
                 had = (float(cells.min()), float(cells.max()))
-        others = () if had is None else had
         if self.kind == "set":
-            what = f"set to {_readable(self.value, *others)}"
+            what = f"set to {_readable(self.value, *(had or ()))}"
         elif self.kind == "scale":
             what = f"multiplied by {_readable(self.value)}"
         elif self.kind == "baseline":
