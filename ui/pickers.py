@@ -92,6 +92,18 @@ def _copy(source: str, target: str) -> None:
     st.session_state[source] = None
 
 
+def random_label(bundle) -> str:
+    """The random pick's button: "…or a random churner" on a churn label, "…or a random customer with arrest" on
+    another label (its positive value in words), "…or a random high-risk customer" without labels."""
+    positive = labels.positive(bundle)
+    if positive is None:
+        return "…or a random high-risk customer"
+    target = st.session_state.get("target") or bundle.output_names[bundle.target]
+    if analyst_words.churn_like(bundle, target):
+        return "…or a random churner"
+    return f"…or a random customer with {analyst_words.outcome_word(bundle, positive, target)}"
+
+
 def _random_churner(bundle) -> None:
     rng = st.session_state.setdefault("_rng", np.random.default_rng())
     positive = labels.positive(bundle)
@@ -166,8 +178,7 @@ def customer_ui(bundle) -> str:
     st.selectbox(f"…or one of the {options.TOP_RISK} highest-risk customers", top, index=None, key="_top_pick",
                  placeholder="highest scores first", format_func=label.get,
                  on_change=_copy, args=("_top_pick", "customer"))
-    st.button("…or a random churner" if bundle.labels is not None else "…or a random high-risk customer",
-              key="_random", on_click=_random_churner, args=(bundle,), width="stretch", icon=":material/casino:")
+    st.button(random_label(bundle), key="_random", on_click=_random_churner, args=(bundle,), width="stretch", icon=":material/casino:")
     misses_ui(bundle, label)
     return st.session_state["customer"]
 

@@ -180,13 +180,14 @@ def reference_name(spec, bundle=None, target: str = "churn") -> str:
 
 def base_rate(bundle, target: str, scores=None) -> str:
     """What is usual, in words: the share of customers with the positive label ("26 % of customers churn"), else
-    the average of ``scores`` (every customer's); "" when neither is known."""
+    the average of ``scores`` (every customer's: "customers score 40 % on average", never "the average customer",
+    which is the mean baseline's name in the same sentence); "" when neither is known."""
     _, positive, rows = label_facts(bundle)
     if positive is not None:
         share = float(np.mean(rows))
         return _percent(f"{share:.0%} of customers {target}")
     if scores is not None and len(scores):
-        return _percent(f"the average customer scores {float(np.mean(scores)):.0%}")
+        return _percent(f"customers score {float(np.mean(scores)):.0%} on average")
     return ""
 
 

@@ -123,6 +123,7 @@ def test_highest_risk_picker_and_random_churner_set_the_customer():
     at.selectbox(key="_top_pick").set_value(top).run()
     assert at.session_state["customer"] == top and at.query_params["customer"] == top
     assert at.selectbox(key="_top_pick").value is None  # ready for the next pick
+    assert at.button(key="_random").label == "…or a random churner"
     at.button(key="_random").click().run()
     assert not at.exception
     churned = pd.read_csv(DEMO / "static.csv", dtype={"customer_id": str}).set_index("customer_id")["churned"]
@@ -372,6 +373,7 @@ def test_a_bundle_without_labels_runs_every_page(tmp_path, monkeypatch):
     monkeypatch.setenv("EXPLAIN_BUNDLE", str(bundle))
     at = app({"baseline": "cohort:0"})  # no cohort without labels: dropped with a warning
     assert len(at.warning) == 1 and "cohort" not in at.selectbox(key="baseline_kind").options
+    assert at.button(key="_random").label == "…or a random high-risk customer"
     at.button(key="_random").click().run()
     assert not at.exception
     for page in PAGES[1:]:

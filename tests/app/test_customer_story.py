@@ -130,7 +130,8 @@ def test_without_labels_no_outcome_and_no_misses_picker(tmp_path, monkeypatch):
     assert not errors(at)
     texts = main_text(at)
     answer = next(t for t in texts if "mainly because" in t)
-    assert "(the average customer scores " in answer  # what is usual without labels: the average score
+    assert re.search(r"\(customers score \d+ % on average\)", answer)  # what is usual without labels: the mean score
+    assert "the average customer scores" not in answer  # that name is the mean baseline's (its values, its score)
     assert not any("Known outcome" in t for t in texts)
     assert "_miss_pick" not in [s.key for s in at.sidebar.selectbox]
 
@@ -167,3 +168,4 @@ def test_rossi_r414_correlated_employment_features_are_one_reason_and_listed_one
     assert sum(own) == pytest.approx(total, abs=0.011)  # each said to 2 decimals: their sum is the group's
     assert all(line.endswith(f"raises the risk by {total:.2f}.") for line in members)
     assert not [w for t in texts for w in JARGON if w in t.lower()]
+    assert at.button(key="_random").label == "…or a random customer with arrest"  # not "churner": an arrest label
