@@ -178,7 +178,8 @@ def customer_ui(bundle) -> str:
     st.selectbox(f"…or one of the {options.TOP_RISK} highest-risk customers", top, index=None, key="_top_pick",
                  placeholder="highest scores first", format_func=label.get,
                  on_change=_copy, args=("_top_pick", "customer"))
-    st.button(random_label(bundle), key="_random", on_click=_random_churner, args=(bundle,), width="stretch", icon=":material/casino:")
+    st.button(random_label(bundle), key="_random", on_click=_random_churner, args=(bundle,), width="stretch",
+              icon=":material/casino:")
     misses_ui(bundle, label)
     return st.session_state["customer"]
 
