@@ -42,6 +42,15 @@ def jax_compilation_cache(folder: Path) -> dict:
     return env
 
 
+def session_jax_cache(tmp_path_factory) -> Path:
+    """The JAX compilation cache folder of this test session: one for all its pytest-xdist workers (the parent of a
+    worker's base temporary folder), so that a JAX process on one worker reads what another worker's JAX processes
+    compiled (the demo model's functions, compiled by the JAX re-runs, the JAX pages and the Ray actors on JAX alike),
+    whichever worker runs which file; JAX's lock (``filelock``) keeps processes that write at once apart."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "jax-compilation-cache"
+
+
 def jax_process_flags() -> dict:
     """XLA_FLAGS for a test's process started on JAX: the flags already set, and XLA's CPU compiler without LLVM's
     most expensive optimisation passes, which gives the same numbers bit for bit (every array of the unlike models'
@@ -52,13 +61,14 @@ def jax_process_flags() -> dict:
 
 
 def jax_cache_environment(tmp_path_factory):
-    """The body of the test files' module fixture ``jax_cache``: :func:`jax_compilation_cache` of this pytest
-    worker (one folder per worker, shared by the JAX test files on it) in this process's environment while the
-    module's tests run (the processes they start inherit it), the environment as it was afterwards."""
+    """The body of the test files' module fixture ``jax_cache``: :func:`jax_compilation_cache` of this test
+    session (:func:`session_jax_cache`: one folder, shared by the JAX test files of every worker) in this process's
+    environment while the module's tests run (the processes they start inherit it), the environment as it was
+    afterwards."""
     import pytest
 
     with pytest.MonkeyPatch.context() as patch:
-        for name, value in jax_compilation_cache(tmp_path_factory.getbasetemp() / "jax-compilation-cache").items():
+        for name, value in jax_compilation_cache(session_jax_cache(tmp_path_factory)).items():
             patch.setenv(name, value)
         yield
 

@@ -5,8 +5,8 @@ down as soon as the next test of this worker is in a file that does not use it (
 CPU a minute), or at the end of the session.
 
 Its workers start as the command line's local Ray starts them (``ray_job._connect``: this checkout on their
-``PYTHONPATH``, Keras without its scikit-learn wrappers), and with the pytest worker's JAX persistent compilation
-cache (tests.support.backends.jax_compilation_cache: the same folder as the JAX test files on this worker), so a
+``PYTHONPATH``, Keras without its scikit-learn wrappers), and with the test session's JAX persistent compilation
+cache (tests.support.backends.session_jax_cache: the same folder as the JAX test files of every worker), so a
 JAX driver's actors on it read back what another JAX process compiled.
 """
 
@@ -34,11 +34,11 @@ def start(tmp_path_factory):
     if _state.get("ray") is not None and ray.is_initialized():
         return ray
     from explain.batch import ray_job
-    from tests.support.backends import jax_compilation_cache
+    from tests.support.backends import jax_compilation_cache, session_jax_cache
 
     env = {"env_vars": {"PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"},
            "worker_process_setup_hook": ray_job.WORKER_SETUP}
-    cache = jax_compilation_cache(tmp_path_factory.getbasetemp() / "jax-compilation-cache")
+    cache = jax_compilation_cache(session_jax_cache(tmp_path_factory))
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     with pytest.MonkeyPatch.context() as patch:  # the environment Ray's own processes (and so every worker) inherit
         for name, value in {**cache, "PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "2"}.items():

@@ -76,8 +76,8 @@ SAFE_LOAD_TESTS = [
 
 @pytest.fixture(scope="module", autouse=True)
 def jax_cache(tmp_path_factory):
-    """JAX's persistent compilation cache for every process these tests start (one folder per pytest worker, shared
-    with the other JAX test files on it); this process's environment as it was afterwards."""
+    """JAX's persistent compilation cache for every process these tests start (one folder per test session, shared
+    with the JAX test files of every pytest worker); this process's environment as it was afterwards."""
     yield from jax_cache_environment(tmp_path_factory)
 
 
