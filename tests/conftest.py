@@ -98,66 +98,8 @@ def pytest_addoption(parser):
                           "measured over 1 s (tests/slow_tests.txt); CI runs everything")
 
 
-# The files that take longest (a full run's --durations, 2026-12-07 00:50, 3 workers on 2 cores), handed out first
-# (pytest_xdist_make_scheduler below): in a run of several workers (bash scripts/test.sh: --dist loadfile, a file's
-# tests on one worker) a long file started last would run alone at the end while the other workers wait.
-LONGEST_FIRST = (
-    "tests/unit/core/test_backends.py",       # 340 s
-    "tests/unit/batch/test_ray_batch.py",     # 189 s
-    "tests/browser/test_browser.py",          # 162 s
-    "tests/app/test_sessions.py",             # 80 s
-    "tests/unit/core/test_cut.py",            # 78 s
-    "tests/app/test_app.py",
-    "tests/app/test_hostile.py",
-    "tests/browser/test_browser_layout.py",
-    "tests/app/test_jax_pages.py",
-    "tests/browser/test_browser_inert.py",
-    "tests/unit/batch/test_ray_jax.py",
-    "tests/unit/core/test_xla.py",
-    "tests/browser/test_browser_whatif.py",
-    "tests/app/test_drivers_page.py",
-    "tests/unit/core/test_xla_long.py",
-    "tests/unit/analysis/test_story.py",
-    "tests/browser/test_login.py",
-    "tests/unit/core/test_outputs.py",
-    "tests/browser/test_package.py",         # 30 s
-)
-
-
-def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadfile`` handing out the files of ``LONGEST_FIRST`` first: xdist's own scheduler orders the files by
-    their number of tests (pytest-xdist 3.6: ``LoadScopeScheduling.schedule``), whatever the collection's order, so
-    that the longest file, the JAX re-runs (a few tests, 5 minutes), started after half the run had gone."""
-    if config.getoption("dist", None) != "loadfile":
-        return None
-    from xdist.scheduler import LoadFileScheduling
-
-    class LongestFirst(LoadFileScheduling):
-        def _assign_work_unit(self, node):
-            longest_first_units(self.workqueue)
-            super()._assign_work_unit(node)
-
-    return LongestFirst(config, log)
-
-
-def longest_first_units(queue) -> None:
-    """Reorder the scheduler's queue {file: its tests} in place: the files of ``LONGEST_FIRST`` in that order, then
-    the others in the order they had."""
-    rank = {path: k for k, path in enumerate(LONGEST_FIRST)}
-    ordered = sorted(queue.items(), key=lambda unit: rank.get(unit[0], len(rank)))  # stable
-    queue.clear()
-    queue.update(ordered)
-
-
-def longest_first(items) -> None:
-    """Reorder ``items`` in place: the files of ``LONGEST_FIRST`` in that order, then the others as collected."""
-    rank = {path: k for k, path in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: a file's order kept
-
-
 def pytest_collection_modifyitems(config, items):
     if not config.getoption("--quick"):
-        longest_first(items)
         return
     slow = {line.strip() for line in SLOW_TESTS.read_text(encoding="utf-8").splitlines()
             if line.strip() and not line.startswith("#")}

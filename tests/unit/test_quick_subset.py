@@ -33,22 +33,3 @@ def test_the_list_is_the_tests_over_the_limit_with_setup_and_teardown_added():
     ])
     assert slow_tests(log) == ["tests/app/test_a.py::test_one", "tests/unit/test_b.py::test_three"]
 
-
-def test_the_run_of_several_workers_hands_out_the_longest_files_first(pytestconfig, monkeypatch):
-    """xdist's own loadfile scheduler orders files by their number of tests; ours by LONGEST_FIRST, then as before."""
-    from collections import OrderedDict
-
-    from xdist.scheduler import LoadFileScheduling
-
-    queue = OrderedDict([("tests/unit/many.py", {"a": False, "b": False, "c": False}),
-                         (conftest.LONGEST_FIRST[1], {"x": False}), ("tests/unit/other.py", {"y": False}),
-                         (conftest.LONGEST_FIRST[0], {"z": False})])
-    conftest.longest_first_units(queue)
-    assert list(queue) == [*conftest.LONGEST_FIRST[:2], "tests/unit/many.py", "tests/unit/other.py"]
-    assert all(Path(path).is_file() for path in conftest.LONGEST_FIRST)
-    monkeypatch.setattr(pytestconfig.option, "dist", "loadfile", raising=False)
-    monkeypatch.setattr(pytestconfig.option, "tx", ["2*popen"], raising=False)  # what -n 2 sets
-    scheduler = conftest.pytest_xdist_make_scheduler(pytestconfig, log=None)
-    assert isinstance(scheduler, LoadFileScheduling) and hasattr(scheduler, "workqueue")
-    monkeypatch.setattr(pytestconfig.option, "dist", "load", raising=False)
-    assert conftest.pytest_xdist_make_scheduler(pytestconfig, log=None) is None  # xdist's own for other modes
