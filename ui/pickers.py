@@ -92,13 +92,18 @@ def _copy(source: str, target: str) -> None:
     st.session_state[source] = None
 
 
+def target_name(bundle) -> str:
+    """The output the sidebar explains (its "Target" choice), by name; the bundle's own target until one is chosen."""
+    return st.session_state.get("target") or bundle.output_names[bundle.target]
+
+
 def random_label(bundle) -> str:
     """The random pick's button: "…or a random churner" on a churn label, "…or a random customer with arrest" on
     another label (its positive value in words), "…or a random high-risk customer" without labels."""
     positive = labels.positive(bundle)
     if positive is None:
         return "…or a random high-risk customer"
-    target = st.session_state.get("target") or bundle.output_names[bundle.target]
+    target = target_name(bundle)
     if analyst_words.churn_like(bundle, target):
         return "…or a random churner"
     return f"…or a random customer with {analyst_words.outcome_word(bundle, positive, target)}"
@@ -190,7 +195,7 @@ def misses_ui(bundle, label: dict) -> None:
     the bands are the verdict's (``risk_bands`` in bundle.json, else low below 0.3, high from 0.6)."""
     if bundle.labels is None:
         return
-    target = st.session_state.get("target") or bundle.output_names[bundle.target]
+    target = target_name(bundle)
     bands = verdict.bands_of(bundle)
     high, low = analyst_words.misses(bundle, cache.predictions(bundle, target), bands)
     found, positive, _ = analyst_words.label_facts(bundle)
@@ -308,7 +313,7 @@ def compare_ui(bundle) -> Baseline:
     if ss.get("_compare") not in choices:
         ss["_compare"] = url.compare_text(url.default_compare(bundle))
     ss["w_compare"] = ss["_compare"]
-    target = ss.get("target") or bundle.output_names[bundle.target]
+    target = target_name(bundle)
     scores = dict(zip(bundle.ids.tolist(), cache.predictions(bundle, target).tolist()))
 
     def label(option):

@@ -32,4 +32,3 @@ def test_the_list_is_the_tests_over_the_limit_with_setup_and_teardown_added():
         "3.00s call     tests/unit/test_b.py::test_three",
     ])
     assert slow_tests(log) == ["tests/app/test_a.py::test_one", "tests/unit/test_b.py::test_three"]
-
