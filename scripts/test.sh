@@ -17,13 +17,14 @@ if [ "${1:-}" = "--quick" ]; then
     exec python3 -m pytest --quick -n 2 "$@"
 fi
 
-# Debian's chromium (browser tests) is installed while pip installs the Python packages: the two downloads overlap
+# Debian's chromium-headless-shell (the browser tests: tests/browser/served.py) and chromium (bench/latency.py, what a
+# user runs) are installed while pip installs the Python packages: the two downloads overlap
 APT_PID=""
 APT_LOG="$(mktemp)"
-if ! command -v chromium >/dev/null 2>&1; then
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromium-headless-shell >/dev/null 2>&1; then
     SUDO=""
     if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
-    ( $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium ) >"$APT_LOG" 2>&1 &
+    ( $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium chromium-headless-shell ) >"$APT_LOG" 2>&1 &
     APT_PID=$!
 fi
 # one resolver run for everything the tests need: the dashboard and its tests (requirements-dev.txt); the optional
@@ -33,7 +34,7 @@ python3 -m pip install --quiet --disable-pip-version-check -r requirements-dev.t
     -r requirements-jax.txt -r requirements-docs.txt
 if [ -n "$APT_PID" ] && ! wait "$APT_PID"; then
     cat "$APT_LOG" >&2
-    echo "error: apt-get could not install Debian's chromium (the browser tests need it)" >&2
+    echo "error: apt-get could not install Debian's chromium and chromium-headless-shell (the browser tests need them)" >&2
     exit 1
 fi
 rm -f "$APT_LOG"

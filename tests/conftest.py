@@ -9,6 +9,12 @@ os.environ.setdefault("PYTHONHASHSEED", "0")
 # Ray starts its worker processes at nice 15; with the other pytest workers on the same cores they starved (one Ray
 # test took 362 s of a 21-minute run in three workers): the tests' Ray clusters, and the CLI's, at normal priority
 os.environ.setdefault("RAY_worker_niceness", "0")
+# One intra-op thread for TensorFlow (and oneDNN's OpenMP) in every test process and the processes they start (servers,
+# command lines, Ray workers): three pytest workers share two cores, the tests' models are small, and the threads'
+# hand-offs cost more than they gave: 8-9 % less CPU for TensorFlow-heavy test files (2026-12-07: 86 -> 79 s for
+# test_cut, test_outputs and test_inputs; 78 -> 71 s for test_app, test_hostile and test_story)
+os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 DEMO = Path(__file__).resolve().parent.parent / "bundles" / "demo"
 
@@ -80,6 +86,35 @@ def pytest_runtest_teardown(item, nextitem):
     cluster = sys.modules.get("tests.support.ray_cluster")
     if cluster is not None:
         cluster.stop_unless_needed_by(item, nextitem)
+
+
+# ------------------------------------------------------------------------------- the files a worker runs together
+# ``--dist loadfile`` gives each file to one pytest-xdist worker; these files share a worker's session fixture and go
+# to one worker together, as one unit of work: the Ray files one local Ray (``ray_cluster``: one start of Ray's own
+# processes instead of up to three), the browser files on the demo's ``server`` one ``streamlit run`` (each start
+# imports TensorFlow, computes the first attributions and the store of "What drives churn" again)
+SHARED_BY_FILES = {  # the shared fixture: the files that use it
+    "ray_cluster": ("tests/unit/batch/test_ray_batch.py", "tests/unit/batch/test_ray_jax.py",
+                    "tests/unit/batch/test_ray_limits.py"),
+    "server": ("tests/browser/test_browser.py", "tests/browser/test_browser_layout.py",
+               "tests/browser/test_browser_whatif.py"),
+}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's loadfile scheduling with the files of each ``SHARED_BY_FILES`` entry as one unit of work."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    together = {file: fixture for fixture, files in SHARED_BY_FILES.items() for file in files}
+
+    class SharedFixtureScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = super()._split_scope(nodeid)
+            return together.get(file, file)
+
+    return SharedFixtureScheduling(config, log)
 
 
 # ---------------------------------------------------------------------------------------------- the quick run

@@ -24,11 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.served import end
+from tests.browser.served import CHROMIUM, end
 from tests.support.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
 STARTUP_TIMEOUT = 120  # seconds until /_stcore/health answers ok
 NOT_COPIED = (".git", "__pycache__", ".pytest_cache", "build", "dist", "*.egg-info", "attributions", "tests",
               "bench", "docs", "tmp", "out", "venv", ".venv")

@@ -6,7 +6,7 @@ Not collected by the ordinary test run (the name is not test_*.py); test_backend
 process's command line with EXPLAIN_JAX_SIDE set to a folder holding what the TensorFlow side prepared (the unlike
 models, the customers file), and reads what these tests write there:
 
-    unlike.npz        IG of every unlike model and setting (tests.support.backends.attribute)
+    unlike.npz        IG of every unlike model on its settings (tests.support.backends.attribute, COMPARED)
     cli.csv, cli.parquet   ``attribute`` and ``batch`` of the command line on the demo (COMMANDS)
     customer_page.json     the Customer page's heatmap and metrics (tests.support.backends.customer_page)
 
