@@ -43,7 +43,8 @@ export TF_CPP_MIN_LOG_LEVEL=2
 python3 -m ruff check .
 # Three workers on two cores: a third of the time a test waits (a browser drawing, a server or a Ray cluster
 # starting, a subprocess), and the third worker fills it. --dist loadfile keeps a file's module fixtures (a
-# trained model, a server) on one worker; xdist hands out the files with the most tests first (the longest files
-# first instead, the JAX re-runs, Ray and the browser all at the start, took 1,016-1,054 s against 866-938 s:
-# docs/contributing.md).
+# trained model, a server) on one worker, and the files that share a session fixture (one local Ray, the demo's
+# server: SHARED_BY_FILES in tests/conftest.py) together; xdist hands out the units with the most tests first (the
+# longest files first instead, the JAX re-runs, Ray and the browser all at the start, took 1,016-1,054 s against
+# 866-938 s: docs/contributing.md).
 python3 -m pytest -n "${TEST_WORKERS:-3}" --dist loadfile "$@"
