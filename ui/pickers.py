@@ -115,7 +115,7 @@ def _random_churner(bundle) -> None:
     if positive is not None:
         rows = np.flatnonzero(labels.mask(bundle.labels, positive))
     else:  # no labels: a customer the model scores above 0.5
-        rows = np.flatnonzero(cache.predictions(bundle, st.session_state.get("target")) > 0.5)
+        rows = np.flatnonzero(cache.predictions(bundle, target_name(bundle)) > 0.5)
     rows = rows if rows.size else np.arange(bundle.n_customers)
     st.session_state["customer"] = str(bundle.ids[int(rng.choice(rows))])
 

@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[3]
 TOLERANCE = 1e-5  # of the largest attribution
 
 # The engine's property tests, run as they are under JAX (those that compare against a hand-written
-# tf.GradientTape reference need TensorFlow tensors and stay TensorFlow-only; the others are here).
+# tf.GradientTape reference need TensorFlow tensors and stay TensorFlow-only; the others are here). Of the cut's path
+# sums, the LSTM's (the GRU's run on TensorFlow; 15 s of CPU here).
 PROPERTY_TESTS = [
     "tests/unit/core/test_ig.py::test_exact_on_linear_model",
     "tests/unit/core/test_ig.py::test_completeness_shrinks_with_steps",
@@ -59,7 +60,7 @@ PROPERTY_TESTS = [
 # the demo's deletion curves (tests/app/test_jax_pages.py clicks the button on JAX and compares the curves with
 # TensorFlow's), the demo's what-if search (the search's other tests run here), the batch resumed after a SIGKILL
 # (a subprocess; the store's resume does not depend on the backend, and the command line's batch on JAX is
-# tests.support.jax_side's). Of the cut's path sums, the LSTM (the GRU's runs on TensorFlow: 15 s of CPU here).
+# tests.support.jax_side's).
 ANALYSIS_TESTS = [
     "tests/unit/analysis/test_faithfulness.py",
     "tests/unit/analysis/test_whatif.py",
