@@ -192,7 +192,10 @@ def test_randomisation_is_seeded_and_falls_for_a_trained_lstm():
     def attribute(m):
         return explain.integrated_gradients(m, x, b, steps=16)
 
+    before = model.get_weights()
     first = fa.model_randomisation(model, x, b, attribute, seed=7, repeats=2)
+    for old, new in zip(before, model.get_weights()):  # the model is left as it was (on JAX too: its re-run)
+        np.testing.assert_array_equal(old, new)
     again = fa.model_randomisation(model, x, b, attribute, seed=7, repeats=2)
     np.testing.assert_allclose(first.spearman_runs, again.spearman_runs)
     assert first.layers == [layer.name for layer in reversed(model.layers) if layer.trainable_weights]
