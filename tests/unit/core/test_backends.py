@@ -59,9 +59,9 @@ PROPERTY_TESTS = [
 # tests whose JAX part another test covers, each 10-20 s of CPU here: the Diagnostics page's faithfulness button and
 # the demo's faithfulness report, its deletion curves, randomisation and occlusion (14 s of CPU for the report alone;
 # tests/app/test_jax_pages.py clicks the button on JAX, compares the curves and the occlusion with TensorFlow's and
-# sees the randomisation chart drawn; the checks' own tests on small models run here), the demo's what-if search (the search's other tests run here), the batch resumed after a SIGKILL
-# (a subprocess; the store's resume does not depend on the backend, and the command line's batch on JAX is
-# tests.support.jax_side's).
+# sees the randomisation chart drawn; the checks' own tests on small models run here), the demo's what-if search
+# (the search's other tests run here), the batch resumed after a SIGKILL (a subprocess; the store's resume does not
+# depend on the backend, and the command line's batch on JAX is tests.support.jax_side's).
 ANALYSIS_TESTS = [
     "tests/unit/analysis/test_faithfulness.py",
     "tests/unit/analysis/test_whatif.py",
