@@ -43,24 +43,25 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromium-headless-shell
     SUDO=""
     if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
     # the headless shell is a saving, not a need: where apt cannot install it, the browser tests run on chromium
-    ( $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium \
-        && { $SUDO apt-get install -y -qq chromium-headless-shell \
-             || echo "note: chromium-headless-shell not installed; the browser tests use chromium"; } ) >"$APT_LOG" 2>&1 &
+    ( $SUDO apt-get update -qq && { $SUDO apt-get install -y -qq chromium chromium-headless-shell \
+        || { $SUDO apt-get install -y -qq chromium \
+             && echo "note: chromium-headless-shell not installed; the browser tests use chromium"; }; } ) >"$APT_LOG" 2>&1 &
     APT_PID=$!
 fi
 # one resolver run for everything the tests need: the dashboard and its tests (requirements-dev.txt); the optional
 # Ray engine (--engine ray: tests/unit/batch/test_ray_batch.py); the optional JAX backend (KERAS_BACKEND=jax:
 # tests/unit/core/test_backends.py); the docs site (tests/unit/test_docs.py builds it with mkdocs build --strict)
 install -r requirements-dev.txt -r requirements-ray.txt -r requirements-jax.txt -r requirements-docs.txt
+export TF_CPP_MIN_LOG_LEVEL=2
+# the declared style (pyproject.toml [tool.ruff]) before the tests, while apt may still be installing (the docs site is
+# built by tests/unit/test_docs.py)
+python3 -m ruff check .
 if [ -n "$APT_PID" ] && ! wait "$APT_PID"; then
     cat "$APT_LOG" >&2
     echo "error: apt-get could not install Debian's chromium (the browser tests need it)" >&2
     exit 1
 fi
 rm -f "$APT_LOG"
-export TF_CPP_MIN_LOG_LEVEL=2
-# the declared style (pyproject.toml [tool.ruff]) before the tests (the docs site is built by tests/unit/test_docs.py)
-python3 -m ruff check .
 # Three workers on two cores: a third of the time a test waits (a browser drawing, a server or a Ray cluster
 # starting, a subprocess), and the third worker fills it. --dist loadfile keeps a file's module fixtures (a
 # trained model, a server) on one worker, and the files that share a session fixture (one local Ray, the demo's
