@@ -72,8 +72,9 @@ def jax_process_flags() -> dict:
     less CPU to compile: 17 s instead of 27 s for the unlike models' attributions on JAX; 115 s instead of 156 s for
     the re-runs (2026-12-07, one run each, nothing else running). The numbers are those of the optimised build within
     rounding (the unlike models' attributions within 1e-6 of the largest; the completeness residuals, about 1e-7,
-    in their last digits), far inside the comparisons' 1e-5. The default build on JAX is what the Ray actors on JAX
-    compute with (tests/unit/batch/test_ray_jax.py: the same store as TensorFlow's)."""
+    in their last digits), far inside the comparisons' 1e-5. The tests' Ray cluster gives its workers the same flags
+    (tests.support.ray_cluster), so that every JAX process of a test session reads what another compiled: JAX's
+    persistent cache keys include the flags. A user's process compiles with XLA's default level."""
     return {"XLA_FLAGS": " ".join(filter(None, [os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0",
                                                 "--xla_llvm_disable_expensive_passes=true"]))}
 

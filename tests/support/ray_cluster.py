@@ -6,8 +6,9 @@ CPU a minute), or at the end of the session.
 
 Its workers start as the command line's local Ray starts them (``ray_job._connect``: this checkout on their
 ``PYTHONPATH``, Keras without its scikit-learn wrappers), and with the test session's JAX persistent compilation
-cache (tests.support.backends.session_jax_cache: the same folder as the JAX test files of every worker), so a
-JAX driver's actors on it read back what another JAX process compiled.
+cache (tests.support.backends.session_jax_cache: the same folder as the JAX test files of every worker) and their
+XLA flags (``jax_process_flags``: the cache's keys include them), so a JAX driver's actors on it read back what
+another JAX process compiled.
 """
 
 from __future__ import annotations
@@ -34,14 +35,14 @@ def start(tmp_path_factory):
     if _state.get("ray") is not None and ray.is_initialized():
         return ray
     from explain.batch import ray_job
-    from tests.support.backends import jax_compilation_cache, session_jax_cache
+    from tests.support.backends import jax_compilation_cache, jax_process_flags, session_jax_cache
 
     env = {"env_vars": {"PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"},
            "worker_process_setup_hook": ray_job.WORKER_SETUP}
     cache = jax_compilation_cache(session_jax_cache(tmp_path_factory))
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     with pytest.MonkeyPatch.context() as patch:  # the environment Ray's own processes (and so every worker) inherit
-        for name, value in {**cache, "PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "2"}.items():
+        for name, value in {**cache, **jax_process_flags(), "PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "2"}.items():
             patch.setenv(name, value)
         patch.delenv("RAY_ADDRESS", raising=False)
         context = ray.init(num_cpus=NUM_CPUS, include_dashboard=False, runtime_env=env, logging_level="ERROR",
