@@ -52,16 +52,15 @@ fi
 # Ray engine (--engine ray: tests/unit/batch/test_ray_batch.py); the optional JAX backend (KERAS_BACKEND=jax:
 # tests/unit/core/test_backends.py); the docs site (tests/unit/test_docs.py builds it with mkdocs build --strict)
 install -r requirements-dev.txt -r requirements-ray.txt -r requirements-jax.txt -r requirements-docs.txt
-export TF_CPP_MIN_LOG_LEVEL=2
-# the declared style (pyproject.toml [tool.ruff]) before the tests, while apt may still be installing (the docs site is
-# built by tests/unit/test_docs.py)
-python3 -m ruff check .
 if [ -n "$APT_PID" ] && ! wait "$APT_PID"; then
     cat "$APT_LOG" >&2
     echo "error: apt-get could not install Debian's chromium (the browser tests need it)" >&2
     exit 1
 fi
 rm -f "$APT_LOG"
+export TF_CPP_MIN_LOG_LEVEL=2
+# the declared style (pyproject.toml [tool.ruff]) before the tests (the docs site is built by tests/unit/test_docs.py)
+python3 -m ruff check .
 # Three workers on two cores: a third of the time a test waits (a browser drawing, a server or a Ray cluster
 # starting, a subprocess), and the third worker fills it. --dist loadfile keeps a file's module fixtures (a
 # trained model, a server) on one worker, and the files that share a session fixture (one local Ray, the demo's
