@@ -80,10 +80,12 @@ TIMEOUT_MS = 240_000
 CUSTOMERS = ["C00002", "C00017", "C00031", "C00044", "C00058", "C00063", "C00077", "C00089", "C00091", "C00105",
              "C00118", "C00123", "C00136", "C00149", "C00150", "C00162"]
 
-# JS: a fingerprint of the first heatmap trace drawn on the page (null while none is drawn).
+# JS: a fingerprint of the first heatmap trace drawn on the page (null while none is drawn), not the grey "no data"
+# layer of a padded history: two customers with the same padding have the same one, and a switch between them would
+# wait for a change that never comes.
 HEATMAP = """() => {
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {
-    const trace = (gd._fullData || []).find(t => t.type === 'heatmap');
+    const trace = (gd._fullData || []).find(t => t.type === 'heatmap' && t.name !== 'no data');
     if (trace && trace.z) return JSON.stringify(Array.from(trace.z, row => Array.from(row)));
   }
   return null;

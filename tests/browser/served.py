@@ -31,10 +31,11 @@ VIEWPORT = {"width": 1400, "height": 1000}
 STARTUP_TIMEOUT = 90  # seconds until /_stcore/health answers ok
 RENDER_TIMEOUT = 90_000  # ms for a page to show its figures
 
-# JS: the z values of the first heatmap trace on the page, as JSON (null while none is drawn).
+# JS: the z values of the first heatmap trace on the page (not the grey "no data" layer of a padded history, the same
+# for two customers with the same padding), as JSON (null while none is drawn).
 HEATMAP_Z = """() => {
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {
-    const trace = (gd._fullData || []).find(t => t.type === 'heatmap');
+    const trace = (gd._fullData || []).find(t => t.type === 'heatmap' && t.name !== 'no data');
     if (trace && trace.z) return JSON.stringify(Array.from(trace.z, row => Array.from(row)));
   }
   return null;

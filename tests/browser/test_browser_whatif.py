@@ -14,7 +14,7 @@ require_chromium(module=True)
 HEATMAPS = """() => {
   const out = {};
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {
-    const trace = (gd._fullData || []).find(t => t.type === 'heatmap');
+    const trace = (gd._fullData || []).find(t => t.type === 'heatmap' && t.name !== 'no data');
     const title = ((gd.layout || {}).title || {}).text || '';
     if (trace && trace.z) out[title] = Array.from(trace.z, row => Array.from(row));
   }
