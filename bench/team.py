@@ -157,12 +157,11 @@ class Tab:
 
 class Wire:
     """A session spoken over Streamlit's own protocol (its WebSocket and protobuf messages), as the browser's
-    script speaks it, with nothing drawn: the server's side of a switch, from the request sent to the heatmap's
-    figure received and the run finished, without a browser on the server's cores (analysts' browsers run on their
-    own machines; what one of them adds to draw the page is the one-session Chromium row's difference). A switch's
-    seconds are to the new heatmap's figure received (the answer the analyst waits for, as the Chromium sessions
-    time it to the heatmap drawn); the session waits for the run to finish before its next switch, and those
-    seconds are kept apart (``finished``)."""
+    script speaks it, with nothing drawn: the server's side of a switch, without a browser on the server's cores
+    (analysts' browsers run on their own machines; what one of them adds to draw the page is the one-session
+    Chromium row's difference). A switch's seconds are to the new heatmap's figure received (the answer the
+    analyst waits for; the Chromium sessions time it to the heatmap drawn); the session reads its run to the end
+    before its next switch, and those seconds are kept apart (``finished``)."""
 
     def __init__(self, base: str):
         self.url = base.replace("http", "ws", 1) + "/_stcore/stream"
