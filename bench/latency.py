@@ -142,17 +142,20 @@ class Server:
             time.sleep(0.05)
         raise RuntimeError(f"streamlit ({self.name}) did not start; see {self.log_path}")
 
-    def peak_gb(self) -> float:
-        """The largest peak resident memory (VmHWM) of the server's processes, GB; 0 once they are gone."""
+    def processes(self) -> list:
+        """The server's process and its children (``psutil.Process``); [] once the server has exited."""
         try:
             import psutil
 
             procs = [psutil.Process(self.proc.pid)]
-            procs += procs[0].children(recursive=True)
+            return procs + procs[0].children(recursive=True)
         except Exception:  # noqa: BLE001 - the server has exited
-            return 0.0
+            return []
+
+    def peak_gb(self) -> float:
+        """The largest peak resident memory (VmHWM) of the server's processes, GB; 0 once they are gone."""
         peaks = []
-        for proc in procs:
+        for proc in self.processes():
             try:
                 text = Path(f"/proc/{proc.pid}/status").read_text()
             except OSError:

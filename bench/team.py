@@ -85,28 +85,18 @@ def bundle_ids(folder: Path) -> list[str]:
         return [row[column] for row in csv.DictReader(fh)]
 
 
-def cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) of the server and its children so far."""
+def usage(server: Server) -> tuple[float, float]:
+    """(resident memory MB, CPU seconds so far: user + system) of the server and its children; NaN where one of them
+    could not be read (the server gone, a child ended while read)."""
     import psutil
 
+    procs = server.processes()
     try:
-        procs = [psutil.Process(pid)]
-        procs += procs[0].children(recursive=True)
-        return sum(sum(p.cpu_times()[:2]) for p in procs)
+        if not procs:
+            raise psutil.NoSuchProcess(server.proc.pid)
+        return (sum(p.memory_info().rss for p in procs) / 2**20, sum(sum(p.cpu_times()[:2]) for p in procs))
     except psutil.Error:
-        return float("nan")
-
-
-def rss_mb(pid: int) -> float:
-    """Resident memory of the server and its children, MB."""
-    import psutil
-
-    try:
-        procs = [psutil.Process(pid)]
-        procs += procs[0].children(recursive=True)
-        return sum(p.memory_info().rss for p in procs) / 2**20
-    except psutil.Error:
-        return float("nan")
+        return float("nan"), float("nan")
 
 
 async def drawn(page, before, timeout: float = TIMEOUT_S) -> bool:
@@ -329,16 +319,16 @@ async def drive(server: Server, ids: list[str], args) -> tuple[Run, dict]:
         tasks = [asyncio.create_task(session(new_client, url_of, ids, k, run, clock, args)) for k in range(args.n)]
         while len(run.opened) < args.n:
             await asyncio.sleep(0.05)
-        probe, rss_start, cpu_start = HealthProbe(server.url), rss_mb(server.proc.pid), cpu_s(server.proc.pid)
+        probe, (rss_start, cpu_start) = HealthProbe(server.url), usage(server)
         probe.start()
         clock["end"] = time.monotonic() + args.seconds
         clock["all_open"].set()
         await asyncio.gather(visitor(new_client, server.url, run, clock, args), *tasks)
         probe.stop.set()
         probe.join()
+        rss_end, cpu_end = usage(server)
     return run, {"cold": cold, "health": probe.latencies, "health_failures": probe.failures,
-                 "rss_start": rss_start, "rss_end": rss_mb(server.proc.pid),
-                 "cpu": cpu_s(server.proc.pid) - cpu_start}
+                 "rss_start": rss_start, "rss_end": rss_end, "cpu": cpu_end - cpu_start}
 
 
 def quantile(values: list[float], q: float) -> float:
